@@ -1,0 +1,85 @@
+"""Build and install npkit.
+
+The repository folders map onto one import name, ``npkit``: ``sim/`` is ``npkit.sim``,
+``compiler/`` is ``npkit.compiler`` and so on (DESIGN.md, "Layout").  The C++20 simulator
+core in ``sim/core/`` is built as the pybind11 extension ``npkit.sim._core``; its decoder
+header is generated from the ISA table first (``sim/isa_gen.py``).
+"""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+from pybind11.setup_helpers import Pybind11Extension, build_ext
+from setuptools import find_packages, setup
+
+ROOT = Path(__file__).resolve().parent
+FOLDERS = {  # import name -> folder
+    "npkit": "npkit",
+    "npkit.sim": "sim",
+    "npkit.compiler": "compiler",
+    "npkit.runtime": "runtime",
+    "npkit.microblocks": "microblocks",
+    "npkit.examples": "examples",
+    "npkit.bench": "bench",
+}
+
+
+def _packages() -> tuple[list[str], dict[str, str]]:
+    packages: list[str] = []
+    package_dir: dict[str, str] = {}
+    for name, folder in FOLDERS.items():
+        packages.append(name)
+        package_dir[name] = folder
+        for sub in find_packages(folder):
+            packages.append(f"{name}.{sub}")
+            package_dir[f"{name}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
+    return packages, package_dir
+
+
+class BuildExt(build_ext):
+    """Generate the ISA decoder header from the ISA table, then compile."""
+
+    def run(self) -> None:
+        runpy.run_path(str(ROOT / "sim" / "isa_gen.py"), run_name="__main__")
+        super().run()
+
+
+core = Pybind11Extension(
+    "npkit.sim._core",
+    sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sim" / "core").glob("*.cpp")),
+    include_dirs=["sim/core"],
+    cxx_std=20,
+    extra_compile_args=["-O2", "-Wall", "-Wextra"],
+)
+
+packages, package_dir = _packages()
+setup(
+    name="npkit",
+    version="0.1.0",
+    description="An open toolkit for programming IXP-style network processors",
+    python_requires=">=3.11",
+    packages=packages,
+    package_dir=package_dir,
+    package_data={
+        "npkit.sim": ["chips/*.toml"],
+        "npkit.examples": ["**/*"],
+        "npkit.microblocks": ["**/*"],
+        "npkit.compiler": ["**/*.g4"],
+    },
+    ext_modules=[core],
+    cmdclass={"build_ext": BuildExt},
+    install_requires=[
+        "numpy>=1.26,<3",
+        "dpkt>=1.9,<2",
+        "click>=8.1,<9",
+        "rich>=13,<16",
+        "llvmlite>=0.43,<0.60",
+        "antlr4-python3-runtime==4.13.2",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100", "scapy>=2.5", "ruff>=0.5"],
+    },
+    entry_points={"console_scripts": ["npkit=npkit.cli:main"]},
+)
