@@ -1,0 +1,570 @@
+// The media model: MSF, RBUF, TBUF, receive-thread freelists with autopush, ports at line
+// rate.  See media.hpp and docs/media.md.
+#include "media.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+#include "isa_gen.hpp"
+
+namespace npkit {
+namespace {
+
+using u128 = unsigned __int128;
+
+// The MSF address map and fast_wr CSR numbers come from the ISA table (sim/isa.py).
+constexpr uint32_t kRbufBase = isa::MSF_RBUF_BASE;
+constexpr uint32_t kTbufBase = isa::MSF_TBUF_BASE;
+constexpr uint32_t kTbufCtlBase = isa::MSF_TBUF_CTL_BASE;
+constexpr uint32_t kTxSequenceBase = isa::MSF_TX_SEQUENCE_BASE;
+constexpr uint32_t kFreelistBase = isa::MSF_RX_THREAD_FREELIST_BASE;
+constexpr uint32_t kElementDone = isa::MSF_RBUF_ELEMENT_DONE;
+// The freelist CSRs fill the gap up to the next CSR (16 lists with the current table).
+constexpr int kFreelists = static_cast<int>(kElementDone - kFreelistBase);
+static_assert(kRbufBase < kTbufBase && kTbufBase < kTbufCtlBase &&
+                  kTbufCtlBase < kTxSequenceBase && kFreelistBase < kElementDone,
+              "the MSF address map in sim/isa.py must be ordered");
+constexpr int kMaxSignal = (1 << isa::fmt_mem::SIG.width) - 1;  // signals 1..15
+constexpr int kXferLimit = static_cast<int>(isa::XFER_NONE);      // relative $ index bound
+
+std::string hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+u128 gcd128(u128 a, u128 b) {
+  while (b != 0) {
+    u128 r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+// A positive double as an exact fraction n / d with d a power of ten <= 1e6: rates and clocks
+// are given as decimal numbers (9.58464e9, 1.4e9), so this recovers them exactly.
+std::pair<u128, u128> decimal_fraction(double x, const char* what) {
+  if (!(x > 0) || !std::isfinite(x) || x > 1e15) {
+    throw std::invalid_argument(std::string(what) + " must be a positive number below 1e15");
+  }
+  long double scale = 1;
+  for (int k = 0; k <= 6; ++k, scale *= 10) {
+    long double v = static_cast<long double>(x) * scale;
+    long double r = std::round(v);
+    if (std::fabs(v - r) <= 1e-6L || k == 6) {
+      if (r < 1) throw std::invalid_argument(std::string(what) + " is too small");
+      return {static_cast<u128>(r), static_cast<u128>(scale)};
+    }
+  }
+  return {1, 1};  // unreachable
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------ construction
+Media::Media(MediaConfig cfg, MediaHost& host) : cfg_(std::move(cfg)), host_(host) {
+  const int n = static_cast<int>(cfg_.ports.size());
+  const int eb = cfg_.element_bytes;
+  if (eb <= 0 || eb % 8 != 0) {
+    throw std::invalid_argument("element_bytes must be a positive multiple of 8 (64, 128 or 256)");
+  }
+  if (n > static_cast<int>(tx_control::kPortMask) + 1) {
+    throw std::invalid_argument("at most " + std::to_string(tx_control::kPortMask + 1) +
+                                " ports (the port field of the status and control words is 8 bits)");
+  }
+  if (cfg_.rbuf_bytes < 0 || cfg_.rbuf_bytes > static_cast<int64_t>(kTbufBase - kRbufBase)) {
+    throw std::invalid_argument("rbuf_bytes must be 0.." + std::to_string(kTbufBase - kRbufBase));
+  }
+  if (cfg_.tbuf_bytes < 0 || cfg_.tbuf_bytes > static_cast<int64_t>(kTbufCtlBase - kTbufBase)) {
+    throw std::invalid_argument("tbuf_bytes must be 0.." + std::to_string(kTbufCtlBase - kTbufBase));
+  }
+  if (n > 0) {
+    rx_elements_ = cfg_.rbuf_bytes / eb / n;
+    tx_elements_ = cfg_.tbuf_bytes / eb / n;
+    if (rx_elements_ < 1 || tx_elements_ < 1) {
+      throw std::invalid_argument("RBUF and TBUF need at least one element per port (" +
+                                  std::to_string(n) + " ports of " + std::to_string(eb) +
+                                  "-byte elements)");
+    }
+  }
+  if (static_cast<int64_t>(tx_elements_) * n * 4 > kTxSequenceBase - kTbufCtlBase) {
+    throw std::invalid_argument("too many TBUF elements for the control-word address range");
+  }
+  auto [clock_n, clock_d] = decimal_fraction(cfg_.me_clock_hz, "me_clock_hz");
+  rbuf_.assign(static_cast<size_t>(cfg_.rbuf_bytes), 0);
+  tbuf_.assign(static_cast<size_t>(cfg_.tbuf_bytes), 0);
+  rbuf_state_.assign(static_cast<size_t>(rx_elements_) * n, RbufState::kFree);
+  frames_waiting_.resize(kFreelists);
+  threads_waiting_.resize(kFreelists);
+  counters_.assign(n, PortCounters{});
+  ports_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    Port& p = ports_[i];
+    p.cfg = cfg_.ports[i];
+    if (p.cfg.overhead_bytes < 0 || p.cfg.overhead_bytes > 4096) {
+      throw std::invalid_argument("port " + std::to_string(i) + ": overhead_bytes must be 0..4096");
+    }
+    if (p.cfg.rx_freelist < 0 || p.cfg.rx_freelist >= kFreelists) {
+      throw std::invalid_argument("port " + std::to_string(i) + ": rx_freelist must be 0.." +
+                                  std::to_string(kFreelists - 1));
+    }
+    // cycles per bit = clock / rate = (cn / cd) / (rn / rd) = cn * rd / (cd * rn)
+    auto [rate_n, rate_d] = decimal_fraction(p.cfg.rate_bps, "rate_bps");
+    u128 num = clock_n * rate_d, den = clock_d * rate_n;
+    u128 g = gcd128(num, den);
+    p.clock.num = num / g;
+    p.clock.den = den / g;
+    if (p.clock.num >> 62 || p.clock.den >> 62) {
+      throw std::invalid_argument("port " + std::to_string(i) +
+                                  ": rate_bps / me_clock_hz ratio is too fine to keep exact");
+    }
+    p.rx_first = i * rx_elements_;
+    p.tx_first = i * tx_elements_;
+    p.tx_slots.assign(tx_elements_, TxSlot{});
+  }
+}
+
+int Media::rx_freelists() const { return kFreelists; }
+
+// ------------------------------------------------------------------------ time helpers
+uint64_t Media::cycle_ceil(const Port& p, u128 units) const {
+  return static_cast<uint64_t>((units + p.clock.den - 1) / p.clock.den);
+}
+
+Media::u128 Media::wire_units(const Port& p, size_t length) const {
+  return static_cast<u128>(length + static_cast<size_t>(p.cfg.overhead_bytes)) * 8u * p.clock.num;
+}
+
+// ------------------------------------------------------------------------ host side
+void Media::add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_before_cycle) {
+  if (port < 0 || port >= num_ports()) {
+    throw std::invalid_argument("add_rx_frame: no port " + std::to_string(port) + " (" +
+                                std::to_string(num_ports()) + " ports)");
+  }
+  if (bytes.empty() || bytes.size() > rx_status::kLengthMask) {
+    throw std::invalid_argument("add_rx_frame: frame length must be 1..65535 bytes, got " +
+                                std::to_string(bytes.size()));
+  }
+  Port& p = ports_[port];
+  // The frame starts when the line is free, not in the past, and not before its timestamp.
+  u128 start = std::max(p.rx_line_free, static_cast<u128>(now_) * p.clock.den);
+  if (not_before_cycle >= 0) {
+    start = std::max(start, static_cast<u128>(not_before_cycle) * p.clock.den);
+  }
+  u128 end = start + wire_units(p, bytes.size());
+  p.rx_line_free = end;
+  p.rx_pending.push_back(PendingRx{std::move(bytes), cycle_ceil(p, end)});
+}
+
+std::vector<TxFrame> Media::take_tx() {
+  std::vector<TxFrame> out;
+  out.swap(tx_done_);
+  return out;
+}
+
+Media::Event Media::earliest() const {
+  Event best{UINT64_MAX, EventKind::kNone, -1};
+  // Same cycle: departures first (they free TBUF), then arrivals by port, then autopushes.
+  for (int i = 0; i < num_ports(); ++i) {
+    const Port& p = ports_[i];
+    if (p.tx_busy && p.tx_current.last_bit_cycle < best.time) {
+      best = {p.tx_current.last_bit_cycle, EventKind::kTxDeparture, i};
+    }
+  }
+  for (int i = 0; i < num_ports(); ++i) {
+    const Port& p = ports_[i];
+    if (!p.rx_pending.empty() && p.rx_pending.front().arrival < best.time) {
+      best = {p.rx_pending.front().arrival, EventKind::kRxArrival, i};
+    }
+  }
+  if (!autopushes_.empty() && autopushes_.top().when < best.time) {
+    best = {autopushes_.top().when, EventKind::kAutopush, -1};
+  }
+  return best;
+}
+
+uint64_t Media::next_event() const { return earliest().time; }
+
+void Media::advance(uint64_t t) {
+  for (Event e = earliest(); e.kind != EventKind::kNone && e.time <= t; e = earliest()) {
+    switch (e.kind) {
+      case EventKind::kTxDeparture: depart(ports_[e.port], e.port); break;
+      case EventKind::kRxArrival: arrive(ports_[e.port], e.port); break;
+      case EventKind::kAutopush: deliver_autopush(); break;
+      case EventKind::kNone: break;
+    }
+  }
+  now_ = std::max(now_, t);
+}
+
+bool Media::idle() const {
+  if (!autopushes_.empty()) return false;
+  for (int i = 0; i < num_ports(); ++i) {
+    const PortCounters& c = counters_[i];
+    if (!ports_[i].rx_pending.empty() || c.rbuf_elements_in_use || c.tbuf_elements_queued) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const std::vector<PortCounters>& Media::counters() const { return counters_; }
+
+uint64_t Media::rx_pending_frames() const {
+  uint64_t n = autopushes_.size();
+  for (const Port& p : ports_) n += p.rx_pending.size() + p.rx_waiting;
+  return n;
+}
+
+// ------------------------------------------------------------------------ receive
+// First run of `count` free elements, trying start positions from the allocation hint on
+// and wrapping to the partition start.  A frame never straddles the partition end, so its
+// bytes are contiguous in RBUF address space.
+int Media::find_rx_run(const Port& p, int count) const {
+  const int last_start = rx_elements_ - count;
+  const int hint = p.rx_next <= last_start ? p.rx_next : 0;
+  for (int k = 0; k <= last_start; ++k) {
+    const int s = (hint + k) % (last_start + 1);
+    bool free = true;
+    for (int j = 0; j < count && free; ++j) {
+      free = rbuf_state_[p.rx_first + s + j] == RbufState::kFree;
+    }
+    if (free) return s;
+  }
+  return -1;
+}
+
+void Media::arrive(Port& p, int port_index) {
+  PendingRx frame = std::move(p.rx_pending.front());
+  p.rx_pending.pop_front();
+  PortCounters& c = counters_[port_index];
+  const int eb = cfg_.element_bytes;
+  const int length = static_cast<int>(frame.bytes.size());
+  const int count = (length + eb - 1) / eb;
+  if (count > rx_elements_ || count > rx_status::kMaxElements) {
+    ++c.rx_dropped_too_long;
+    return;
+  }
+  if (static_cast<int>(rx_elements_ - c.rbuf_elements_in_use) < count) {
+    ++c.rx_dropped_rbuf_full;
+    return;
+  }
+  int start = find_rx_run(p, count);
+  if (start < 0) {
+    ++c.rx_dropped_rbuf_full;
+    return;
+  }
+  const int first = p.rx_first + start;
+  std::fill_n(rbuf_state_.begin() + first, count, RbufState::kWaiting);
+  std::memcpy(rbuf_.data() + static_cast<size_t>(first) * eb, frame.bytes.data(), frame.bytes.size());
+  p.rx_next = (start + count) % rx_elements_;
+  ++c.rx_frames;
+  c.rx_bytes += frame.bytes.size();
+  c.rbuf_elements_in_use += count;
+  c.rbuf_high_water_elements = std::max(c.rbuf_high_water_elements, c.rbuf_elements_in_use);
+
+  WaitingFrame waiting{port_index, first, count, length, frame.arrival};
+  auto& threads = threads_waiting_[p.cfg.rx_freelist];
+  if (!threads.empty()) {
+    RxThread thread = threads.front();
+    threads.pop_front();
+    pair(waiting, thread);
+    return;
+  }
+  frames_waiting_[p.cfg.rx_freelist].push_back(waiting);
+  ++p.rx_waiting;
+  c.rx_waiting_high_water = std::max(c.rx_waiting_high_water, p.rx_waiting);
+}
+
+void Media::pair(const WaitingFrame& frame, const RxThread& thread) {
+  Autopush a{};
+  a.when = std::max(frame.arrival, thread.since) + cfg_.autopush_latency;
+  a.seq = seq_++;
+  a.me = thread.me;
+  a.ctx = thread.ctx;
+  a.xfer = thread.xfer;
+  a.sig = thread.sig;
+  a.port = frame.port;
+  a.first = frame.first;
+  a.count = frame.count;
+  a.words[0] = (static_cast<uint32_t>(frame.length) & rx_status::kLengthMask) |
+               (static_cast<uint32_t>(frame.port) << rx_status::kPortShift) | rx_status::kSop |
+               rx_status::kEop;
+  a.words[1] = (static_cast<uint32_t>(frame.first) & rx_status::kFirstMask) |
+               (static_cast<uint32_t>(frame.count) << rx_status::kCountShift);
+  autopushes_.push(a);
+}
+
+void Media::deliver_autopush() {
+  Autopush a = autopushes_.top();
+  autopushes_.pop();
+  std::fill_n(rbuf_state_.begin() + a.first, a.count, RbufState::kHanded);
+  ++counters_[a.port].rx_handed;
+  host_.autopush(a.me, a.ctx, a.xfer, a.words, 2, a.sig, a.when);
+}
+
+void Media::register_thread(int me, int ctx, int list, uint32_t value, uint64_t t) {
+  const int xfer = static_cast<int>(value & 0xFF);
+  const int sig = static_cast<int>((value >> 8) & 0xFF);
+  const std::string where = "msf[fast_wr] to MSF_RX_THREAD_FREELIST_BASE+" + std::to_string(list);
+  if (value >> 16) {
+    throw MediaFault(where + ": value " + hex(value) + " has bits above 15 set; expected (sig << 8) | xfer");
+  }
+  if (sig < 1 || sig > kMaxSignal) {
+    throw MediaFault(where + ": signal " + std::to_string(sig) + " out of range 1.." +
+                     std::to_string(kMaxSignal) + "; expected value (sig << 8) | xfer");
+  }
+  if (xfer + 1 >= kXferLimit) {
+    throw MediaFault(where + ": transfer register $" + std::to_string(xfer) +
+                     " leaves no room for the two status words (use $0..$" +
+                     std::to_string(kXferLimit - 2) + ")");
+  }
+  bool served = false;
+  for (const Port& p : ports_) served = served || p.cfg.rx_freelist == list;
+  if (!served) {
+    throw MediaFault(where + ": no port is served by receive-thread freelist " + std::to_string(list) +
+                     " (check the ports' rx_freelist)");
+  }
+  RxThread thread{me, ctx, xfer, sig, t};
+  auto& frames = frames_waiting_[list];
+  if (!frames.empty()) {
+    WaitingFrame frame = frames.front();
+    frames.pop_front();
+    --ports_[frame.port].rx_waiting;
+    pair(frame, thread);
+    return;
+  }
+  threads_waiting_[list].push_back(thread);
+}
+
+void Media::element_done(uint32_t value) {
+  const uint32_t first = value & 0xFFFF;
+  const uint32_t count = value >> 16;
+  const std::string where = "msf[fast_wr] to MSF_RBUF_ELEMENT_DONE (value " + hex(value) + ")";
+  if (first >= rbuf_state_.size()) {
+    throw MediaFault(where + ": element " + std::to_string(first) + " is outside the RBUF (" +
+                     std::to_string(rbuf_state_.size()) + " elements)");
+  }
+  const int port = static_cast<int>(first) / rx_elements_;
+  if (count < 1 || count > static_cast<uint32_t>(rx_elements_)) {
+    throw MediaFault(where + ": element count " + std::to_string(count) + " out of range 1.." +
+                     std::to_string(rx_elements_) + "; expected first | (count << 16)");
+  }
+  const int base = ports_[port].rx_first;
+  const int rel = static_cast<int>(first) - base;
+  // Check all before freeing any: a fault leaves the RBUF unchanged.
+  for (uint32_t j = 0; j < count; ++j) {
+    const int e = base + (rel + static_cast<int>(j)) % rx_elements_;
+    if (rbuf_state_[e] != RbufState::kHanded) {
+      throw MediaFault(where + ": RBUF element " + std::to_string(e) + " (port " +
+                       std::to_string(port) + ") is " +
+                       (rbuf_state_[e] == RbufState::kFree ? "not in use"
+                                                           : "not yet handed to a receive thread") +
+                       "; free only the elements named in your autopushed status word 1");
+    }
+  }
+  for (uint32_t j = 0; j < count; ++j) {
+    rbuf_state_[base + (rel + static_cast<int>(j)) % rx_elements_] = RbufState::kFree;
+  }
+  counters_[port].rbuf_elements_in_use -= count;
+}
+
+void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
+  if (csr >= kFreelistBase && csr < kFreelistBase + kFreelists) {
+    register_thread(me, ctx, static_cast<int>(csr - kFreelistBase), value, t);
+  } else if (csr == kElementDone) {
+    element_done(value);
+  } else {
+    throw MediaFault("msf[fast_wr]: unknown MSF CSR " + hex(csr) +
+                     " (MSF_RX_THREAD_FREELIST_BASE+n = " + hex(kFreelistBase) + ".." +
+                     hex(kFreelistBase + kFreelists - 1) + ", MSF_RBUF_ELEMENT_DONE = " +
+                     hex(kElementDone) + ")");
+  }
+}
+
+// ------------------------------------------------------------------------ buffers
+int Media::rx_port_of_byte(uint32_t byte, const char* what) const {
+  const uint64_t partition = static_cast<uint64_t>(rx_elements_) * cfg_.element_bytes;
+  if (partition == 0 || byte >= partition * num_ports()) {
+    throw MediaFault(std::string(what) + ": RBUF byte address " + hex(byte) +
+                     " is outside the port partitions (RBUF " + std::to_string(partition * num_ports()) +
+                     " bytes in use)");
+  }
+  return static_cast<int>(byte / partition);
+}
+
+int Media::tx_port_of_byte(uint32_t byte, const char* what) const {
+  const uint64_t partition = static_cast<uint64_t>(tx_elements_) * cfg_.element_bytes;
+  if (partition == 0 || byte >= partition * num_ports()) {
+    throw MediaFault(std::string(what) + ": TBUF byte address " + hex(byte) +
+                     " is outside the port partitions (TBUF " + std::to_string(partition * num_ports()) +
+                     " bytes in use)");
+  }
+  return static_cast<int>(byte / partition);
+}
+
+void Media::rbuf_copy_out(uint32_t rbuf_addr, uint8_t* dst, size_t n) const {
+  const int port = rx_port_of_byte(rbuf_addr, "RBUF read");
+  const size_t partition = static_cast<size_t>(rx_elements_) * cfg_.element_bytes;
+  if (n > partition) {
+    throw MediaFault("RBUF read of " + std::to_string(n) + " bytes is larger than the port partition (" +
+                     std::to_string(partition) + " bytes)");
+  }
+  const size_t base = static_cast<size_t>(port) * partition;
+  size_t off = rbuf_addr - base;
+  const size_t first_part = std::min(n, partition - off);
+  std::memcpy(dst, rbuf_.data() + base + off, first_part);
+  std::memcpy(dst + first_part, rbuf_.data() + base, n - first_part);  // wrap in the partition
+}
+
+void Media::tbuf_copy_in(uint32_t tbuf_addr, const uint8_t* src, size_t n) {
+  const int port = tx_port_of_byte(tbuf_addr, "TBUF write");
+  const size_t partition = static_cast<size_t>(tx_elements_) * cfg_.element_bytes;
+  if (n > partition) {
+    throw MediaFault("TBUF write of " + std::to_string(n) + " bytes is larger than the port partition (" +
+                     std::to_string(partition) + " bytes)");
+  }
+  const size_t base = static_cast<size_t>(port) * partition;
+  size_t off = tbuf_addr - base;
+  const size_t first_part = std::min(n, partition - off);
+  std::memcpy(tbuf_.data() + base + off, src, first_part);
+  std::memcpy(tbuf_.data() + base, src + first_part, n - first_part);
+}
+
+void Media::read(uint32_t addr, uint32_t* out, int nwords, uint64_t) {
+  if (nwords < 1) throw MediaFault("msf[read]: word count must be at least 1");
+  if (addr % 4 != 0) throw MediaFault("msf[read]: address " + hex(addr) + " is not longword aligned");
+  if (addr >= kRbufBase && addr < kTbufBase) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(nwords) * 4);
+    rbuf_copy_out(addr - kRbufBase, bytes.data(), bytes.size());
+    for (int i = 0; i < nwords; ++i) {
+      const uint8_t* b = bytes.data() + 4 * i;
+      out[i] = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+    }
+    return;
+  }
+  if (addr >= kTxSequenceBase) {
+    const uint32_t port0 = (addr - kTxSequenceBase) / 4;
+    if (port0 + static_cast<uint32_t>(nwords) > static_cast<uint32_t>(num_ports())) {
+      throw MediaFault("msf[read]: MSF_TX_SEQUENCE_BASE+" + hex(addr - kTxSequenceBase) + ", " +
+                       std::to_string(nwords) + " words: only ports 0.." +
+                       std::to_string(num_ports() - 1) + " exist");
+    }
+    for (int i = 0; i < nwords; ++i) out[i] = ports_[port0 + i].tx_sequence;
+    return;
+  }
+  throw MediaFault("msf[read]: address " + hex(addr) +
+                   " is not readable (RBUF at MSF_RBUF_BASE, TX sequence at MSF_TX_SEQUENCE_BASE + 4*port)");
+}
+
+void Media::write(uint32_t addr, const uint32_t* in, int nwords, uint64_t t) {
+  if (nwords < 1) throw MediaFault("msf[write]: word count must be at least 1");
+  if (addr % 4 != 0) throw MediaFault("msf[write]: address " + hex(addr) + " is not longword aligned");
+  if (addr >= kTbufBase && addr < kTbufCtlBase) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(nwords) * 4);
+    for (int i = 0; i < nwords; ++i) {
+      bytes[4 * i] = static_cast<uint8_t>(in[i] >> 24);
+      bytes[4 * i + 1] = static_cast<uint8_t>(in[i] >> 16);
+      bytes[4 * i + 2] = static_cast<uint8_t>(in[i] >> 8);
+      bytes[4 * i + 3] = static_cast<uint8_t>(in[i]);
+    }
+    tbuf_copy_in(addr - kTbufBase, bytes.data(), bytes.size());
+    return;
+  }
+  if (addr >= kTbufCtlBase && addr < kTxSequenceBase) {
+    for (int i = 0; i < nwords; ++i) write_control((addr - kTbufCtlBase) / 4 + i, in[i], t);
+    return;
+  }
+  throw MediaFault("msf[write]: address " + hex(addr) +
+                   " is not writable (TBUF at MSF_TBUF_BASE, control words at MSF_TBUF_CTL_BASE + 4*element)");
+}
+
+// ------------------------------------------------------------------------ transmit
+void Media::write_control(uint32_t element, uint32_t word, uint64_t t) {
+  const std::string where = "msf[write] TBUF control word " + hex(word) + " for element " +
+                            std::to_string(element);
+  const uint32_t length = word & tx_control::kLengthMask;
+  const uint32_t port = (word >> tx_control::kPortShift) & tx_control::kPortMask;
+  if (word >> 24) throw MediaFault(where + ": bits 31..24 must be 0 (length | port << 16)");
+  if (port >= static_cast<uint32_t>(num_ports())) {
+    throw MediaFault(where + ": no port " + std::to_string(port));
+  }
+  Port& p = ports_[port];
+  const int rel = static_cast<int>(element) - p.tx_first;
+  if (rel < 0 || rel >= tx_elements_) {
+    throw MediaFault(where + ": element is outside port " + std::to_string(port) +
+                     "'s TBUF partition (elements " + std::to_string(p.tx_first) + ".." +
+                     std::to_string(p.tx_first + tx_elements_ - 1) + ")");
+  }
+  const int eb = cfg_.element_bytes;
+  const int count = (static_cast<int>(length) + eb - 1) / eb;
+  if (length == 0 || count > tx_elements_) {
+    throw MediaFault(where + ": length " + std::to_string(length) + " does not fit the partition (1.." +
+                     std::to_string(tx_elements_ * eb) + " bytes)");
+  }
+  for (int j = 0; j < count; ++j) {
+    if (p.tx_slots[(rel + j) % tx_elements_].claimed) {
+      throw MediaFault(where + ": element " + std::to_string(p.tx_first + (rel + j) % tx_elements_) +
+                       " still belongs to a frame that has not been transmitted");
+    }
+  }
+  for (int j = 0; j < count; ++j) p.tx_slots[(rel + j) % tx_elements_].claimed = true;
+  TxSlot& slot = p.tx_slots[rel];
+  slot.valid = true;
+  slot.length = static_cast<int>(length);
+  slot.valid_cycle = t;
+  counters_[port].tbuf_elements_queued += count;
+  try_start_tx(p, static_cast<int>(port));
+}
+
+// Start the next frame if the transmitter is free and the next element is valid: the frame
+// leaves after the previous one (back to back) and not before its control word was written.
+void Media::try_start_tx(Port& p, int port_index) {
+  TxSlot& slot = p.tx_slots[p.tx_next];
+  if (p.tx_busy || !slot.valid) return;
+  const int eb = cfg_.element_bytes;
+  const int count = (slot.length + eb - 1) / eb;
+  u128 start = std::max(p.tx_line_free, static_cast<u128>(slot.valid_cycle) * p.clock.den);
+  u128 end = start + wire_units(p, static_cast<size_t>(slot.length));
+  p.tx_line_free = end;
+  p.tx_busy = true;
+  p.tx_current_first = p.tx_next;
+  p.tx_current_count = count;
+  p.tx_current.port = port_index;
+  p.tx_current.first_bit_cycle = cycle_ceil(p, start);
+  p.tx_current.last_bit_cycle = cycle_ceil(p, end);
+  p.tx_current.bytes.resize(static_cast<size_t>(slot.length));
+  const size_t partition = static_cast<size_t>(tx_elements_) * eb;
+  {  // copy out of the TBUF, wrapping within the partition
+    const size_t base = static_cast<size_t>(p.tx_first) * eb;
+    const size_t off = static_cast<size_t>(p.tx_next) * eb;
+    const size_t n = p.tx_current.bytes.size();
+    const size_t first_part = std::min(n, partition - off);
+    std::memcpy(p.tx_current.bytes.data(), tbuf_.data() + base + off, first_part);
+    std::memcpy(p.tx_current.bytes.data() + first_part, tbuf_.data() + base, n - first_part);
+  }
+  slot.valid = false;
+}
+
+void Media::depart(Port& p, int port_index) {
+  for (int j = 0; j < p.tx_current_count; ++j) {
+    p.tx_slots[(p.tx_current_first + j) % tx_elements_].claimed = false;
+  }
+  PortCounters& c = counters_[port_index];
+  c.tx_frames += 1;
+  c.tx_bytes += p.tx_current.bytes.size();
+  c.tx_elements += p.tx_current_count;
+  c.tbuf_elements_queued -= p.tx_current_count;
+  p.tx_sequence += static_cast<uint32_t>(p.tx_current_count);
+  p.tx_next = (p.tx_current_first + p.tx_current_count) % tx_elements_;
+  p.tx_busy = false;
+  tx_done_.push_back(std::move(p.tx_current));
+  p.tx_current = TxFrame{};
+  try_start_tx(p, port_index);
+}
+
+}  // namespace npkit

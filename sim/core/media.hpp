@@ -1,0 +1,209 @@
+// The media interface of the simulated chip: the MSF (media switch fabric) with its receive
+// buffer (RBUF) and transmit buffer (TBUF), the receive-thread freelists with autopush, and
+// the ports at line rate.  Model and microcode protocol: docs/media.md; contract:
+// docs/architecture.md, "Media (MSF, RBUF, TBUF, ports)".
+//
+// The model does work per frame, never per cycle: the chip asks next_event() and calls
+// advance(t).  Wire time is kept exact (rational arithmetic in units of 1/den cycles per
+// port), so back-to-back frames never drift from line rate however long the run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace npkit {
+
+struct PortConfig {
+  double rate_bps;     // bits per second on the wire
+  int overhead_bytes;  // bytes added per frame on the wire (10GbE: 20, OC-192 POS: 9)
+  int rx_freelist;     // receive-thread freelist that serves this port
+};
+
+struct MediaConfig {
+  int rbuf_bytes;
+  int tbuf_bytes;
+  int element_bytes;
+  uint64_t autopush_latency;  // ME cycles from "frame and thread both available" to the push
+  double me_clock_hz;
+  std::vector<PortConfig> ports;
+};
+
+struct TxFrame {
+  int port;
+  uint64_t first_bit_cycle;
+  uint64_t last_bit_cycle;
+  std::vector<uint8_t> bytes;
+};
+
+struct PortCounters {
+  // the seam fields (docs: media.md, "Counters")
+  uint64_t rx_frames = 0, rx_bytes = 0, rx_dropped_rbuf_full = 0, tx_frames = 0, tx_bytes = 0,
+           rbuf_high_water_elements = 0, rx_waiting_high_water = 0;
+  // extras
+  uint64_t rx_dropped_too_long = 0;     // frame can never fit the partition (or > 255 elements)
+  uint64_t rx_handed = 0;               // frames autopushed to a receive thread
+  uint64_t rbuf_elements_in_use = 0;    // gauge: RBUF elements not yet freed (leak check)
+  uint64_t tbuf_elements_queued = 0;    // gauge: TBUF elements valid or being transmitted
+  uint64_t tx_elements = 0;             // TX elements transmitted (TX_SEQUENCE without wrap)
+};
+
+class MediaFault : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class MediaHost {  // implemented by the chip
+ public:
+  virtual ~MediaHost() = default;
+  // write n status words into SRAM-in transfer registers xfer..xfer+n-1 of (me, ctx) and
+  // raise signal sig, at cycle `when`
+  virtual void autopush(int me, int ctx, int xfer, const uint32_t* words, int n, int sig,
+                        uint64_t when) = 0;
+};
+
+// Layout of the two autopushed receive status words (docs/architecture.md, "Receive").
+namespace rx_status {
+inline constexpr uint32_t kLengthMask = 0xFFFF;  // word 0 bits 15..0: frame length
+inline constexpr int kPortShift = 16;            // word 0 bits 23..16: port
+inline constexpr uint32_t kSop = 1u << 24;       // word 0 bit 24
+inline constexpr uint32_t kEop = 1u << 25;       // word 0 bit 25
+inline constexpr uint32_t kFirstMask = 0xFFFF;   // word 1 bits 15..0: first element
+inline constexpr int kCountShift = 16;           // word 1 bits 23..16: number of elements
+inline constexpr int kMaxElements = 0xFF;
+}  // namespace rx_status
+
+// TBUF control word (docs/architecture.md, "Transmit"): bits 15..0 length, 23..16 port.
+namespace tx_control {
+inline constexpr uint32_t kLengthMask = 0xFFFF;
+inline constexpr int kPortShift = 16;
+inline constexpr uint32_t kPortMask = 0xFF;
+}  // namespace tx_control
+
+class Media {
+ public:
+  Media(MediaConfig cfg, MediaHost& host);
+
+  // host side (Python via the chip)
+  void add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_before_cycle);
+  std::vector<TxFrame> take_tx();
+  uint64_t next_event() const;
+  void advance(uint64_t t);
+  bool idle() const;
+  const std::vector<PortCounters>& counters() const;
+  uint64_t rx_pending_frames() const;
+
+  // ME commands, issued at cycle t
+  void fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t);
+  void read(uint32_t addr, uint32_t* out, int nwords, uint64_t t);
+  void write(uint32_t addr, const uint32_t* in, int nwords, uint64_t t);
+  void rbuf_copy_out(uint32_t rbuf_addr, uint8_t* dst, size_t n) const;
+  void tbuf_copy_in(uint32_t tbuf_addr, const uint8_t* src, size_t n);
+
+  // introspection (tests, docs, the chip's counters)
+  int num_ports() const { return static_cast<int>(ports_.size()); }
+  int rx_partition_elements() const { return rx_elements_; }
+  int tx_partition_elements() const { return tx_elements_; }
+  int element_bytes() const { return cfg_.element_bytes; }
+  int rx_freelists() const;  // number of receive-thread freelists (CSR slots)
+  uint64_t now() const { return now_; }
+
+ private:
+  using u128 = unsigned __int128;
+
+  // Exact time: cycles per wire bit = num / den; port times are kept in units of 1/den cycle.
+  struct WireClock {
+    u128 num = 1, den = 1;
+  };
+  struct PendingRx {
+    std::vector<uint8_t> bytes;
+    uint64_t arrival;  // cycle at which the last bit has arrived
+  };
+  struct WaitingFrame {
+    int port, first, count, length;
+    uint64_t arrival;
+  };
+  struct RxThread {
+    int me, ctx, xfer, sig;
+    uint64_t since;
+  };
+  struct Autopush {
+    uint64_t when, seq;
+    int me, ctx, xfer, sig;
+    int port, first, count;
+    uint32_t words[2];
+  };
+  struct AutopushLater {
+    bool operator()(const Autopush& a, const Autopush& b) const {
+      return a.when != b.when ? a.when > b.when : a.seq > b.seq;
+    }
+  };
+  struct TxSlot {
+    bool valid = false;    // a control word is waiting here (frame not started)
+    bool claimed = false;  // element belongs to a queued or departing frame
+    int length = 0;
+    uint64_t valid_cycle = 0;
+  };
+  struct Port {
+    PortConfig cfg;
+    WireClock clock;
+    // receive
+    u128 rx_line_free = 0;  // end of the last scheduled frame on the wire (units)
+    std::deque<PendingRx> rx_pending;
+    int rx_first = 0;  // first global RBUF element of the partition
+    int rx_next = 0;   // allocation hint, relative element
+    uint64_t rx_waiting = 0;
+    // transmit
+    int tx_first = 0;  // first global TBUF element of the partition
+    int tx_next = 0;   // next relative element to transmit
+    uint32_t tx_sequence = 0;
+    u128 tx_line_free = 0;
+    std::vector<TxSlot> tx_slots;
+    bool tx_busy = false;
+    TxFrame tx_current;
+    int tx_current_first = 0, tx_current_count = 0;
+  };
+  enum class RbufState : uint8_t { kFree, kWaiting, kHanded };
+  enum class EventKind { kNone, kTxDeparture, kRxArrival, kAutopush };
+  struct Event {
+    uint64_t time;
+    EventKind kind;
+    int port;
+  };
+
+  Event earliest() const;
+  void arrive(Port& p, int port_index);
+  void depart(Port& p, int port_index);
+  void deliver_autopush();
+  void try_start_tx(Port& p, int port_index);
+  void pair(const WaitingFrame& frame, const RxThread& thread);
+  int find_rx_run(const Port& p, int count) const;
+  void register_thread(int me, int ctx, int list, uint32_t value, uint64_t t);
+  void element_done(uint32_t value);
+  void write_control(uint32_t element, uint32_t word, uint64_t t);
+  int rx_port_of_byte(uint32_t byte, const char* what) const;
+  int tx_port_of_byte(uint32_t byte, const char* what) const;
+  uint64_t cycle_ceil(const Port& p, u128 units) const;
+  u128 wire_units(const Port& p, size_t length) const;
+
+  MediaConfig cfg_;
+  MediaHost& host_;
+  std::vector<Port> ports_;
+  int rx_elements_ = 0;  // elements per port partition
+  int tx_elements_ = 0;
+  std::vector<uint8_t> rbuf_, tbuf_;
+  std::vector<RbufState> rbuf_state_;
+  std::vector<std::deque<WaitingFrame>> frames_waiting_;  // per freelist
+  std::vector<std::deque<RxThread>> threads_waiting_;     // per freelist
+  std::priority_queue<Autopush, std::vector<Autopush>, AutopushLater> autopushes_;
+  std::vector<TxFrame> tx_done_;
+  std::vector<PortCounters> counters_;
+  uint64_t now_ = 0;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace npkit
