@@ -1,0 +1,203 @@
+"""The ME image: what the assembler produces and the loader consumes, and its file format.
+
+File format (version 1) — a UTF-8 JSON object:
+
+    {"format": "npkit-uc-image", "version": 1,
+     "mes": [0, 1], "ctx_mode": 8,
+     "words": ["0x3a00000000", ...],          # 40-bit words, 10 hex digits
+     "symbols": {"loop": 3, ...},             # labels -> address
+     "registers": {"count": "a0", "$pkt": "$2", ...},   # names -> register
+     "signals": {"rd_done": 1, ...},          # signal names -> number
+     "files": ["main.uc", "inc.uc"],          # source files, referenced by index
+     "lines": [[0, 12, 5], ...],              # per word: file index, line, column
+     "checksum": "sha256:<hex>"}              # over the canonical JSON of all other keys
+
+The checksum is SHA-256 of ``json.dumps(rest, sort_keys=True, separators=(",", ":"))``
+where ``rest`` is the object without its ``checksum`` key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npkit.sim import isa
+
+from .errors import ImageError, SourceLoc
+from .operands import check_field_limits, is_reserved_register_name, parse_register_spelling
+
+IMAGE_FORMAT = "npkit-uc-image"
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IMAGE_VERSION = 1
+CTX_MODES = (4, 8)
+ME_COUNT = 16
+
+
+@dataclass
+class Image:
+    """Microcode for one or more MEs (all listed MEs run the same code)."""
+
+    mes: tuple[int, ...] = (0,)
+    ctx_mode: int = 8
+    words: list[int] = field(default_factory=list)
+    symbols: dict[str, int] = field(default_factory=dict)
+    lines: list[SourceLoc] = field(default_factory=list)
+    registers: dict[str, str] = field(default_factory=dict)  # name -> "a3", "$2", "$$0"
+    signals: dict[str, int] = field(default_factory=dict)  # name -> 1..15
+
+    def source_of(self, pc: int) -> str | None:
+        """The source location "file:line:col" of the instruction at ``pc``, or None."""
+        if 0 <= pc < len(self.lines):
+            return str(self.lines[pc])
+        return None
+
+    def label_at(self, pc: int) -> str | None:
+        """The first label naming address ``pc``, or None."""
+        for name, addr in self.symbols.items():
+            if addr == pc:
+                return name
+        return None
+
+    # ------------------------------------------------------------------ file format
+    def to_json(self) -> dict[str, Any]:
+        files: list[str] = []
+        index: dict[str, int] = {}
+        lines = []
+        for loc in self.lines:
+            if loc.file not in index:
+                index[loc.file] = len(files)
+                files.append(loc.file)
+            lines.append([index[loc.file], loc.line, loc.col])
+        body: dict[str, Any] = {
+            "format": IMAGE_FORMAT,
+            "version": IMAGE_VERSION,
+            "mes": list(self.mes),
+            "ctx_mode": self.ctx_mode,
+            "words": [f"{w:#012x}" for w in self.words],
+            "symbols": dict(self.symbols),
+            "registers": dict(self.registers),
+            "signals": dict(self.signals),
+            "files": files,
+            "lines": lines,
+        }
+        body["checksum"] = _checksum(body)
+        return body
+
+    def save(self, path: str | Path) -> None:
+        body = self.to_json()
+        # one key per line keeps the file readable and diffable
+        text = ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in body.items())
+        Path(path).write_text("{\n" + text + "\n}\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Image:
+        """Read an image file; raises ImageError saying what is wrong with it."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ImageError(f"{path}: no such image file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ImageError(f"{path}: cannot read image: {e}") from None
+        return cls.from_json_text(text, str(path))
+
+    @classmethod
+    def from_json_text(cls, text: str, name: str = "<image>") -> Image:
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise ImageError(f"{name}: corrupt image (nested too deeply)") from None
+        except json.JSONDecodeError as e:
+            raise ImageError(
+                f"{name}: truncated or corrupt image (not valid JSON: {e.msg} at "
+                f"line {e.lineno} column {e.colno}); re-assemble it") from None
+        if not isinstance(data, dict) or data.get("format") != IMAGE_FORMAT:
+            raise ImageError(f"{name}: not an npkit microcode image (no \"format\": "
+                             f"\"{IMAGE_FORMAT}\" header)")
+        if data.get("version") != IMAGE_VERSION:
+            raise ImageError(f"{name}: image version {data.get('version')!r} is not supported "
+                             f"(this npkit reads version {IMAGE_VERSION}); re-assemble it")
+        stored = data.pop("checksum", None)
+        if stored != _checksum(data):
+            raise ImageError(f"{name}: checksum mismatch: the image is corrupt; re-assemble it")
+        try:
+            image = _image_from_body(data)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ImageError(f"{name}: corrupt image: {e}") from None
+        problem = image.validate()
+        if problem:
+            raise ImageError(f"{name}: {problem}")
+        return image
+
+    def validate(self) -> str | None:
+        """None when every word is legal for this image's context mode, else the problem."""
+        if self.ctx_mode not in CTX_MODES:
+            return f"ctx_mode {self.ctx_mode} is not 4 or 8"
+        if not self.mes or any(not 0 <= m < ME_COUNT for m in self.mes):
+            return f"ME list {list(self.mes)} is not a non-empty list of 0..{ME_COUNT - 1}"
+        if len(self.lines) != len(self.words):
+            return f"{len(self.lines)} source lines for {len(self.words)} words"
+        for pc, word in enumerate(self.words):
+            try:
+                ins, fields = isa.decode(word)
+            except ValueError as e:
+                return f"illegal instruction word at address {pc}: {e}"
+            limit = check_field_limits(ins, fields, self.ctx_mode)
+            if limit:
+                return f"illegal instruction word {word:#012x} at address {pc}: {limit}"
+        for name, addr in self.symbols.items():
+            if not _IDENT.fullmatch(name):
+                return f"label {name!r} is not a valid name"
+            if not 0 <= addr <= len(self.words):
+                return f"label {name!r} at {addr} is outside the image"
+        for name, spelling in self.registers.items():
+            if parse_register_spelling(spelling) is None:
+                return f"register name {name!r} is bound to {spelling!r}, not a register"
+            prefix = re.match(r"\$*", spelling).group(0)  # type: ignore[union-attr]
+            if not _IDENT.fullmatch(name.removeprefix(prefix)) or \
+                    re.match(r"\$*", name).group(0) != prefix:  # type: ignore[union-attr]
+                return f"register name {name!r} does not fit register {spelling}"
+        for name in [*self.registers, *self.signals]:
+            if is_reserved_register_name(name):
+                return f"name {name!r} spells a register and cannot be a declared name"
+        if set(self.registers) & set(self.signals):
+            return f"names used for both a register and a signal: " \
+                   f"{sorted(set(self.registers) & set(self.signals))}"
+        for name, sig in self.signals.items():
+            if not _IDENT.fullmatch(name):
+                return f"signal name {name!r} is not a valid name"
+            if not 1 <= sig <= 15:
+                return f"signal {name!r} has number {sig}, not 1..15"
+        return None
+
+
+def _checksum(body: dict[str, Any]) -> str:
+    rest = {k: v for k, v in body.items() if k != "checksum"}
+    canon = json.dumps(rest, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def _image_from_body(data: dict[str, Any]) -> Image:
+    files = [str(f) for f in data["files"]]
+    lines = [SourceLoc(files[int(fi)], int(ln), int(col)) for fi, ln, col in data["lines"]]
+    for key, kind in (("mes", list), ("words", list), ("symbols", dict), ("registers", dict),
+                      ("signals", dict), ("files", list), ("lines", list)):
+        if not isinstance(data[key], kind):
+            raise TypeError(f"{key!r} is not a {kind.__name__}")
+    words = []
+    for w in data["words"]:
+        if not isinstance(w, str) or not re.fullmatch(r"0x[0-9a-fA-F]{1,10}", w):
+            raise TypeError(f"word {w!r} is not a hex string 0x + 10 digits")
+        words.append(int(w, 16))
+    return Image(
+        mes=tuple(int(m) for m in data["mes"]),
+        ctx_mode=int(data["ctx_mode"]),
+        words=words,
+        symbols={str(k): int(v) for k, v in data["symbols"].items()},
+        lines=lines,
+        registers={str(k): str(v) for k, v in data["registers"].items()},
+        signals={str(k): int(v) for k, v in data["signals"].items()},
+    )
