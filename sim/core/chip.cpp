@@ -1,0 +1,639 @@
+// The chip: construction, image loading, register access for tests, events, the
+// per-ME dispatch loop and the scheduler that interleaves the MEs in time order.
+#include "chip.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#define NPKIT_OPERANDS_SLOW_PATH
+#include "operands.hpp"
+
+namespace npkit {
+
+void fault(const char* kind, const std::string& msg) { throw LocalFault(kind, msg); }
+
+const char* ctx_state_name(CtxState s) {
+  switch (s) {
+    case CtxState::Inactive: return "inactive";
+    case CtxState::Ready: return "ready";
+    case CtxState::Executing: return "executing";
+    case CtxState::Sleeping: return "sleeping";
+  }
+  return "?";
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+constexpr uint64_t kFp = 1ULL << 16;  // fixed point for fractional channel occupancy
+
+uint64_t occupancy_fp(uint32_t nbytes, double bytes_per_cycle) {
+  double cycles = static_cast<double>(nbytes) / bytes_per_cycle;
+  return static_cast<uint64_t>(cycles * static_cast<double>(kFp) + 0.5);
+}
+
+// The handler table: index = major opcode, plus H_OFF_END.
+constexpr Handler kHandlers[isa::OPCODE_COUNT + 1] = {
+    exec_alu, exec_dbl_shf, exec_immed, exec_ld_field, exec_byte_align, exec_bitop,
+    exec_mul_step, exec_br, exec_br_ctx, exec_br_bit, exec_br_byte, exec_br_signal,
+    exec_br_inp_state, exec_jump, exec_ctx_arb, exec_local_csr, exec_cam, exec_crc,
+    exec_hash, exec_sram, exec_scratch, exec_dram, exec_msf, exec_nop, exec_off_end,
+};
+static_assert(isa::OP_NOP == 23 && isa::OPCODE_COUNT == 24,
+              "the handler table above follows the opcode order of sim/isa.py; update it");
+
+}  // namespace
+
+// ------------------------------------------------------------------ units
+uint64_t Unit::schedule(uint64_t t, uint32_t nbytes, bool write) {
+  uint32_t charged = std::max(nbytes, cfg.min_access_bytes);
+  return schedule_fp(t, occupancy_fp(charged, write ? cfg.write_bytes_per_cycle : cfg.read_bytes_per_cycle), nbytes);
+}
+
+uint64_t Unit::schedule_cycles(uint64_t t, uint64_t cycles, uint32_t nbytes) {
+  return schedule_fp(t, cycles * kFp, nbytes);
+}
+
+uint64_t Unit::schedule_fp(uint64_t t, uint64_t occ_fp, uint32_t nbytes) {
+  uint64_t start = std::max(t * kFp, free_at_fp);
+  free_at_fp = start + occ_fp;
+  commands++;
+  bytes += nbytes;
+  busy_fp += occ_fp;
+  uint64_t done = (free_at_fp + kFp - 1) / kFp + cfg.latency;
+  return std::max(done, t + 1);
+}
+
+double Unit::busy_cycles() const { return static_cast<double>(busy_fp) / static_cast<double>(kFp); }
+
+// ------------------------------------------------------------------ construction
+bool ME::has_ready() const { return ready > 0; }
+
+Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
+  uint64_t s = seed;
+  mes_.resize(cfg_.num_mes());
+  for (int i = 0; i < cfg_.num_mes(); ++i) {
+    ME& m = mes_[i];
+    m.index = i;
+    m.number = cfg_.me_numbers[i];
+    m.code.assign(cfg_.control_store_words + 1, Insn{});
+    m.gpr_a.assign(cfg_.gprs_per_bank, 0);
+    m.gpr_b.assign(cfg_.gprs_per_bank, 0);
+    for (auto* f : {&m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out}) f->assign(cfg_.xfer_per_kind, 0);
+    m.nn.assign(cfg_.nn_registers, 0);
+    m.lm.allocate(cfg_.local_memory_words);
+    m.cam.assign(cfg_.cam_entries, ME::CamEntry{});
+    for (int e = 0; e < cfg_.cam_entries; ++e) m.cam_lru.push_back(static_cast<uint8_t>(e));
+    m.prng = splitmix64(s);
+  }
+  sram_mem_.resize(cfg_.sram_channels);
+  for (auto& mem : sram_mem_) mem.allocate(cfg_.sram_channel_bytes / 4);
+  dram_mem_.allocate(cfg_.dram_bytes);
+  scratch_mem_.allocate(cfg_.scratch_bytes / 4);
+  for (int i = 0; i < cfg_.sram_channels; ++i) sram_.push_back(Unit{"sram" + std::to_string(i), cfg_.sram});
+  for (int i = 0; i < cfg_.dram_channels; ++i) dram_.push_back(Unit{"dram" + std::to_string(i), cfg_.dram});
+  scratch_unit_ = Unit{"scratch", cfg_.scratch};
+  hash_unit_ = Unit{"hash", ChannelConfig{cfg_.hash.latency, 1, 1, 0}};
+  msf_unit_ = Unit{"msf", ChannelConfig{cfg_.msf_csr_latency, 1e9, 1e9, 0}};
+  rings_.assign(cfg_.rings, Ring{});
+  queues_.assign(cfg_.sram_channels, std::vector<QueueDesc>(cfg_.queue_descriptors));
+  media_sigs_.assign(cfg_.num_mes(), std::array<uint16_t, 8>{});
+  media_ = std::make_unique<Media>(cfg_.media, *this);
+}
+
+Chip::~Chip() = default;
+
+const ME& Chip::me(int i) const {
+  if (i < 0 || i >= static_cast<int>(mes_.size()))
+    throw std::out_of_range("ME index " + std::to_string(i) + " is out of range 0.." +
+                            std::to_string(mes_.size() - 1));
+  return mes_[i];
+}
+
+void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) {
+  me(me_index);  // range check
+  if (ctx_mode != 4 && ctx_mode != 8)
+    throw std::invalid_argument("ctx_mode must be 4 or 8, got " + std::to_string(ctx_mode));
+  ME& m = mes_[me_index];
+  if (words.size() > cfg_.control_store_words)
+    throw SimError("control_store_overflow", me_index, -1, static_cast<int64_t>(cfg_.control_store_words),
+                   "image of " + std::to_string(words.size()) + " words does not fit the control store of " +
+                   std::to_string(cfg_.control_store_words) + " words");
+  int per_ctx = std::min({cfg_.gprs_per_bank, cfg_.xfer_per_kind, cfg_.nn_registers}) / ctx_mode;
+  std::vector<Insn> code(cfg_.control_store_words + 1, Insn{});
+  for (size_t pc = 0; pc < words.size(); ++pc) {
+    try {
+      code[pc] = predecode(words[pc], me_index, static_cast<uint32_t>(pc), per_ctx, cfg_);
+    } catch (const LocalFault& f) {
+      throw SimError(f.kind, me_index, -1, static_cast<int64_t>(pc), f.what());
+    }
+  }
+  m.code = std::move(code);
+  m.image_words = static_cast<uint32_t>(words.size());
+  m.contexts = ctx_mode;
+  m.per_ctx = per_ctx;
+  for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
+    std::fill(f->begin(), f->end(), 0);
+  m.cur = -1;
+  m.last = ctx_mode - 1;
+  m.ready = 0;
+  m.fifo_stalled = false;
+  m.time = std::max(m.time, now_);
+  for (int ci = 0; ci < 8; ++ci) {
+    Context fresh;
+    fresh.state_since = m.time;
+    m.ctx[ci] = fresh;
+    if (ci < ctx_mode) {
+      m.ctx[ci].enabled = true;
+      set_state(m, ci, CtxState::Ready, m.time);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ register access (tests)
+namespace {
+Opnd opnd_for_test(const ME& m, uint32_t code) {
+  auto rel = [&](OpKind k, uint32_t first) {
+    uint32_t i = code - first;
+    if (static_cast<int>(i) >= m.per_ctx) throw std::out_of_range("register index " + std::to_string(i) + " out of range");
+    return Opnd{k, static_cast<uint8_t>(i)};
+  };
+  using namespace isa;
+  if (code < OPND_GPR_A_FIRST + OPND_GPR_A_COUNT) return rel(OpKind::GprA, OPND_GPR_A_FIRST);
+  if (code >= OPND_GPR_B_FIRST && code < OPND_GPR_B_FIRST + OPND_GPR_B_COUNT) return rel(OpKind::GprB, OPND_GPR_B_FIRST);
+  if (code >= OPND_XFER_S_FIRST && code < OPND_XFER_S_FIRST + OPND_XFER_S_COUNT) return rel(OpKind::XferS, OPND_XFER_S_FIRST);
+  if (code >= OPND_XFER_D_FIRST && code < OPND_XFER_D_FIRST + OPND_XFER_D_COUNT) return rel(OpKind::XferD, OPND_XFER_D_FIRST);
+  if (code >= OPND_NN_FIRST && code < OPND_NN_FIRST + OPND_NN_COUNT) return rel(OpKind::Nn, OPND_NN_FIRST);
+  throw std::invalid_argument("read_reg/write_reg take GPR, transfer or NN operand codes, got " + std::to_string(code));
+}
+}  // namespace
+
+uint32_t Chip::read_reg(int me_index, int ci, uint32_t code) {
+  me(me_index);
+  ME& m = mes_[me_index];
+  if (ci < 0 || ci >= 8) throw std::out_of_range("context out of range");
+  Opnd o = opnd_for_test(m, code);
+  return read(m, m.ctx[ci], ci, o);
+}
+
+void Chip::write_reg(int me_index, int ci, uint32_t code, uint32_t value) {
+  me(me_index);
+  ME& m = mes_[me_index];
+  if (ci < 0 || ci >= 8) throw std::out_of_range("context out of range");
+  Opnd o = opnd_for_test(m, code);
+  size_t p = phys(m, ci, o.idx);
+  switch (o.kind) {  // transfer registers: the *in* register, so that tests can feed reads
+    case OpKind::GprA: m.gpr_a[p] = value; break;
+    case OpKind::GprB: m.gpr_b[p] = value; break;
+    case OpKind::XferS: m.sram_in[p] = value; break;
+    case OpKind::XferD: m.dram_in[p] = value; break;
+    default: m.nn[p] = value; break;  // this ME's NN register (what n$ reads)
+  }
+}
+
+uint32_t Chip::read_xfer_out(int me_index, int ci, int kind, int index) {
+  me(me_index);
+  ME& m = mes_[me_index];
+  if (ci < 0 || ci >= 8 || index < 0 || index >= m.per_ctx) throw std::out_of_range("transfer register out of range");
+  size_t p = phys(m, ci, index);
+  if (kind == 0) return m.sram_out[p];
+  if (kind == 1) return m.dram_out[p];
+  throw std::invalid_argument("kind is 0 ($ SRAM) or 1 ($$ DRAM)");
+}
+
+// ------------------------------------------------------------------ memories
+uint32_t* Chip::sram_data(int ch, size_t& words) {
+  if (ch < 0 || ch >= cfg_.sram_channels) throw std::out_of_range("SRAM channel " + std::to_string(ch) + " out of range");
+  words = sram_mem_[ch].size;
+  return sram_mem_[ch].get();
+}
+uint8_t* Chip::dram_data(size_t& bytes) { bytes = dram_mem_.size; return dram_mem_.get(); }
+uint32_t* Chip::scratch_data(size_t& words) { words = scratch_mem_.size; return scratch_mem_.get(); }
+uint32_t* Chip::lm_data(int me_index, size_t& words) {
+  me(me_index);
+  words = mes_[me_index].lm.size;
+  return mes_[me_index].lm.get();
+}
+
+uint32_t& Chip::sram_word(uint32_t addr) {
+  uint32_t ch = (addr >> 26) & 3;
+  uint32_t off = addr & ((1u << 26) - 1);
+  if ((addr >> 28) || ch >= static_cast<uint32_t>(cfg_.sram_channels) || off + 4 > cfg_.sram_channel_bytes || (addr & 3))
+    fault("bad_address", "SRAM address " + std::to_string(addr) + " is outside SRAM or not longword aligned");
+  return sram_mem_[ch][off >> 2];
+}
+
+uint32_t& Chip::scratch_word(uint32_t addr) {
+  if (addr + 4ULL > cfg_.scratch_bytes || (addr & 3))
+    fault("bad_address", "scratch address " + std::to_string(addr) + " is outside scratch or not longword aligned");
+  return scratch_mem_[addr >> 2];
+}
+
+void Chip::check_dram(uint64_t addr, uint64_t nbytes) const {
+  if (addr + nbytes > cfg_.dram_bytes || (addr & 7))
+    fault("bad_address", "DRAM address " + std::to_string(addr) + " (+" + std::to_string(nbytes) +
+          " bytes) is outside DRAM or not quadword aligned");
+}
+
+// ------------------------------------------------------------------ rings and queues (host side)
+void Chip::configure_ring(int r, uint32_t base_word, uint32_t size_words) {
+  if (r < 0 || r >= cfg_.rings) throw std::out_of_range("ring " + std::to_string(r) + " out of range");
+  if (size_words < cfg_.ring_min_words || size_words > cfg_.ring_max_words || (size_words & (size_words - 1)))
+    throw std::invalid_argument("ring size must be a power of two in " + std::to_string(cfg_.ring_min_words) +
+                                ".." + std::to_string(cfg_.ring_max_words) + " words, got " + std::to_string(size_words));
+  if ((static_cast<uint64_t>(base_word) + size_words) * 4 > cfg_.scratch_bytes)
+    throw std::invalid_argument("ring does not fit in scratch memory");
+  Ring fresh;
+  fresh.configured = true;
+  fresh.base = base_word;
+  fresh.size = size_words;
+  rings_[r] = fresh;
+}
+
+const Ring& Chip::ring(int r) const {
+  if (r < 0 || r >= cfg_.rings) throw std::out_of_range("ring " + std::to_string(r) + " out of range");
+  return rings_[r];
+}
+
+bool Chip::scratch_ring_full(int r) const {
+  const Ring& g = rings_[r];
+  return g.configured && g.size - g.count < 16;  // a put of up to 16 words might not fit
+}
+bool Chip::scratch_ring_empty(int r) const { return rings_[r].count == 0; }
+
+namespace {
+void check_queue(const ChipConfig& cfg, int ch, uint32_t q) {
+  if (ch < 0 || ch >= cfg.sram_channels) throw std::out_of_range("SRAM channel " + std::to_string(ch) + " out of range");
+  if (q >= cfg.queue_descriptors) throw std::out_of_range("queue " + std::to_string(q) + " out of range");
+}
+}  // namespace
+
+void Chip::enqueue(int ch, uint32_t q, uint32_t handle) {
+  check_queue(cfg_, ch, q);
+  try {
+    q_enqueue(ch, q, handle);
+  } catch (const LocalFault& f) {
+    throw std::invalid_argument(f.what());
+  }
+}
+
+uint32_t Chip::dequeue(int ch, uint32_t q) {
+  check_queue(cfg_, ch, q);
+  try {
+    return q_dequeue(ch, q);
+  } catch (const LocalFault& f) {
+    throw std::invalid_argument(f.what());
+  }
+}
+
+const QueueDesc& Chip::queue(int ch, uint32_t q) const {
+  check_queue(cfg_, ch, q);
+  return queues_[ch][q];
+}
+
+void Chip::q_enqueue(int ch, uint32_t q, uint32_t handle) {
+  if (handle == 0) fault("bad_command", "buffer handle 0 cannot be enqueued (0 means empty)");
+  QueueDesc& d = queues_[ch][q];
+  sram_word(handle) = 0;  // word 0 of the descriptor is the link
+  if (d.count == 0) d.head = handle;
+  else sram_word(d.tail) = handle;
+  d.tail = handle;
+  d.count++;
+}
+
+uint32_t Chip::q_dequeue(int ch, uint32_t q) {
+  QueueDesc& d = queues_[ch][q];
+  if (d.count == 0) return 0;
+  uint32_t h = d.head;
+  d.head = sram_word(h);
+  if (--d.count == 0) d.head = d.tail = 0;
+  return h;
+}
+
+// ------------------------------------------------------------------ media host side
+void Chip::add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_before) {
+  media_->add_rx_frame(port, std::move(bytes), not_before);
+}
+
+void Chip::autopush(int me_index, int ci, int xfer, const uint32_t* words, int n, int sig, uint64_t when) {
+  if (me_index < 0 || me_index >= static_cast<int>(mes_.size()) || ci < 0 || ci >= 8 || n < 0 || n > 32)
+    return;  // the media model validated the registration; ignore nonsense defensively
+  Event ev;
+  ev.time = when;
+  ev.me = static_cast<int16_t>(me_index);
+  ev.ctx = static_cast<int8_t>(ci);
+  ev.sig = static_cast<int8_t>(sig);
+  ev.file = 0;
+  ev.xfer = static_cast<uint8_t>(xfer);
+  ev.nwords = static_cast<uint8_t>(n);
+  ev.counts = false;
+  std::copy(words, words + n, ev.words.begin());
+  if (sig > 0 && sig < 16) media_sigs_[me_index][ci] &= static_cast<uint16_t>(~(1u << sig));
+  post(ev);
+}
+
+void Chip::note_media_registration(int me_index, int ci, uint32_t value) {
+  uint32_t sig = (value >> 8) & 0xF;
+  if (sig) media_sigs_[me_index][ci] |= static_cast<uint16_t>(1u << sig);
+}
+
+// ------------------------------------------------------------------ events and signals
+void Chip::post(Event ev) {
+  ev.seq = seq_++;
+  if (ev.time < burst_end) burst_end = ev.time;
+  events_.push(std::move(ev));
+}
+
+void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
+  Event ev;
+  ev.time = when;
+  ev.me = static_cast<int16_t>(me_index);
+  ev.ctx = static_cast<int8_t>(ci);
+  ev.sig = static_cast<int8_t>(sig);
+  ev.nwords = 0;
+  ev.counts = false;
+  post(ev);
+}
+
+void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
+  Context& c = m.ctx[ci];
+  if (t < c.state_since) t = c.state_since;
+  c.state_cycles[static_cast<int>(c.state)] += t - c.state_since;
+  if (tracing_ && t > c.state_since)
+    trace_.push_back(TraceInterval{m.index, ci, c.state, c.state_since, t});
+  if (c.state == CtxState::Ready) m.ready--;
+  if (s == CtxState::Ready) m.ready++;
+  c.state = s;
+  c.state_since = t;
+}
+
+void Chip::wake_check(ME& m, int ci, uint64_t t) {
+  Context& c = m.ctx[ci];
+  if (c.state != CtxState::Sleeping) return;
+  uint16_t got = c.signals & c.wait_mask;
+  bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
+  if (!ok) return;
+  if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
+  if (m.cur < 0 && m.ready == 0 && m.time < t) {  // the ME was idle: it wakes up now
+    m.idle += t - m.time;
+    m.time = t;
+  }
+  set_state(m, ci, CtxState::Ready, std::max(t, m.time));
+}
+
+void Chip::deliver(const Event& ev) {
+  ME& m = mes_[ev.me];
+  Context& c = m.ctx[ev.ctx];
+  auto& file = ev.file == 0 ? m.sram_in : m.dram_in;
+  for (int k = 0; k < ev.nwords; ++k) {
+    size_t p = phys(m, ev.ctx, ev.xfer + k);
+    if (p < file.size()) file[p] = ev.words[k];
+  }
+  if (ev.counts) {
+    m.outstanding--;
+    if (m.fifo_stalled) {
+      m.fifo_stalled = false;
+      if (m.time < ev.time) {
+        m.stalled += ev.time - m.time;
+        m.time = ev.time;
+      }
+    }
+  }
+  if (ev.sig > 0) {
+    c.signals |= static_cast<uint16_t>(1u << ev.sig);
+    wake_check(m, ev.ctx, ev.time);
+  }
+}
+
+void Chip::process_events_until(uint64_t t) {
+  while (!events_.empty() && events_.top().time <= t) {
+    Event ev = events_.top();
+    events_.pop();
+    deliver(ev);
+  }
+}
+
+// ------------------------------------------------------------------ context switching
+bool Chip::pick_context(ME& m) {
+  if (m.ready == 0 || m.contexts == 0) return false;
+  for (int k = 1; k <= m.contexts; ++k) {
+    int ci = (m.last + k) % m.contexts;
+    if (m.ctx[ci].state == CtxState::Ready) {
+      set_state(m, ci, CtxState::Executing, m.time);
+      m.cur = ci;
+      m.last = ci;
+      return true;
+    }
+  }
+  return false;
+}
+
+void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
+  m.cur = -1;
+  if (mode == isa::ctx_arb_modes::KILL) {
+    set_state(m, ci, CtxState::Inactive, m.time);
+    return;
+  }
+  if (mode == isa::ctx_arb_modes::VOLUNTARY) {
+    set_state(m, ci, CtxState::Ready, m.time);
+    return;
+  }
+  c.wait_any = mode == isa::ctx_arb_modes::ANY;
+  set_state(m, ci, CtxState::Sleeping, m.time);
+  wake_check(m, ci, m.time);
+}
+
+// ------------------------------------------------------------------ the dispatch loop
+void Chip::run_me(ME& m, uint64_t end) {
+  burst_end = end;
+  int ci = -1;
+  uint32_t pc = 0;
+  try {
+    while (m.time < burst_end) {
+      if (m.cur < 0 && !pick_context(m)) return;  // idle: no Ready context
+      ci = m.cur;
+      Context& c = m.ctx[ci];
+      pc = c.pc;
+      const Insn& in = m.code[pc];
+      c.pc = pc + 1;
+      Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
+      if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
+        c.pc = pc;
+        m.fifo_stalled = true;
+        return;
+      }
+      m.time += 1;
+      m.busy += 1;
+      m.instructions++;
+      c.instructions++;
+      retired_++;
+      if (c.defer_left) {
+        if (o != Outcome::Next)
+          fault("illegal_instruction", "a taken branch or context swap in a defer slot");
+        if (--c.defer_left == 0) {
+          if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
+          else step_swap(m, c, ci, c.swap_mode);
+          c.deferred = Deferred::None;
+        }
+        continue;
+      }
+      if (o == Outcome::Taken) {
+        if (in.defer == 0) {
+          c.pc = c.defer_target;
+          m.time += cfg_.branch_taken_penalty;
+          m.stalled += cfg_.branch_taken_penalty;
+        } else {
+          uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
+          m.time += pen;
+          m.stalled += pen;
+          c.defer_left = in.defer;
+          c.deferred = Deferred::Branch;
+        }
+      } else if (o == Outcome::Swap) {
+        if (in.defer == 0) {
+          step_swap(m, c, ci, c.swap_mode);
+        } else {
+          c.defer_left = in.defer;
+          c.deferred = Deferred::Swap;
+        }
+      }
+    }
+  } catch (const LocalFault& f) {
+    throw SimError(f.kind, m.index, ci, pc, f.what());
+  } catch (const MediaFault& f) {
+    throw SimError("media", m.index, ci, pc, f.what());
+  }
+}
+
+Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }
+
+Outcome exec_off_end(Chip&, ME& m, Context& c, int, const Insn&) {
+  fault("control_store_overflow", "the PC ran off the end of the image (" + std::to_string(m.image_words) +
+        " words) at " + std::to_string(c.pc - 1));
+}
+
+// ------------------------------------------------------------------ scheduler
+bool Chip::waiting_on_media_only() const {
+  for (const ME& m : mes_)
+    for (int ci = 0; ci < m.contexts; ++ci) {
+      const Context& c = m.ctx[ci];
+      if (c.state == CtxState::Sleeping && !(c.wait_mask & media_sigs_[m.index][ci])) return false;
+    }
+  return true;
+}
+
+void Chip::deadlock(const char* why) {
+  std::ostringstream msg;
+  msg << why << "; waiting:";
+  int first_me = -1, first_ctx = -1, listed = 0;
+  int64_t first_pc = -1;
+  for (const ME& m : mes_)
+    for (int ci = 0; ci < m.contexts; ++ci) {
+      const Context& c = m.ctx[ci];
+      if (c.state != CtxState::Sleeping) continue;
+      if (first_me < 0) { first_me = m.index; first_ctx = ci; first_pc = c.pc; }
+      if (++listed > 24) {
+        if (listed == 25) msg << " ...";
+        continue;
+      }
+      msg << " [me " << m.index << " ctx " << ci << " pc " << c.pc << " waits for "
+          << (c.wait_any ? "any" : "all") << " of signals {";
+      bool comma = false;
+      for (int s = 1; s < 16; ++s)
+        if (c.wait_mask & (1u << s)) { msg << (comma ? "," : "") << s; comma = true; }
+      msg << "}]";
+    }
+  throw SimError("deadlock", first_me, first_ctx, first_pc, msg.str());
+}
+
+std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
+  uint64_t limit = max_cycles > UINT64_MAX - now_ ? UINT64_MAX : now_ + max_cycles;
+  auto tx_total = [&] {
+    uint64_t n = 0;
+    for (const auto& p : media_->counters()) n += p.tx_frames;
+    return n;
+  };
+  uint64_t tx_start = tx_total();
+  std::string result;
+  last_progress_time_ = now_;
+  last_progress_retired_ = retired_;
+  for (;;) {
+    uint64_t t_ev = events_.empty() ? UINT64_MAX : events_.top().time;
+    uint64_t t_md = media_->next_event();
+    uint64_t t_ext = std::min(t_ev, t_md);
+    ME* best = nullptr;
+    for (ME& m : mes_)
+      if (!m.fifo_stalled && (m.cur >= 0 || m.ready > 0) && (!best || m.time < best->time)) best = &m;
+    uint64_t t_me = best ? best->time : UINT64_MAX;
+
+    if (t_ext != UINT64_MAX && t_ext <= t_me) {  // an event comes first
+      if (t_ext >= limit) { now_ = limit; result = "cycles"; break; }
+      now_ = std::max(now_, t_ext);
+      try {
+        if (t_md <= t_ext) media_->advance(t_ext);
+      } catch (const MediaFault& f) {
+        throw SimError("media", -1, -1, -1, f.what());
+      }
+      process_events_until(t_ext);
+      if (stop_tx_frames >= 0 && tx_total() - tx_start >= static_cast<uint64_t>(stop_tx_frames)) {
+        result = "frames";
+        break;
+      }
+      if (retired_ == last_progress_retired_ && now_ > last_progress_time_ + cfg_.deadlock_cycles &&
+          !waiting_on_media_only())
+        deadlock("no instruction retired for deadlock_cycles");
+      continue;
+    }
+    if (!best) {  // nothing runnable, nothing scheduled: quiescent
+      for (const ME& m : mes_) now_ = std::max(now_, std::min(m.time, limit));
+      if (!waiting_on_media_only()) deadlock("no context is ready and no event is pending");
+      if (until_idle) { result = "idle"; break; }
+      now_ = std::max(now_, limit == UINT64_MAX ? now_ : limit);
+      result = "cycles";
+      break;
+    }
+    if (t_me >= limit) { now_ = limit; result = "cycles"; break; }
+    uint64_t end = std::min({t_me + cfg_.burst_cycles, t_ext, limit});
+    now_ = std::max(now_, t_me);
+    run_me(*best, end);
+    if (retired_ != last_progress_retired_) {
+      last_progress_retired_ = retired_;
+      last_progress_time_ = best->time;
+    }
+  }
+  // bring MEs that were idle or stalled up to now, so their cycle counters add up
+  for (ME& m : mes_) {
+    if (m.time >= now_ || m.contexts == 0) continue;
+    if (m.fifo_stalled) m.stalled += now_ - m.time;
+    else if (m.cur < 0 && m.ready == 0) m.idle += now_ - m.time;
+    else continue;
+    m.time = now_;
+  }
+  return result;
+}
+
+// ------------------------------------------------------------------ counters and trace
+uint64_t Chip::ctx_cycles(int me_index, int ci, CtxState s) const {
+  const ME& m = me(me_index);
+  const Context& c = m.ctx[ci];
+  uint64_t v = c.state_cycles[static_cast<int>(s)];
+  if (c.state == s) {
+    uint64_t end = std::max(now_, m.time);
+    if (end > c.state_since) v += end - c.state_since;
+  }
+  return v;
+}
+
+std::vector<TraceInterval> Chip::take_trace() {
+  std::vector<TraceInterval> out;
+  out.swap(trace_);
+  return out;
+}
+
+}  // namespace npkit

@@ -1,0 +1,360 @@
+// The simulated chip: microengines, contexts, memories, units, the event queue and the
+// scheduler.  How it works is described in docs/sim-core.md.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "config.hpp"
+#include "isa_gen.hpp"
+
+namespace npkit {
+
+// ------------------------------------------------------------------ faults
+// A fault is data: the binding turns it into the Python exception _core.SimFault.
+struct SimError : std::runtime_error {
+  std::string kind;
+  int me, ctx;
+  int64_t pc;
+  SimError(std::string kind_, int me_, int ctx_, int64_t pc_, const std::string& msg)
+      : std::runtime_error(msg), kind(std::move(kind_)), me(me_), ctx(ctx_), pc(pc_) {}
+};
+
+// A fault raised deep inside a unit, before the ME/ctx/PC are known; the dispatch loop adds them.
+struct LocalFault : std::runtime_error {
+  std::string kind;
+  LocalFault(std::string kind_, const std::string& msg)
+      : std::runtime_error(msg), kind(std::move(kind_)) {}
+};
+[[noreturn]] void fault(const char* kind, const std::string& msg);
+
+// ------------------------------------------------------------------ zeroed host memory
+// calloc'd so that untouched pages of the big memories cost nothing.
+struct FreeDeleter { void operator()(void* p) const { std::free(p); } };
+template <class T>
+struct Memory {
+  std::unique_ptr<T, FreeDeleter> data;
+  size_t size = 0;  // elements
+  void allocate(size_t n) {
+    data.reset(static_cast<T*>(std::calloc(n ? n : 1, sizeof(T))));
+    if (!data) throw std::bad_alloc();
+    size = n;
+  }
+  T* get() const { return data.get(); }
+  T& operator[](size_t i) const { return data.get()[i]; }
+};
+
+// ------------------------------------------------------------------ predecoded instructions
+enum class OpKind : uint8_t {
+  GprA, GprB, XferS, XferD, Nn, Lm0, Lm1, Lm0Inc, Lm0Dec, Lm1Inc, Lm1Dec, NnRing, None, Imm
+};
+struct Opnd { OpKind kind = OpKind::None; uint8_t idx = 0; };
+
+// Handler indices: the major opcodes, plus one for a PC outside the loaded image.
+inline constexpr uint8_t H_OFF_END = isa::OPCODE_COUNT;
+
+struct Insn {
+  uint8_t handler = H_OFF_END;
+  uint8_t sub = 0;        // ALU op, immed variant, condition, command, mode, step, kind ...
+  uint8_t shift = 0;      // shift type
+  uint8_t shamt = 0;      // shift amount
+  Opnd dest, a, b;
+  uint8_t defer = 0;
+  uint8_t sig = 0;
+  uint8_t count = 0;      // memory commands: count (1..16), hash: keys (1..3)
+  uint8_t xfer = 0;       // memory commands: first transfer register, 0xFF = none
+  uint8_t aux = 0;        // bit / byte / ctx / mask / csr / cam state / inp state
+  bool flag = false;      // swap | le | invert | ne | clr | not | rtn | write | indirect
+  bool flag2 = false;     // ld_field load_cc
+  uint16_t target = 0;
+  uint32_t imm = 0;       // 16-bit immediate / byte value / signal mask
+};
+
+// ------------------------------------------------------------------ contexts and MEs
+enum class CtxState : uint8_t { Inactive, Ready, Executing, Sleeping };
+inline constexpr int kCtxStates = 4;
+const char* ctx_state_name(CtxState s);
+
+enum class Deferred : uint8_t { None, Branch, Swap };
+
+struct Context {
+  uint32_t pc = 0;
+  CtxState state = CtxState::Inactive;
+  bool enabled = false;
+  // condition codes
+  bool z = false, n = false, c = false, v = false;
+  uint32_t last_alu = 0;            // for dbl_shf indirect
+  uint16_t signals = 0;             // pending signals (bit n = signal n)
+  uint16_t wait_mask = 0;
+  bool wait_any = false;
+  // deferred branch / swap
+  uint8_t defer_left = 0;
+  Deferred deferred = Deferred::None;
+  uint32_t defer_target = 0;
+  uint8_t swap_mode = 0;            // ctx_arb mode of a deferred swap
+  // local CSR state held per context
+  uint32_t lm_addr[2] = {0, 0};
+  uint32_t lm_pending[2] = {0, 0};
+  uint64_t lm_apply_at[2] = {UINT64_MAX, UINT64_MAX};  // ctx instruction count
+  uint32_t byte_index = 0;
+  uint32_t crc_remainder = 0;
+  bool csr_pending = false;
+  uint32_t csr_value = 0;
+  // mul_step
+  uint8_t mul_next = 0xFF;          // the step expected next, 0xFF = none in progress
+  uint64_t mul_product = 0;
+  // counters
+  uint64_t instructions = 0;
+  uint64_t state_cycles[kCtxStates] = {0, 0, 0, 0};
+  uint64_t state_since = 0;
+};
+
+struct Unit;  // a memory/unit channel
+
+struct ME {
+  int index = 0;
+  int number = 0;
+  int contexts = 0;         // 8 or 4 (0: not loaded)
+  int per_ctx = 16;         // relative registers per context per file
+  uint32_t image_words = 0;
+  std::vector<Insn> code;   // control_store_words entries; unloaded words are H_OFF_END
+  std::vector<uint32_t> gpr_a, gpr_b, sram_in, sram_out, dram_in, dram_out, nn;
+  Memory<uint32_t> lm;
+  std::array<Context, 8> ctx{};
+  int cur = -1;             // executing context
+  int last = 7;             // last context picked by the arbiter (round robin)
+  uint64_t time = 0;        // local time
+  bool fifo_stalled = false; // command FIFO full: waits for one of its commands to complete
+  int outstanding = 0;      // commands issued, not completed
+  int ready = 0;            // contexts in state Ready
+  // local CSRs held per ME
+  uint32_t nn_put = 0, nn_get = 0;
+  uint32_t ctx_arb_cntl = 0;
+  uint32_t mailbox[4] = {0, 0, 0, 0};
+  uint64_t prng = 0;
+  // CAM
+  struct CamEntry { uint32_t tag = 0; uint8_t state = 0; bool valid = false; };
+  std::vector<CamEntry> cam;
+  std::vector<uint8_t> cam_lru;  // entry numbers, least recently used first
+  // counters
+  uint64_t instructions = 0, busy = 0, idle = 0, stalled = 0;
+
+  bool has_ready() const;
+};
+
+// ------------------------------------------------------------------ units
+struct Unit {
+  std::string name;
+  ChannelConfig cfg;
+  uint64_t free_at_fp = 0;          // channel free time, cycles << 16 (fractional occupancy)
+  uint64_t commands = 0, bytes = 0, busy_fp = 0;
+  // Schedule a command of `bytes` issued at t; returns the completion cycle.
+  uint64_t schedule(uint64_t t, uint32_t nbytes, bool write);
+  // Same with a fixed occupancy in cycles.
+  uint64_t schedule_cycles(uint64_t t, uint64_t cycles, uint32_t nbytes);
+  uint64_t schedule_fp(uint64_t t, uint64_t occupancy_fp, uint32_t nbytes);
+  double busy_cycles() const;
+};
+
+struct Ring {
+  bool configured = false;
+  uint32_t base = 0, size = 0, head = 0, tail = 0, count = 0;
+  uint32_t high_water = 0;
+  uint64_t puts = 0, gets = 0;
+};
+
+struct QueueDesc { uint32_t head = 0, tail = 0, count = 0; };
+
+// A completion: write transfer-in registers and raise a signal.
+struct Event {
+  uint64_t time = 0;
+  uint64_t seq = 0;
+  int16_t me = 0;
+  int8_t ctx = 0;
+  int8_t sig = 0;
+  uint8_t file = 0;     // 0: SRAM-in, 1: DRAM-in
+  uint8_t xfer = 0;
+  uint8_t nwords = 0;
+  bool counts = true;   // completes an issued command (command FIFO)
+  std::array<uint32_t, 32> words{};
+};
+struct EventLater {
+  bool operator()(const Event& x, const Event& y) const {
+    return std::tie(x.time, x.seq) > std::tie(y.time, y.seq);
+  }
+};
+
+struct TraceInterval { int me, ctx; CtxState state; uint64_t start, end; };
+
+// Outcome of one instruction.
+enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
+
+// ------------------------------------------------------------------ the chip
+class Chip : public MediaHost {
+ public:
+  Chip(ChipConfig cfg, uint64_t seed);
+  ~Chip() override;
+  Chip(const Chip&) = delete;
+  Chip& operator=(const Chip&) = delete;
+
+  const ChipConfig& config() const { return cfg_; }
+
+  void load(int me, const std::vector<uint64_t>& words, int ctx_mode);
+  std::string run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
+  uint64_t now() const { return now_; }
+  uint64_t instructions_retired() const { return retired_; }
+
+  // memories (for numpy views)
+  uint32_t* sram_data(int ch, size_t& words);
+  uint8_t* dram_data(size_t& bytes);
+  uint32_t* scratch_data(size_t& words);
+  uint32_t* lm_data(int me, size_t& words);
+
+  void configure_ring(int ring, uint32_t base_word, uint32_t size_words);
+  const Ring& ring(int r) const;
+  void enqueue(int channel, uint32_t queue, uint32_t handle);
+  uint32_t dequeue(int channel, uint32_t queue);
+  const QueueDesc& queue(int channel, uint32_t queue) const;
+
+  Media& media() { return *media_; }
+  void add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_before);
+
+  uint32_t read_reg(int me, int ctx, uint32_t code);
+  void write_reg(int me, int ctx, uint32_t code, uint32_t value);
+  uint32_t read_xfer_out(int me, int ctx, int kind, int index);
+  const ME& me(int i) const;
+  const std::vector<Unit>& sram_units() const { return sram_; }
+  const std::vector<Unit>& dram_units() const { return dram_; }
+  const Unit& scratch_unit() const { return scratch_unit_; }
+  const Unit& hash_unit() const { return hash_unit_; }
+  const Unit& msf_unit() const { return msf_unit_; }
+  const std::vector<Ring>& rings() const { return rings_; }
+
+  void set_trace(bool on) { tracing_ = on; }
+  std::vector<TraceInterval> take_trace();
+  // context cycles per state, including the open interval up to `now`
+  uint64_t ctx_cycles(int me, int ctx, CtxState s) const;
+
+  // MediaHost
+  void autopush(int me, int ctx, int xfer, const uint32_t* words, int n, int sig,
+                uint64_t when) override;
+
+  // ---- used by the instruction semantics (alu.cpp, branch.cpp, memory.cpp, ...)
+  uint32_t read(ME& m, Context& c, int ci, Opnd o);
+  void write(ME& m, Context& c, int ci, Opnd o, uint32_t v);
+  uint32_t read_slow(ME& m, Context& c, int ci, Opnd o);
+  void write_slow(ME& m, Context& c, int ci, Opnd o, uint32_t v);
+  uint32_t lm_addr(Context& c, int which);
+  void set_lm_addr(Context& c, int which, uint32_t v, bool immediate);
+  void raise_signal(int me, int ctx, int sig, uint64_t when);
+  void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
+  void post(Event ev);  // schedule a completion
+  bool scratch_ring_full(int r) const;
+  bool scratch_ring_empty(int r) const;
+  bool nn_empty(const ME& m) const { return m.nn_put == m.nn_get; }
+  bool nn_full(const ME& m) const { return ((m.nn_put + 1) % m.nn.size()) == m.nn_get; }
+  ME& next_me(const ME& m) { return mes_[(m.index + 1) % mes_.size()]; }
+  ME& me_at(int i) { return mes_[i]; }
+  uint64_t burst_end = 0;  // the running burst stops before this time
+
+  // register file index of relative register i of context ci
+  static size_t phys(const ME& m, int ci, int i) { return static_cast<size_t>(ci * m.per_ctx + i); }
+
+ private:
+  friend struct Dispatch;
+  void run_me(ME& m, uint64_t end);
+  void step_swap(ME& m, Context& c, int ci, uint8_t mode);
+  void set_state(ME& m, int ci, CtxState s, uint64_t t);
+  bool pick_context(ME& m);
+  void process_events_until(uint64_t t);
+  void deliver(const Event& ev);
+  void wake_check(ME& m, int ci, uint64_t t);
+  [[noreturn]] void deadlock(const char* why);
+  bool waiting_on_media_only() const;
+  uint32_t sram_word_addr(uint32_t addr, int& ch) const;
+
+  ChipConfig cfg_;
+  std::vector<ME> mes_;
+  std::vector<Memory<uint32_t>> sram_mem_;
+  Memory<uint8_t> dram_mem_;
+  Memory<uint32_t> scratch_mem_;
+  std::vector<Unit> sram_, dram_;
+  Unit scratch_unit_, hash_unit_, msf_unit_;
+  std::vector<Ring> rings_;
+  std::vector<std::vector<QueueDesc>> queues_;
+  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
+  uint64_t seq_ = 0;
+  std::unique_ptr<Media> media_;
+  // receive threads registered on the MSF freelists: (me, ctx, sig) -> waiting for media
+  std::vector<std::array<uint16_t, 8>> media_sigs_;
+  uint64_t now_ = 0;
+  uint64_t retired_ = 0;
+  uint64_t last_progress_time_ = 0;
+  uint64_t last_progress_retired_ = 0;
+  bool tracing_ = false;
+  std::vector<TraceInterval> trace_;
+
+ public:
+  // memory helpers shared by the memory commands
+  uint32_t& sram_word(uint32_t addr);   // faults on a bad address
+  uint32_t& scratch_word(uint32_t addr);
+  void check_dram(uint64_t addr, uint64_t bytes) const;
+  uint8_t* dram_bytes() { return dram_mem_.get(); }
+  Unit& sram_unit(uint32_t addr) { return sram_[(addr >> 26) & 3]; }
+  Unit& dram_unit(uint64_t addr) { return dram_[(addr / cfg_.dram_interleave_bytes) % dram_.size()]; }
+  Unit& scratch_u() { return scratch_unit_; }
+  Unit& hash_u() { return hash_unit_; }
+  Unit& msf_u() { return msf_unit_; }
+  std::vector<QueueDesc>& queues_of(int ch) { return queues_[ch]; }
+  std::vector<Ring>& rings_mut() { return rings_; }
+  void note_media_registration(int me, int ctx, uint32_t value);
+  void q_enqueue(int ch, uint32_t q, uint32_t handle);   // faults (LocalFault) on bad handles
+  uint32_t q_dequeue(int ch, uint32_t q);
+  Media& media_ref() { return *media_; }
+};
+
+// ------------------------------------------------------------------ instruction semantics
+// Each returns the outcome; `ci` is the context index.  Files: alu.cpp, branch.cpp,
+// ctx.cpp, units.cpp (cam, crc, mul_step), memory.cpp.
+using Handler = Outcome (*)(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_alu(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_dbl_shf(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_immed(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_ld_field(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_byte_align(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_bitop(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_mul_step(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_br(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_br_ctx(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_br_bit(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_br_byte(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_br_signal(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_br_inp_state(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_jump(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_ctx_arb(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_local_csr(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_cam(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_crc(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_hash(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_sram(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_scratch(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_dram(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_msf(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_off_end(Chip&, ME&, Context&, int, const Insn&);
+
+// CRC and hash functions (units.cpp), shared with nothing else but named for tests/docs.
+uint32_t crc_update(uint32_t kind, uint32_t remainder, uint8_t byte);
+void hash_key(const HashConfig& cfg, int size, uint32_t* words);
+
+// decode.cpp
+Insn predecode(uint64_t word, int me, uint32_t pc, int per_ctx, const ChipConfig& cfg);
+
+}  // namespace npkit

@@ -1,0 +1,281 @@
+// Memory and unit commands: sram, scratch, dram, msf, hash.  The command's effect on memory
+// happens at issue (commands on one channel are served in issue order, so this is the order
+// the channel would apply them); its result (transfer-in registers) and its signal arrive at
+// completion = start + occupancy + latency, start = max(issue, channel free).
+#include <algorithm>
+
+#include "operands.hpp"
+
+namespace npkit {
+namespace {
+
+using namespace isa;
+
+bool fifo_full(const Chip& chip, const ME& m) { return m.outstanding >= chip.config().command_fifo_depth; }
+
+Event completion(const ME& m, int ci, const Insn& in) {
+  Event ev;
+  ev.me = static_cast<int16_t>(m.index);
+  ev.ctx = static_cast<int8_t>(ci);
+  ev.sig = static_cast<int8_t>(in.sig);
+  ev.xfer = in.xfer == 0xFF ? 0 : in.xfer;
+  ev.nwords = 0;
+  ev.counts = true;
+  return ev;
+}
+
+// Queue the completion; with ctx_swap the context sleeps until its signal.
+Outcome finish(Chip& chip, ME& m, Context& c, Event& ev, uint64_t done, const Insn& in) {
+  ev.time = done;
+  m.outstanding++;
+  chip.post(ev);
+  if (!in.flag) return Outcome::Next;
+  c.wait_mask = static_cast<uint16_t>(1u << in.sig);
+  c.swap_mode = ctx_arb_modes::ALL;
+  return Outcome::Swap;
+}
+
+uint32_t out_reg(const ME& m, int ci, const Insn& in, int k) {
+  return m.sram_out[Chip::phys(m, ci, in.xfer + k)];
+}
+
+// The atomic read-modify-writes shared by SRAM and scratch; returns the old value.
+template <class Cmds>
+uint32_t atomic(uint32_t& word, uint32_t cmd, uint32_t operand) {
+  uint32_t old = word;
+  switch (cmd) {
+    case Cmds::SWAP: word = operand; break;
+    case Cmds::SET: case Cmds::TEST_AND_SET: word |= operand; break;
+    case Cmds::CLR: case Cmds::TEST_AND_CLR: word &= ~operand; break;
+    case Cmds::INCR: case Cmds::TEST_AND_INCR: word += 1; break;
+    case Cmds::DECR: case Cmds::TEST_AND_DECR: word -= 1; break;
+    default: word += operand; break;  // ADD, TEST_AND_ADD
+  }
+  return old;
+}
+
+struct SramCmds {
+  static constexpr uint32_t SWAP = sram_cmds::SWAP, SET = sram_cmds::SET, TEST_AND_SET = sram_cmds::TEST_AND_SET,
+                            CLR = sram_cmds::CLR, TEST_AND_CLR = sram_cmds::TEST_AND_CLR, INCR = sram_cmds::INCR,
+                            TEST_AND_INCR = sram_cmds::TEST_AND_INCR, DECR = sram_cmds::DECR,
+                            TEST_AND_DECR = sram_cmds::TEST_AND_DECR;
+};
+struct ScratchCmds {
+  static constexpr uint32_t SWAP = scratch_cmds::SWAP, SET = scratch_cmds::SET,
+                            TEST_AND_SET = scratch_cmds::TEST_AND_SET, CLR = scratch_cmds::CLR,
+                            TEST_AND_CLR = scratch_cmds::TEST_AND_CLR, INCR = scratch_cmds::INCR,
+                            TEST_AND_INCR = scratch_cmds::TEST_AND_INCR, DECR = scratch_cmds::DECR,
+                            TEST_AND_DECR = scratch_cmds::TEST_AND_DECR;
+};
+
+bool returns_old(uint32_t cmd, uint32_t first_test, uint32_t swap) { return cmd == swap || cmd >= first_test; }
+
+}  // namespace
+
+Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
+  Event ev = completion(m, ci, in);
+  uint32_t nbytes = 4;
+  bool write = true;
+  switch (in.sub) {
+    case sram_cmds::READ:
+      for (int k = 0; k < in.count; ++k) ev.words[k] = chip.sram_word(addr + 4 * k);
+      ev.nwords = in.count;
+      nbytes = 4u * in.count;
+      write = false;
+      break;
+    case sram_cmds::WRITE:
+      for (int k = 0; k < in.count; ++k) chip.sram_word(addr + 4 * k) = out_reg(m, ci, in, k);
+      nbytes = 4u * in.count;
+      break;
+    case sram_cmds::ENQUEUE: case sram_cmds::DEQUEUE: {
+      uint32_t ch = (addr >> 26) & 3, q = addr & ((1u << 26) - 1);
+      if ((addr >> 28) || ch >= static_cast<uint32_t>(chip.config().sram_channels) || q >= chip.config().queue_descriptors)
+        fault("bad_command", "queue address " + std::to_string(addr) + " names no Q-array descriptor");
+      if (in.sub == sram_cmds::ENQUEUE) {
+        chip.q_enqueue(static_cast<int>(ch), q, out_reg(m, ci, in, 0));
+      } else {
+        ev.words[0] = chip.q_dequeue(static_cast<int>(ch), q);
+        ev.nwords = 1;
+        write = false;
+      }
+      break;
+    }
+    default: {  // atomics
+      uint32_t operand = in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0);
+      uint32_t old = atomic<SramCmds>(chip.sram_word(addr), in.sub, operand);
+      if (returns_old(in.sub, sram_cmds::TEST_AND_SET, sram_cmds::SWAP)) {
+        ev.words[0] = old;
+        ev.nwords = 1;
+      }
+      break;
+    }
+  }
+  uint64_t done = chip.sram_unit(addr).schedule(m.time, nbytes, write);
+  return finish(chip, m, c, ev, done, in);
+}
+
+Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
+  Event ev = completion(m, ci, in);
+  uint32_t nbytes = 4;
+  bool write = true;
+  auto ring = [&]() -> Ring& {
+    if (addr >= chip.rings().size() || !chip.rings()[addr].configured)
+      fault("bad_command", "scratch ring " + std::to_string(addr) + " is not configured");
+    return chip.rings_mut()[addr];
+  };
+  switch (in.sub) {
+    case scratch_cmds::READ:
+      for (int k = 0; k < in.count; ++k) ev.words[k] = chip.scratch_word(addr + 4 * k);
+      ev.nwords = in.count;
+      nbytes = 4u * in.count;
+      write = false;
+      break;
+    case scratch_cmds::WRITE:
+      for (int k = 0; k < in.count; ++k) chip.scratch_word(addr + 4 * k) = out_reg(m, ci, in, k);
+      nbytes = 4u * in.count;
+      break;
+    case scratch_cmds::PUT: {
+      Ring& r = ring();
+      if (r.size - r.count < in.count)
+        fault("ring_overflow", "put of " + std::to_string(in.count) + " words to scratch ring " +
+              std::to_string(addr) + " holding " + std::to_string(r.count) + " of " + std::to_string(r.size));
+      for (int k = 0; k < in.count; ++k) {
+        chip.scratch_word(4 * (r.base + r.tail)) = out_reg(m, ci, in, k);
+        r.tail = (r.tail + 1) % r.size;
+      }
+      r.count += in.count;
+      r.high_water = std::max(r.high_water, r.count);
+      r.puts++;
+      nbytes = 4u * in.count;
+      break;
+    }
+    case scratch_cmds::GET: {
+      Ring& r = ring();
+      ev.nwords = in.count;  // zeros when the ring holds fewer than count words
+      if (r.count >= in.count) {
+        for (int k = 0; k < in.count; ++k) {
+          ev.words[k] = chip.scratch_word(4 * (r.base + r.head));
+          r.head = (r.head + 1) % r.size;
+        }
+        r.count -= in.count;
+      }
+      r.gets++;
+      nbytes = 4u * in.count;
+      write = false;
+      break;
+    }
+    default: {
+      uint32_t operand = in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0);
+      uint32_t old = atomic<ScratchCmds>(chip.scratch_word(addr), in.sub, operand);
+      if (returns_old(in.sub, scratch_cmds::TEST_AND_SET, scratch_cmds::SWAP)) {
+        ev.words[0] = old;
+        ev.nwords = 1;
+      }
+      break;
+    }
+  }
+  uint64_t done = chip.scratch_u().schedule(m.time, nbytes, write);
+  return finish(chip, m, c, ev, done, in);
+}
+
+// DRAM: bytes map to transfer words big-endian (byte 0 = bits 31..24 of the first word).
+Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
+  uint32_t nbytes = 8u * in.count;
+  Event ev = completion(m, ci, in);
+  ev.file = 1;
+  uint64_t addr = a;
+  bool write = true;
+  switch (in.sub) {
+    case dram_cmds::READ: {
+      addr = static_cast<uint64_t>(a) + b;
+      chip.check_dram(addr, nbytes);
+      const uint8_t* p = chip.dram_bytes() + addr;
+      for (int k = 0; k < 2 * in.count; ++k, p += 4)
+        ev.words[k] = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+      ev.nwords = static_cast<uint8_t>(2 * in.count);
+      write = false;
+      break;
+    }
+    case dram_cmds::WRITE: {
+      addr = static_cast<uint64_t>(a) + b;
+      chip.check_dram(addr, nbytes);
+      uint8_t* p = chip.dram_bytes() + addr;
+      for (int k = 0; k < 2 * in.count; ++k, p += 4) {
+        uint32_t w = m.dram_out[Chip::phys(m, ci, in.xfer + k)];
+        p[0] = static_cast<uint8_t>(w >> 24); p[1] = static_cast<uint8_t>(w >> 16);
+        p[2] = static_cast<uint8_t>(w >> 8); p[3] = static_cast<uint8_t>(w);
+      }
+      break;
+    }
+    case dram_cmds::RBUF_RD:  // RBUF byte address b -> DRAM a
+      chip.check_dram(addr, nbytes);
+      chip.media_ref().rbuf_copy_out(b, chip.dram_bytes() + addr, nbytes);
+      break;
+    default:  // TBUF_WR: DRAM a -> TBUF byte address b
+      chip.check_dram(addr, nbytes);
+      chip.media_ref().tbuf_copy_in(b, chip.dram_bytes() + addr, nbytes);
+      write = false;
+      break;
+  }
+  uint64_t done = chip.dram_unit(addr).schedule(m.time, nbytes, write);
+  return finish(chip, m, c, ev, done, in);
+}
+
+// MSF: forwarded to the media model at issue; the round trip takes msf csr_latency.
+Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
+  Event ev = completion(m, ci, in);
+  Media& media = chip.media_ref();
+  uint32_t nbytes = 4u * in.count;
+  switch (in.sub) {
+    case msf_cmds::READ:
+      media.read(a + b, ev.words.data(), in.count, m.time);
+      ev.nwords = in.count;
+      break;
+    case msf_cmds::WRITE: {
+      uint32_t words[16];
+      for (int k = 0; k < in.count; ++k) words[k] = out_reg(m, ci, in, k);
+      media.write(a + b, words, in.count, m.time);
+      break;
+    }
+    default:  // FAST_WR: a = CSR, b = value
+      if (a >= MSF_RX_THREAD_FREELIST_BASE && a < MSF_RBUF_ELEMENT_DONE) {
+        // the two status words land in $xfer, $xfer+1 of this context's file
+        if ((b & 0xFF) + 2 > static_cast<uint32_t>(m.per_ctx))
+          fault("bad_command", "receive status registers $" + std::to_string(b & 0xFF) + ", $" +
+                std::to_string((b & 0xFF) + 1) + " are beyond the " + std::to_string(m.per_ctx) +
+                " each context owns");
+        media.fast_wr(m.index, ci, a, b, m.time);
+        chip.note_media_registration(m.index, ci, b);
+      } else {
+        media.fast_wr(m.index, ci, a, b, m.time);
+      }
+      nbytes = 4;
+      break;
+  }
+  // the media model may now have an earlier event (e.g. a frame became valid): end the burst
+  chip.burst_end = std::min(chip.burst_end, m.time + 1);
+  uint64_t done = chip.msf_u().schedule_cycles(m.time, 0, nbytes);
+  return finish(chip, m, c, ev, done, in);
+}
+
+// hash_48/64/128[$x, n]: n keys from $x (out) hashed into $x (in).
+Outcome exec_hash(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  Event ev = completion(m, ci, in);
+  int per_key = in.aux / in.count;
+  for (int k = 0; k < in.aux; ++k) ev.words[k] = out_reg(m, ci, in, k);
+  for (int key = 0; key < in.count; ++key) hash_key(chip.config().hash, in.sub, ev.words.data() + key * per_key);
+  ev.nwords = in.aux;
+  uint64_t done = chip.hash_u().schedule_cycles(m.time, chip.config().hash.occupancy * in.count, 4u * in.aux);
+  return finish(chip, m, c, ev, done, in);
+}
+
+}  // namespace npkit

@@ -1,0 +1,326 @@
+// The pybind11 module npkit.sim._core: class Core over the Chip, exception SimFault.
+// Nothing escapes as a C++ exception: faults become SimFault, bad arguments ValueError or
+// IndexError, anything else RuntimeError.
+#include <pybind11/eval.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "chip.hpp"
+#include "config_py.hpp"
+
+namespace py = pybind11;
+
+namespace npkit {
+void bind_media(py::module_& m);
+
+namespace {
+
+// The SimFault class object, created once at import and kept for the life of the process.
+py::handle& sim_fault_slot() {
+  static py::handle cls;
+  return cls;
+}
+
+const char* kSimFaultSource = R"PY(
+class SimFault(RuntimeError):
+    """A fault of the simulated chip: kind, me, ctx, pc (-1 when not applicable), message."""
+
+    def __init__(self, kind, me, ctx, pc, message):
+        where = ", ".join(f"{n} {v}" for n, v in (("me", me), ("ctx", ctx), ("pc", pc)) if v >= 0)
+        super().__init__(f"{kind}: {message}" + (f" ({where})" if where else ""))
+        self.kind = kind
+        self.me = me
+        self.ctx = ctx
+        self.pc = pc
+        self.message = message
+
+    def __reduce__(self):
+        return (type(self), (self.kind, self.me, self.ctx, self.pc, self.message))
+)PY";
+
+void raise_fault(const std::string& kind, int me, int ctx, int64_t pc, const std::string& msg) {
+  py::object inst = py::reinterpret_borrow<py::object>(sim_fault_slot())(kind, me, ctx, pc, msg);
+  PyErr_SetObject(sim_fault_slot().ptr(), inst.ptr());
+}
+
+// Python-side owner of a Chip.
+struct Core {
+  std::unique_ptr<Chip> chip;
+};
+
+std::vector<uint64_t> words_from(py::handle obj, int me) {
+  std::vector<uint64_t> out;
+  if (py::isinstance<py::array>(obj)) {
+    py::array arr = py::reinterpret_borrow<py::array>(obj);
+    if (arr.ndim() != 1) throw py::value_error("load: words must be a 1-dimensional array");
+    char kind = arr.dtype().kind();
+    if (kind != 'u' && kind != 'i') throw py::value_error("load: words must be an integer array");
+    auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(obj);
+    if (!u) throw py::error_already_set();
+    out.assign(u.data(), u.data() + u.size());
+    if (kind == 'i') {
+      for (size_t pc = 0; pc < out.size(); ++pc)
+        if (static_cast<int64_t>(out[pc]) < 0)
+          throw SimError("illegal_instruction", me, -1, static_cast<int64_t>(pc), "negative instruction word");
+    }
+    return out;
+  }
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj))
+    throw py::value_error("load: words must be a numpy uint64 array or a list of ints");
+  size_t pc = 0;
+  for (py::handle item : obj) {
+    if (!PyLong_Check(item.ptr())) throw py::value_error("load: word " + std::to_string(pc) + " is not an int");
+    unsigned long long v = PyLong_AsUnsignedLongLong(item.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw SimError("illegal_instruction", me, -1, static_cast<int64_t>(pc), "word is not a 40-bit value");
+    }
+    out.push_back(v);
+    ++pc;
+  }
+  return out;
+}
+
+py::dict unit_counters(const Unit& u, uint64_t now) {
+  py::dict d;
+  d["commands"] = u.commands;
+  d["bytes"] = u.bytes;
+  d["busy_cycles"] = u.busy_cycles();
+  d["utilization"] = now ? u.busy_cycles() / static_cast<double>(now) : 0.0;
+  return d;
+}
+
+py::dict counters(Chip& chip) {
+  py::dict out;
+  uint64_t now = chip.now();
+  out["cycles"] = now;
+  out["instructions"] = chip.instructions_retired();
+  py::list mes;
+  for (int i = 0; i < chip.config().num_mes(); ++i) {
+    const ME& m = chip.me(i);
+    py::dict d;
+    d["number"] = m.number;
+    d["instructions"] = m.instructions;
+    d["busy_cycles"] = m.busy;
+    d["idle_cycles"] = m.idle;
+    d["stalled_cycles"] = m.stalled;
+    py::list ctxs;
+    for (int ci = 0; ci < m.contexts; ++ci) {
+      py::dict c;
+      c["instructions"] = m.ctx[ci].instructions;
+      c["executing_cycles"] = chip.ctx_cycles(i, ci, CtxState::Executing);
+      c["ready_cycles"] = chip.ctx_cycles(i, ci, CtxState::Ready);
+      c["sleeping_cycles"] = chip.ctx_cycles(i, ci, CtxState::Sleeping);
+      c["inactive_cycles"] = chip.ctx_cycles(i, ci, CtxState::Inactive);
+      ctxs.append(c);
+    }
+    d["contexts"] = ctxs;
+    mes.append(d);
+  }
+  out["mes"] = mes;
+  py::dict channels;
+  py::list sram, dram;
+  for (const Unit& u : chip.sram_units()) sram.append(unit_counters(u, now));
+  for (const Unit& u : chip.dram_units()) dram.append(unit_counters(u, now));
+  channels["sram"] = sram;
+  channels["dram"] = dram;
+  channels["scratch"] = unit_counters(chip.scratch_unit(), now);
+  channels["hash"] = unit_counters(chip.hash_unit(), now);
+  channels["msf"] = unit_counters(chip.msf_unit(), now);
+  out["channels"] = channels;
+  py::list rings;
+  for (const Ring& r : chip.rings()) {
+    py::dict d;
+    d["configured"] = r.configured;
+    d["count"] = r.count;
+    d["high_water"] = r.high_water;
+    d["puts"] = r.puts;
+    d["gets"] = r.gets;
+    rings.append(d);
+  }
+  out["rings"] = rings;
+  py::list ports;
+  for (const PortCounters& p : chip.media().counters()) {
+    py::dict d;
+    d["rx_frames"] = p.rx_frames;
+    d["rx_bytes"] = p.rx_bytes;
+    d["rx_dropped_rbuf_full"] = p.rx_dropped_rbuf_full;
+    d["tx_frames"] = p.tx_frames;
+    d["tx_bytes"] = p.tx_bytes;
+    d["rbuf_high_water_elements"] = p.rbuf_high_water_elements;
+    d["rx_waiting_high_water"] = p.rx_waiting_high_water;
+    d["rx_dropped_too_long"] = p.rx_dropped_too_long;
+    d["rx_handed"] = p.rx_handed;
+    d["rbuf_elements_in_use"] = p.rbuf_elements_in_use;
+    d["tbuf_elements_queued"] = p.tbuf_elements_queued;
+    d["tx_elements"] = p.tx_elements;
+    ports.append(d);
+  }
+  out["ports"] = ports;
+  return out;
+}
+
+template <class T>
+py::array_t<T> view(py::object owner, T* data, size_t n) {
+  return py::array_t<T>({static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))}, data, owner);
+}
+
+Chip& chip_of(py::object self) { return *self.cast<Core&>().chip; }
+
+void check_index(int v, int n, const char* what) {
+  if (v < 0 || v >= n)
+    throw py::index_error(std::string(what) + " " + std::to_string(v) + " is out of range 0.." + std::to_string(n - 1));
+}
+
+}  // namespace
+}  // namespace npkit
+
+PYBIND11_MODULE(_core, m) {
+  using namespace npkit;
+  m.doc() = "npkit simulator core: the C++ model of an IXP2800-class chip (docs/sim-core.md)";
+
+  py::dict ns;
+  ns["__name__"] = "npkit.sim._core";
+  py::exec(kSimFaultSource, ns);
+  py::object cls = ns["SimFault"];
+  cls.inc_ref();  // kept for the life of the process, like any extension's exception type
+  sim_fault_slot() = cls;
+  m.attr("SimFault") = cls;
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const SimError& e) {
+      raise_fault(e.kind, e.me, e.ctx, e.pc, e.what());
+    } catch (const LocalFault& e) {
+      raise_fault(e.kind, -1, -1, -1, e.what());
+    } catch (const MediaFault& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::invalid_argument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  py::class_<Core>(m, "Core")
+      .def(py::init([](py::dict config, uint64_t seed) {
+             return Core{std::make_unique<Chip>(parse_config(config), seed)};
+           }),
+           py::arg("config"), py::arg("seed") = 0)
+      .def("load",
+           [](py::object self, int me, py::object words, int ctx_mode) {
+             Chip& chip = chip_of(self);
+             check_index(me, chip.config().num_mes(), "ME index");
+             chip.load(me, words_from(words, me), ctx_mode);
+           },
+           py::arg("me_index"), py::arg("words"), py::arg("ctx_mode") = 8)
+      .def("run",
+           [](py::object self, int64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
+             if (max_cycles < 0) throw py::value_error("max_cycles must be >= 0");
+             Chip& chip = chip_of(self);
+             py::gil_scoped_release release;
+             return chip.run(static_cast<uint64_t>(max_cycles), stop_tx_frames, until_idle);
+           },
+           py::arg("max_cycles"), py::arg("stop_tx_frames") = -1, py::arg("until_idle") = false)
+      .def_property_readonly("now", [](py::object self) { return chip_of(self).now(); })
+      .def_property_readonly("instructions_retired", [](py::object self) { return chip_of(self).instructions_retired(); })
+      .def("sram",
+           [](py::object self, int ch) {
+             size_t n;
+             uint32_t* p = chip_of(self).sram_data(ch, n);
+             return view(self, p, n);
+           },
+           py::arg("channel"))
+      .def("dram", [](py::object self) { size_t n; uint8_t* p = chip_of(self).dram_data(n); return view(self, p, n); })
+      .def("scratch", [](py::object self) { size_t n; uint32_t* p = chip_of(self).scratch_data(n); return view(self, p, n); })
+      .def("local_memory",
+           [](py::object self, int me) {
+             size_t n;
+             uint32_t* p = chip_of(self).lm_data(me, n);
+             return view(self, p, n);
+           },
+           py::arg("me"))
+      .def("configure_ring",
+           [](py::object self, int ring, uint32_t base, uint32_t size) { chip_of(self).configure_ring(ring, base, size); },
+           py::arg("ring"), py::arg("base_word"), py::arg("size_words"))
+      .def("ring_state",
+           [](py::object self, int ring) {
+             const Ring& r = chip_of(self).ring(ring);
+             py::dict d;
+             d["count"] = r.count; d["head"] = r.head; d["tail"] = r.tail; d["base"] = r.base;
+             d["size"] = r.size; d["high_water"] = r.high_water; d["puts"] = r.puts; d["gets"] = r.gets;
+             d["configured"] = r.configured;
+             return d;
+           },
+           py::arg("ring"))
+      .def("enqueue",
+           [](py::object self, int ch, uint32_t q, uint32_t handle) { chip_of(self).enqueue(ch, q, handle); },
+           py::arg("channel"), py::arg("queue"), py::arg("handle"))
+      .def("dequeue", [](py::object self, int ch, uint32_t q) { return chip_of(self).dequeue(ch, q); },
+           py::arg("channel"), py::arg("queue"))
+      .def("queue_state",
+           [](py::object self, int ch, uint32_t q) {
+             const QueueDesc& d = chip_of(self).queue(ch, q);
+             py::dict out;
+             out["count"] = d.count; out["head"] = d.head; out["tail"] = d.tail;
+             return out;
+           },
+           py::arg("channel"), py::arg("queue"))
+      .def("add_rx_frame",
+           [](py::object self, int port, py::bytes data, int64_t not_before) {
+             Chip& chip = chip_of(self);
+             check_index(port, static_cast<int>(chip.config().media.ports.size()), "port");
+             std::string s = data;
+             chip.add_rx_frame(port, std::vector<uint8_t>(s.begin(), s.end()), not_before);
+           },
+           py::arg("port"), py::arg("data"), py::arg("not_before_cycle") = -1)
+      .def("take_tx",
+           [](py::object self) {
+             py::list out;
+             for (TxFrame& f : chip_of(self).media().take_tx())
+               out.append(py::make_tuple(f.port, f.first_bit_cycle, f.last_bit_cycle,
+                                         py::bytes(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size())));
+             return out;
+           })
+      .def("counters", [](py::object self) { return counters(chip_of(self)); })
+      .def("set_trace", [](py::object self, bool on) { chip_of(self).set_trace(on); }, py::arg("on"))
+      .def("take_trace",
+           [](py::object self) {
+             py::list out;
+             for (const TraceInterval& t : chip_of(self).take_trace())
+               out.append(py::make_tuple(t.me, t.ctx, ctx_state_name(t.state), t.start, t.end));
+             return out;
+           })
+      .def("read_reg",
+           [](py::object self, int me, int ctx, uint32_t code) { return chip_of(self).read_reg(me, ctx, code); },
+           py::arg("me"), py::arg("ctx"), py::arg("operand_code"))
+      .def("write_reg",
+           [](py::object self, int me, int ctx, uint32_t code, uint32_t value) {
+             chip_of(self).write_reg(me, ctx, code, value);
+           },
+           py::arg("me"), py::arg("ctx"), py::arg("operand_code"), py::arg("value"))
+      .def("read_xfer_out",
+           [](py::object self, int me, int ctx, int kind, int index) {
+             return chip_of(self).read_xfer_out(me, ctx, kind, index);
+           },
+           py::arg("me"), py::arg("ctx"), py::arg("kind"), py::arg("index"),
+           "Read an *out* transfer register: kind 0 = $ (SRAM), 1 = $$ (DRAM).")
+      .def("context",
+           [](py::object self, int me, int ctx) {
+             Chip& chip = chip_of(self);
+             check_index(me, chip.config().num_mes(), "ME index");
+             check_index(ctx, 8, "context");
+             const Context& c = chip.me(me).ctx[ctx];
+             py::dict d;
+             d["pc"] = c.pc;
+             d["state"] = ctx_state_name(c.state);
+             d["pending_signals"] = c.signals;
+             d["wait_mask"] = c.wait_mask;
+             d["instructions"] = c.instructions;
+             d["condition_codes"] = py::make_tuple(c.z, c.n, c.c, c.v);
+             return d;
+           },
+           py::arg("me"), py::arg("ctx"));
+
+  bind_media(m);
+}
