@@ -1,0 +1,5 @@
+"""``python -m npkit``: the npkit command."""
+
+from npkit.cli import main
+
+main()

@@ -1,0 +1,568 @@
+"""``Chip``: the Python façade over the C++ core (``npkit.sim._core``).
+
+The façade owns what is not per-instruction work: checking images before they are loaded,
+feeding packet sources into the core a chunk ahead of simulated time, draining transmitted
+frames into sinks, collecting the thread timeline, and turning core faults into
+``SimFault`` exceptions that name the microcode source line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+import numpy as np
+
+from .config import ChipConfig, ConfigError
+from .packets import RxFrame, Sink, Source, TxFrame
+from .trace import Span, spans_from_core, write_trace
+
+SRAM_CHANNEL_SHIFT = 26  # SRAM address bits 27..26 select the channel
+SRAM_OFFSET_MASK = (1 << SRAM_CHANNEL_SHIFT) - 1
+FEED_CHUNK_FRAMES = 512  # frames kept queued per port ahead of simulated time
+MIN_SLICE_CYCLES = 2_000
+MAX_SLICE_CYCLES = 200_000
+DEFAULT_QUIET_CYCLES = 200_000
+
+
+class LoadError(ValueError):
+    """An image cannot be loaded on this chip (ME range, context mode, size)."""
+
+
+class SimFault(RuntimeError):
+    """A fault of the simulated chip, with where it happened.
+
+    ``me`` is the ME index (0..15 on the IXP2800; the message shows the hardware number),
+    ``ctx`` the context, ``pc`` the program counter,
+    ``kind`` one of bad_address, illegal_instruction, control_store_overflow, ring_overflow,
+    deadlock, register_out_of_range, bad_command; ``source`` is ``file:line:col`` of the
+    microcode instruction when the image knows it.
+    """
+
+    def __init__(self, kind: str, me: int | None, ctx: int | None, pc: int | None,
+                 detail: str, source: str | None = None, cycle: int | None = None,
+                 me_label: str | None = None) -> None:
+        self.kind, self.me, self.ctx, self.pc = kind, me, ctx, pc
+        self.detail, self.source, self.cycle = detail, source, cycle
+        self.me_label = me_label
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.me is not None and self.me >= 0:
+            where.append(self.me_label or f"ME {self.me:#04x}")
+        if self.ctx is not None and self.ctx >= 0:
+            where.append(f"ctx {self.ctx}")
+        if self.pc is not None and self.pc >= 0:
+            where.append(f"pc {self.pc}")
+        head = " ".join(where)
+        if self.source:
+            head += f" ({self.source})"
+        return f"{head}: {self.kind}: {self.detail}" if head else f"{self.kind}: {self.detail}"
+
+
+class ImageLike(Protocol):
+    """What ``Chip.load`` needs of an ``npkit.compiler.uc.Image``."""
+
+    mes: Any
+    ctx_mode: int
+    words: Any
+
+    def source_of(self, pc: int) -> str: ...
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Handed to the progress callback after every slice of a run."""
+
+    cycle: int  # cycles simulated so far in this run
+    cycle_target: int | None  # the run's cycle budget, if any
+    frames_in: int  # frames fed to the ports so far (this chip)
+    frames_out: int  # frames transmitted so far (this chip)
+    frames_in_total: int | None  # frames the sources will offer, when known
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Why a run stopped (cycles | packets | idle | quiet) and what it did."""
+
+    reason: str
+    cycles: int
+    frames_out: int
+
+
+@dataclass
+class _PortFeed:
+    """A source attached to a port and how far it has been fed into the core."""
+
+    frames: Iterator[RxFrame]
+    fed: int = 0
+    exhausted: bool = False
+    lookahead: RxFrame | None = None
+    lookahead_cycle: int = 0  # when the held-back frame is due
+    total: int | None = None
+
+
+@dataclass
+class _TxCount:
+    total: int = 0
+    per_port: dict[int, int] = field(default_factory=dict)
+
+
+def _import_core() -> ModuleType:
+    try:
+        core = importlib.import_module("npkit.sim._core")
+    except ImportError as err:
+        raise RuntimeError("the simulator core npkit.sim._core is not built: run "
+                           "`python setup.py build_ext --inplace` in the repository") from err
+    if not hasattr(core, "Core"):
+        raise RuntimeError("npkit.sim._core has no Core class: the simulator core is a "
+                           "placeholder; rebuild it with `python setup.py build_ext --inplace`")
+    return core
+
+
+class Chip:
+    """A simulated chip: config + C++ core + attached packet sources/sinks."""
+
+    def __init__(self, config: ChipConfig | str | Path = "ixp2800", seed: int = 1,
+                 trace: bool = False) -> None:
+        self.config = config if isinstance(config, ChipConfig) else ChipConfig.load(config)
+        self.seed = seed
+        self._core_module = _import_core()
+        try:
+            self._core = self._core_module.Core(self.config.to_core_dict(), seed)
+        except (ValueError, TypeError, KeyError, RuntimeError) as err:
+            raise ConfigError(f"{self.config.source}: the core rejected the config: {err}") \
+                from None
+        self._images: dict[int, ImageLike] = {}  # ME index -> image loaded there
+        self._feeds: dict[int, _PortFeed] = {}
+        self._sinks: dict[int, Sink] = {}
+        self._tx = _TxCount()
+        self._spans: list[Span] = []
+        self._tracing = False
+        self._arrived_cache: dict[int, int] = {}
+        if trace:
+            self.enable_trace()
+
+    # ------------------------------------------------------------------ images
+    def load(self, image: ImageLike | str | Path, mes: list[int] | None = None) -> list[int]:
+        """Load an assembled image on its MEs (``mes`` overrides the image's own list).
+
+        ``image`` is an ``npkit.compiler.uc.Image`` or the path of a ``.img`` file or of
+        ``.uc`` source (assembled with its folder as include path).  MEs are given by
+        index, 0..me_count-1 (on the IXP2800 index 8 is hardware ME 0x10), as in the
+        image's ``.me`` directive.  Returns the MEs loaded.
+        """
+        if isinstance(image, str | Path):
+            image = _read_image(Path(image))
+        chosen = self._image_mes(image, mes)
+        words = np.asarray(image.words, dtype=np.uint64)
+        self._check_image(image, words)
+        for me in chosen:
+            self._images[me] = image  # before loading, so a load fault can name the line
+            try:
+                self._core.load(me, words, int(image.ctx_mode))
+            except self._core_module.SimFault as err:
+                raise LoadError(f"{_image_name(image)}: {self._fault(err)}") from None
+        return chosen
+
+    def _image_mes(self, image: ImageLike, mes: list[int] | None) -> list[int]:
+        chosen = list(mes) if mes is not None else list(getattr(image, "mes", None) or [])
+        if not chosen:
+            raise LoadError(f"{_image_name(image)}: the image names no MEs: add a `.me` "
+                            "directive or give the MEs to load it on")
+        for me in chosen:
+            try:
+                self.config.check_me(me)
+            except ConfigError as err:
+                raise LoadError(f"{_image_name(image)}: {err}") from None
+        return chosen
+
+    def _check_image(self, image: ImageLike, words: np.ndarray) -> None:
+        name = _image_name(image)
+        if int(image.ctx_mode) not in (4, 8):
+            raise LoadError(f"{name}: context mode must be 4 or 8, got {image.ctx_mode}")
+        limit = self.config.control_store_words
+        if len(words) > limit:
+            raise LoadError(f"{name}: {len(words)} instructions do not fit the "
+                            f"{limit}-word control store of {self.config.name}")
+        if len(words) and int(words.max()) >> 40:
+            raise LoadError(f"{name}: image holds words wider than 40 bits")
+
+    def image_on(self, me: int) -> ImageLike | None:
+        return self._images.get(self.config.check_me(me))
+
+    # ------------------------------------------------------------------ memories
+    def sram(self, channel: int) -> np.ndarray:
+        if not 0 <= channel < self.config.sram_channels:
+            raise ValueError(f"SRAM channel {channel} does not exist "
+                             f"({self.config.sram_channels} channels)")
+        return self._core.sram(channel)
+
+    def dram(self) -> np.ndarray:
+        return self._core.dram()
+
+    def scratch(self) -> np.ndarray:
+        return self._core.scratch()
+
+    def local_memory(self, me: int) -> np.ndarray:
+        return self._core.local_memory(self.config.check_me(me))
+
+    # ------------------------------------------------------------------ rings and queues
+    def configure_ring(self, ring: int, base_word: int, size_words: int) -> None:
+        low, high = self.config.ring_words_range
+        if not 0 <= ring < self.config.scratch_rings:
+            raise ValueError(f"scratch ring {ring} does not exist "
+                             f"(rings 0..{self.config.scratch_rings - 1})")
+        if not low <= size_words <= high:
+            raise ValueError(f"scratch ring {ring}: size {size_words} words outside {low}..{high}")
+        if base_word < 0 or (base_word + size_words) * 4 > self.config.scratch_bytes:
+            raise ValueError(f"scratch ring {ring}: words {base_word}..{base_word + size_words}"
+                             f" exceed the {self.config.scratch_bytes}-byte scratchpad")
+        self._core.configure_ring(ring, base_word, size_words)
+
+    def ring_state(self, ring: int) -> dict[str, Any]:
+        return dict(self._core.ring_state(ring))
+
+    def _check_queue(self, channel: int, queue: int) -> None:
+        if not 0 <= channel < self.config.sram_channels:
+            raise ValueError(f"SRAM channel {channel} does not exist")
+        if not 0 <= queue < self.config.queue_descriptors:
+            last = self.config.queue_descriptors - 1
+            raise ValueError(f"Q-array queue {queue} outside 0..{last}")
+
+    def enqueue(self, channel: int, queue: int, handle: int) -> None:
+        self._check_queue(channel, queue)
+        self._core.enqueue(channel, queue, handle)
+
+    def dequeue(self, channel: int, queue: int) -> int:
+        self._check_queue(channel, queue)
+        return int(self._core.dequeue(channel, queue))
+
+    def queue_state(self, channel: int, queue: int) -> dict[str, int]:
+        self._check_queue(channel, queue)
+        return {k: int(v) for k, v in dict(self._core.queue_state(channel, queue)).items()}
+
+    def queue_handles(self, channel: int, queue: int) -> list[int]:
+        """The handles on a Q-array queue, head first, following the links in SRAM
+        (word 0 of each descriptor holds the next handle)."""
+        state = self.queue_state(channel, queue)
+        handles: list[int] = []
+        handle = state["head"]
+        for _ in range(state["count"]):
+            handles.append(handle)
+            words = self.sram((handle >> SRAM_CHANNEL_SHIFT) & 3)
+            handle = int(words[(handle & SRAM_OFFSET_MASK) // 4])
+        return handles
+
+    # ------------------------------------------------------------------ ports
+    def attach_source(self, port: int, source: Source) -> None:
+        self._check_port(port)
+        total = _count_hint(source)
+        self._feeds[port] = _PortFeed(iter(source.frames()), total=total)
+
+    def attach_sink(self, port: int, sink: Sink) -> None:
+        self._check_port(port)
+        self._sinks[port] = sink
+
+    def sink(self, port: int) -> Sink | None:
+        """The sink attached to ``port``, if any."""
+        return self._sinks.get(port)
+
+    def _check_port(self, port: int) -> None:
+        if not 0 <= port < len(self.config.ports):
+            raise ValueError(f"port {port} does not exist (ports 0..{len(self.config.ports) - 1})")
+
+    def close_sinks(self) -> None:
+        for sink in self._sinks.values():
+            sink.close()
+
+    @property
+    def frames_fed(self) -> dict[int, int]:
+        return {port: feed.fed for port, feed in self._feeds.items()}
+
+    @property
+    def frames_out(self) -> dict[int, int]:
+        return dict(self._tx.per_port)
+
+    # ------------------------------------------------------------------ running
+    @property
+    def now(self) -> int:
+        return int(self._core.now)
+
+    @property
+    def instructions_retired(self) -> int:
+        return int(self._core.instructions_retired)
+
+    def run(self, cycles: int | None = None, until_idle: bool = False,
+            packets: int | None = None, quiet_cycles: int = DEFAULT_QUIET_CYCLES,
+            progress: Callable[[Progress], None] | None = None) -> RunResult:
+        """Run until ``cycles`` more cycles have passed, ``packets`` more frames have been
+        transmitted, or (``until_idle``) the chip is idle with every source drained; the
+        first of those that is given and reached stops the run.  ``until_idle`` also stops
+        after ``quiet_cycles`` with every source drained and no frame in or out (threads
+        that poll forever never let the core report idle)."""
+        if cycles is None and packets is None and not until_idle:
+            raise ValueError("run: give cycles=, packets= or until_idle=True")
+        if cycles is not None and cycles < 0 or packets is not None and packets < 0:
+            raise ValueError("run: cycles and packets must be >= 0")
+        return _Run(self, cycles, until_idle, packets, quiet_cycles, progress).execute()
+
+    # feeding and draining, used by _Run
+    def _feed_all(self, horizon: int) -> None:
+        for port, feed in self._feeds.items():
+            self._feed_port(port, feed, horizon)
+
+    def _arrived(self) -> dict[int, int]:
+        """Frames each port has taken off its input queue (received or dropped)."""
+        ports = _port_counters(self._core.counters())
+        return {p: _taken_off_queue(ports[p]) if p < len(ports) else 0 for p in self._feeds}
+
+    def _feed_port(self, port: int, feed: _PortFeed, horizon: int) -> None:
+        if feed.exhausted:
+            return
+        pending = feed.fed - self._arrived_cache.get(port, 0)
+        clock = self.config.clock_hz
+        while pending < FEED_CHUNK_FRAMES:
+            frame = feed.lookahead or next(feed.frames, None)
+            feed.lookahead = None
+            if frame is None:
+                feed.exhausted = True
+                return
+            not_before = -1 if frame.time_s is None else math.floor(frame.time_s * clock)
+            if not_before > horizon and pending > 0:
+                feed.lookahead = frame  # far in the future: keep it for a later slice
+                feed.lookahead_cycle = not_before
+                return
+            self._core.add_rx_frame(port, frame.data, not_before)
+            feed.fed += 1
+            pending += 1
+
+    def _drain_tx(self) -> int:
+        taken = self._core.take_tx()
+        clock = self.config.clock_hz
+        for port, first, last, data in taken:
+            frame = TxFrame(int(port), int(first), int(last), bytes(data),
+                            round(int(last) * 1e9 / clock))
+            sink = self._sinks.get(frame.port)
+            if sink is not None:
+                sink.write(frame)
+            self._tx.per_port[frame.port] = self._tx.per_port.get(frame.port, 0) + 1
+        self._tx.total += len(taken)
+        return len(taken)
+
+    def _next_feed_cycle(self) -> int | None:
+        """The cycle before which no source has anything more to feed, when every
+        unfinished source is only waiting for a frame due later (timestamp pacing with a
+        gap); None when some source may need topping up at any time."""
+        due = []
+        for feed in self._feeds.values():
+            if feed.exhausted:
+                continue
+            if feed.lookahead is None:
+                return None
+            due.append(feed.lookahead_cycle)
+        return min(due) if due else None
+
+    def _sources_drained(self) -> bool:
+        return all(f.exhausted and f.lookahead is None
+                   and f.fed <= self._arrived_cache.get(p, 0)
+                   for p, f in self._feeds.items())
+
+    def _slice_cycles(self) -> int:
+        """Cycles per run slice: short enough that a chunk of minimum-size frames queued at
+        line rate cannot drain before the next top-up."""
+        shortest = min((port.frame_cycles(60, self.config.clock_hz)
+                        for port in self.config.ports), default=MAX_SLICE_CYCLES)
+        return int(min(MAX_SLICE_CYCLES, max(MIN_SLICE_CYCLES,
+                                             shortest * FEED_CHUNK_FRAMES / 2)))
+
+    def _core_run(self, max_cycles: int, stop_tx_frames: int, until_idle: bool) -> str:
+        try:
+            return str(self._core.run(max_cycles, stop_tx_frames, until_idle))
+        except self._core_module.SimFault as err:  # type: ignore[attr-defined]
+            raise self._fault(err) from None
+
+    def _fault(self, err: Any) -> SimFault:
+        me = _opt_int(getattr(err, "me", None))
+        pc = _opt_int(getattr(err, "pc", None))
+        source = None
+        if me is not None and pc is not None and me in self._images and pc >= 0:
+            source = _source_of(self._images[me], pc)
+        detail = getattr(err, "message", None) or str(err)
+        label = self.config.me_label(me) if me is not None else None
+        return SimFault(str(getattr(err, "kind", "fault")), me,
+                        _opt_int(getattr(err, "ctx", None)), pc, detail, source, self.now,
+                        label)
+
+    # ------------------------------------------------------------------ observability
+    def counters(self) -> dict[str, Any]:
+        """The core's counters plus a ``run`` section (cycles, time, instructions)."""
+        counters = dict(self._core.counters())
+        counters["run"] = {
+            "cycles": self.now, "time_us": self.now / self.config.clock_hz * 1e6,
+            "instructions_retired": self.instructions_retired,
+            "frames_fed": self.frames_fed, "frames_out": self.frames_out,
+        }
+        return counters
+
+    def enable_trace(self, on: bool = True) -> None:
+        self._tracing = on
+        self._core.set_trace(on)
+
+    def _collect_trace(self) -> None:
+        if self._tracing:
+            self._spans.extend(spans_from_core(self._core.take_trace()))
+
+    @property
+    def spans(self) -> list[Span]:
+        self._collect_trace()
+        return list(self._spans)
+
+    def write_trace(self, path: str | Path) -> int:
+        """Write the thread timeline as Chrome/Perfetto trace JSON; returns the span count."""
+        if not self._tracing and not self._spans:
+            raise RuntimeError("no trace recorded: create the Chip with trace=True or call "
+                               "enable_trace() before run()")
+        self._collect_trace()
+        return write_trace(path, self._spans, self.config.clock_hz,
+                           self.config.me_label)
+
+
+class _Run:
+    """One call of ``Chip.run``: slices of core time with feeding/draining in between."""
+
+    def __init__(self, chip: Chip, cycles: int | None, until_idle: bool, packets: int | None,
+                 quiet_cycles: int, progress: Callable[[Progress], None] | None) -> None:
+        self.chip, self.cycles, self.until_idle = chip, cycles, until_idle
+        self.packets, self.quiet_cycles, self.progress = packets, quiet_cycles, progress
+        self.start = chip.now
+        self.out = 0
+        self.quiet_since: int | None = None
+        self.in_total = self._in_total()
+
+    def _in_total(self) -> int | None:
+        totals = [f.total for f in self.chip._feeds.values()]
+        return None if any(t is None for t in totals) else sum(t or 0 for t in totals)
+
+    def execute(self) -> RunResult:
+        chip = self.chip
+        slice_cycles = chip._slice_cycles()
+        chip._arrived_cache = chip._arrived()
+        while True:
+            elapsed = chip.now - self.start
+            if self.cycles is not None and elapsed >= self.cycles:
+                return self._result("cycles")
+            if self.packets is not None and self.out >= self.packets:
+                return self._result("packets")
+            chip._feed_all(chip.now + 2 * slice_cycles)
+            budget = self._budget(slice_cycles, elapsed)
+            stop_tx = -1 if self.packets is None else self.packets - self.out
+            before = (chip.now, sum(chip._arrived_cache.values()))
+            reason = chip._core_run(budget, stop_tx, self.until_idle and not self._feeding())
+            moved = chip._drain_tx()
+            self.out += moved
+            chip._collect_trace()
+            chip._arrived_cache = chip._arrived()
+            self._report()
+            if reason == "idle" and self.until_idle and chip._sources_drained():
+                return self._result("idle")
+            if self.until_idle and self._quiet(before, moved):
+                return self._result("quiet")
+
+    def _budget(self, slice_cycles: int, elapsed: int) -> int:
+        """Cycles for the next core call: a slice, or up to the next due frame when the
+        sources are idle until then (a gap in a timestamp-paced capture)."""
+        budget = slice_cycles
+        due = self.chip._next_feed_cycle()
+        if due is not None:
+            budget = max(budget, due - 2 * slice_cycles - self.chip.now)
+        if self.cycles is not None:
+            budget = min(budget, self.cycles - elapsed)
+        return budget
+
+    def _feeding(self) -> bool:
+        return not self.chip._sources_drained()
+
+    def _quiet(self, before: tuple[int, int], moved: int) -> bool:
+        chip = self.chip
+        arrived = sum(chip._arrived_cache.values())
+        if moved or arrived != before[1] or not chip._sources_drained():
+            self.quiet_since = None
+            return False
+        if self.quiet_since is None:
+            self.quiet_since = before[0]
+        return chip.now - self.quiet_since >= self.quiet_cycles
+
+    def _report(self) -> None:
+        if self.progress is None:
+            return
+        chip = self.chip
+        self.progress(Progress(chip.now - self.start, self.cycles,
+                               sum(chip.frames_fed.values()), chip._tx.total, self.in_total))
+
+    def _result(self, reason: str) -> RunResult:
+        return RunResult(reason, self.chip.now - self.start, self.out)
+
+
+# --------------------------------------------------------------------------- helpers
+def _image_name(image: Any) -> str:
+    return str(getattr(image, "name", None) or getattr(image, "path", None) or "image")
+
+
+def _source_of(image: Any, pc: int) -> str | None:
+    try:
+        where = image.source_of(pc)
+    except (AttributeError, IndexError, KeyError, ValueError):
+        return None
+    return str(where) if where else None
+
+
+def _read_image(path: Path) -> Any:
+    from npkit.compiler.uc import Image, assemble_file
+
+    image = Image.load(path) if path.suffix == ".img" else assemble_file(
+        str(path), include_dirs=(str(path.parent),))
+    image.name = path.name
+    return image
+
+
+def _opt_int(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _count_hint(source: Any) -> int | None:
+    """How many frames a source will give, when it can say so cheaply."""
+    for name in ("total", "count"):
+        method = getattr(source, name, None)
+        if callable(method) and not hasattr(source, "path"):  # pcaps would be read twice
+            return int(method())
+    return None
+
+
+def _port_counters(counters: dict[str, Any]) -> list[dict[str, Any]]:
+    ports = counters.get("ports", [])
+    if isinstance(ports, dict):  # tolerate {port: {...}}
+        return [ports[k] for k in sorted(ports, key=int)]
+    return list(ports)
+
+
+def _taken_off_queue(port: dict[str, Any]) -> int:
+    """Frames a port has received plus those it dropped on arrival (every drop reason)."""
+    dropped = sum(_int(port, k) for k in port if k.startswith("rx_dropped"))
+    return _int(port, "rx_frames") + dropped
+
+
+def _int(table: Any, key: str) -> int:
+    try:
+        return int(table.get(key, 0))
+    except (AttributeError, TypeError, ValueError):
+        return 0

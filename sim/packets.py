@@ -1,0 +1,363 @@
+"""Packet sources and sinks for the simulated ports.
+
+A *source* yields ``RxFrame`` objects (bytes plus, when paced by timestamps, the time the
+frame may start arriving); the chip feeds them into the core a chunk at a time.  A *sink*
+receives every transmitted ``TxFrame`` with its simulated departure time.
+
+Sources: ``PcapSource`` (pcap or pcapng through dpkt), ``Generator`` (built-in Ethernet/IPv4/
+UDP frames), ``ListSource``.  Sinks: ``PcapSink``, ``ListSink``.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+import dpkt
+
+PCAPNG_MAGIC = 0x0A0D0D0A
+LINKTYPE_ETHERNET = 1
+MAX_FRAME_BYTES = 65535
+
+
+class PacketIOError(ValueError):
+    """A packet file is missing, truncated or corrupt."""
+
+
+@dataclass(frozen=True)
+class RxFrame:
+    """A frame offered to a port.  ``time_s`` is None for back-to-back at line rate."""
+
+    data: bytes
+    time_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TxFrame:
+    """A frame that left a port, with the simulated times of its first and last bit."""
+
+    port: int
+    first_bit_cycle: int
+    last_bit_cycle: int
+    data: bytes
+    time_ns: int  # last bit, in nanoseconds of simulated time
+
+    @property
+    def time_s(self) -> float:
+        return self.time_ns / 1e9
+
+
+class Source(Protocol):
+    def frames(self) -> Iterator[RxFrame]: ...
+
+
+class Sink(Protocol):
+    def write(self, frame: TxFrame) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- pcap reading
+def _pcap_records(f: BinaryIO, where: str) -> Iterator[tuple[float, bytes]]:
+    """Classic pcap records, checked: a short header or body names the record."""
+    head = f.read(dpkt.pcap.FileHdr.__hdr_len__)
+    if len(head) < dpkt.pcap.FileHdr.__hdr_len__:
+        raise PacketIOError(f"{where}: truncated pcap file header ({len(head)} of "
+                            f"{dpkt.pcap.FileHdr.__hdr_len__} bytes)")
+    magic = dpkt.pcap.FileHdr(head).magic
+    if magic not in dpkt.pcap.MAGIC_TO_PKT_HDR:
+        raise PacketIOError(f"{where}: not a pcap or pcapng file (magic {magic:#010x})")
+    nano = magic in (dpkt.pcap.TCPDUMP_MAGIC_NANO, dpkt.pcap.PMUDPCT_MAGIC_NANO)
+    header_class = dpkt.pcap.MAGIC_TO_PKT_HDR[magic]
+    header_len = header_class.__hdr_len__
+    record = 0
+    while True:
+        record += 1
+        buf = f.read(header_len)
+        if not buf:
+            return
+        if len(buf) < header_len:
+            raise PacketIOError(f"{where}: record {record}: truncated record header "
+                                f"({len(buf)} of {header_len} bytes)")
+        hdr = header_class(buf)
+        if hdr.caplen > MAX_FRAME_BYTES or hdr.caplen > hdr.len or hdr.caplen == 0:
+            raise PacketIOError(f"{where}: record {record}: corrupt record header "
+                                f"(captured {hdr.caplen} bytes, original {hdr.len})")
+        body = f.read(hdr.caplen)
+        if len(body) < hdr.caplen:
+            raise PacketIOError(f"{where}: record {record}: truncated packet data "
+                                f"({len(body)} of {hdr.caplen} bytes)")
+        fraction = hdr.tv_usec / (1e9 if nano else 1e6)
+        yield hdr.tv_sec + fraction, body
+
+
+def _pcapng_records(f: BinaryIO, where: str) -> Iterator[tuple[float, bytes]]:
+    try:
+        reader = dpkt.pcapng.Reader(f)
+    except (ValueError, dpkt.UnpackError, struct.error) as err:
+        raise PacketIOError(f"{where}: corrupt pcapng section header: {err}") from None
+    records = iter(reader)
+    record = 0
+    while True:
+        record += 1
+        try:
+            ts, body = next(records)
+        except StopIteration:
+            return
+        except (ValueError, dpkt.UnpackError, struct.error) as err:
+            raise PacketIOError(f"{where}: record {record}: truncated or corrupt pcapng "
+                                f"block: {err or type(err).__name__}") from None
+        if not body:
+            raise PacketIOError(f"{where}: record {record}: empty packet")
+        yield float(ts), bytes(body)
+
+
+def read_pcap(path: str | Path) -> Iterator[tuple[float, bytes]]:
+    """(timestamp seconds, frame bytes) for each record of a pcap or pcapng file."""
+    where = str(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 -- closed by the with below, after the check
+    except OSError as err:
+        raise PacketIOError(f"{where}: cannot open packet file: {err.strerror}") from None
+    with f:
+        head = f.read(4)
+        f.seek(0)
+        if len(head) == 4 and struct.unpack("<I", head)[0] == PCAPNG_MAGIC:
+            yield from _pcapng_records(f, where)
+        else:
+            yield from _pcap_records(f, where)
+
+
+# --------------------------------------------------------------------------- sources
+@dataclass
+class PcapSource:
+    """Frames from a pcap/pcapng file.
+
+    ``pace="line"`` sends them back to back at the port's line rate; ``"timestamps"``
+    replays the capture's timing: a frame does not start arriving before its timestamp
+    (relative to the first record).  The file is read lazily, frame by frame.
+    """
+
+    path: str | Path
+    pace: str = "line"
+
+    def __post_init__(self) -> None:
+        if self.pace not in ("line", "timestamps"):
+            raise PacketIOError(f"pace must be 'line' or 'timestamps', got {self.pace!r}")
+        if not Path(self.path).is_file():
+            raise PacketIOError(f"{self.path}: no such packet file")
+
+    def frames(self) -> Iterator[RxFrame]:
+        first: float | None = None
+        for ts, data in read_pcap(self.path):
+            if self.pace == "line":
+                yield RxFrame(data)
+                continue
+            first = ts if first is None else first
+            yield RxFrame(data, max(0.0, ts - first))
+
+    def count(self) -> int:
+        """Number of records (reads the whole file)."""
+        return sum(1 for _ in read_pcap(self.path))
+
+
+@dataclass
+class ListSource:
+    """Frames from memory (tests, scripted traffic)."""
+
+    items: Sequence[bytes | RxFrame]
+
+    def frames(self) -> Iterator[RxFrame]:
+        for item in self.items:
+            yield item if isinstance(item, RxFrame) else RxFrame(bytes(item))
+
+    def count(self) -> int:
+        return len(self.items)
+
+
+# --------------------------------------------------------------------------- generator
+ETH_HEADER = 14
+IPV4_HEADER = 20
+UDP_HEADER = 8
+TAG_BYTES = 8  # b"NP" + stream id (2 bytes) + sequence number (4 bytes)
+TAG_MAGIC = b"NP"
+FCS_BYTES = 4
+FILLER = bytes(range(256)) * 40  # payload bytes: (seq + i) & 0xFF, sliced, never rebuilt
+
+
+def _mac_bytes(mac: str) -> bytes:
+    parts = mac.split(":")
+    if len(parts) != 6:
+        raise ValueError(f"bad MAC address {mac!r}: expected six hex bytes like 02:00:00:00:00:01")
+    try:
+        return bytes(int(p, 16) for p in parts)
+    except ValueError:
+        raise ValueError(f"bad MAC address {mac!r}") from None
+
+
+def _ipv4_bytes(address: str) -> bytes:
+    parts = address.split(".")
+    try:
+        if len(parts) == 4 and all(0 <= int(p) <= 255 for p in parts):
+            return bytes(int(p) for p in parts)
+    except ValueError:
+        pass
+    raise ValueError(f"bad IPv4 address {address!r}: expected a dotted quad like 198.18.0.1")
+
+
+def _ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def parse_tag(frame: bytes) -> tuple[int, int] | None:
+    """(stream, sequence) of a frame made by ``Generator``, or None for any other frame."""
+    offset = ETH_HEADER + IPV4_HEADER + UDP_HEADER
+    tag = frame[offset:offset + TAG_BYTES]
+    if len(tag) < TAG_BYTES or tag[:2] != TAG_MAGIC:
+        return None
+    stream, seq = struct.unpack("!HI", tag[2:])
+    return stream, seq
+
+
+@dataclass
+class Generator:
+    """Valid Ethernet II / IPv4 / UDP frames of the given sizes.
+
+    ``sizes`` are frame sizes on the wire *including* the 4-byte FCS (RFC 2544 sizes: 64,
+    128, ... 1518); with ``fcs=True`` (default) the frame bytes end with a correct CRC-32
+    FCS so the line timing is exact, with ``fcs=False`` the FCS is left out (as most pcaps
+    do).  Several sizes are drawn at random (seeded) with ``weights``.  Addresses come from
+    the RFC 2544 test range 198.18.0.0/15; UDP ports vary over ``flows`` flows.  Each UDP
+    payload starts with a tag (``stream``, sequence number) that ``parse_tag`` reads back,
+    so a test can tell which frames arrived.
+    """
+
+    sizes: Sequence[int] | int = (64,)
+    count: int = 100
+    seed: int = 1
+    weights: Sequence[float] | None = None
+    src_mac: str = "02:00:00:00:00:01"
+    dst_mac: str = "02:00:00:00:00:02"
+    src_ip: str = "198.18.0.1"
+    dst_ip: str = "198.19.0.1"
+    flows: int = 1
+    stream: int = 0
+    fcs: bool = True
+    times_s: Sequence[float] | None = None  # optional explicit start times (else line rate)
+    pace_bps: float | None = None  # or: space frames as if sent at this rate (load < line)
+    overhead_bytes: int = 20  # per-frame wire overhead used with pace_bps
+    _sizes: tuple[int, ...] = field(init=False, repr=False)
+    _eth: bytes = field(init=False, repr=False)  # header bytes, built once
+    _ips: bytes = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._sizes = (self.sizes,) if isinstance(self.sizes, int) else tuple(self.sizes)
+        smallest = ETH_HEADER + IPV4_HEADER + UDP_HEADER + TAG_BYTES + FCS_BYTES
+        if not self._sizes:
+            raise ValueError("Generator: sizes is empty")
+        for size in self._sizes:
+            if not smallest <= size <= 9600:
+                raise ValueError(f"Generator: frame size {size} out of range {smallest}..9600")
+        if self.pace_bps is not None and not self.pace_bps > 0:
+            raise ValueError("Generator: pace_bps must be > 0")
+        if self.weights is not None and len(self.weights) != len(self._sizes):
+            raise ValueError("Generator: weights must have one entry per size")
+        if self.count < 0 or self.flows < 1 or not 0 <= self.stream <= 0xFFFF:
+            raise ValueError("Generator: count >= 0, flows >= 1, stream 0..65535")
+        self._eth = _mac_bytes(self.dst_mac) + _mac_bytes(self.src_mac) + b"\x08\x00"
+        self._ips = _ipv4_bytes(self.src_ip) + _ipv4_bytes(self.dst_ip)
+
+    def frames(self) -> Iterator[RxFrame]:
+        rng = random.Random(self.seed)
+        paced_s = 0.0
+        for seq in range(self.count):
+            size = self._pick_size(rng)
+            time_s = None if self.times_s is None else float(self.times_s[seq])
+            if self.pace_bps is not None:
+                time_s = paced_s
+                paced_s += (size + self.overhead_bytes) * 8 / self.pace_bps
+            yield RxFrame(self.frame(seq, size), time_s)
+
+    def _pick_size(self, rng: random.Random) -> int:
+        if len(self._sizes) == 1:
+            return self._sizes[0]
+        return rng.choices(self._sizes, weights=self.weights)[0]
+
+    def frame(self, seq: int, size: int) -> bytes:
+        """Frame number ``seq`` of ``size`` bytes on the wire (FCS included)."""
+        ip_len = size - FCS_BYTES - ETH_HEADER
+        flow = seq % self.flows
+        udp = struct.pack("!HHHH", 1024 + flow, 1024 + flow, ip_len - IPV4_HEADER, 0)
+        tag = TAG_MAGIC + struct.pack("!HI", self.stream, seq)
+        start = seq & 0xFF
+        filler = FILLER[start:start + ip_len - IPV4_HEADER - UDP_HEADER - TAG_BYTES]
+        body = self._eth + self._ipv4_header(ip_len, seq) + udp + tag + filler
+        if not self.fcs:
+            return body
+        return body + struct.pack("<I", zlib.crc32(body))
+
+    def _ipv4_header(self, total_length: int, seq: int) -> bytes:
+        header = struct.pack("!BBHHHBBH", 0x45, 0, total_length, seq & 0xFFFF, 0, 64, 17,
+                             0) + self._ips
+        return header[:10] + struct.pack("!H", _ipv4_checksum(header)) + header[12:]
+
+    def total(self) -> int:
+        return self.count
+
+
+# --------------------------------------------------------------------------- sinks
+@dataclass
+class ListSink:
+    """Keeps every transmitted frame in ``frames`` (tests, analysis)."""
+
+    frames: list[TxFrame] = field(default_factory=list)
+
+    def write(self, frame: TxFrame) -> None:
+        self.frames.append(frame)
+
+    def close(self) -> None:
+        pass
+
+
+class PcapSink:
+    """Writes transmitted frames to a nanosecond pcap stamped with simulated time (the
+    time of each frame's last bit).  The file is created at once, so an empty run still
+    leaves a valid, empty pcap."""
+
+    def __init__(self, path: str | Path, linktype: int = LINKTYPE_ETHERNET) -> None:
+        self.path = Path(path)
+        self.written = 0
+        try:
+            self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 -- close()
+        except OSError as err:
+            raise PacketIOError(f"{self.path}: cannot write: {err.strerror}") from None
+        header = dpkt.pcap.LEFileHdr(magic=dpkt.pcap.TCPDUMP_MAGIC_NANO, snaplen=MAX_FRAME_BYTES,
+                                     linktype=linktype)
+        self._file.write(bytes(header))
+
+    def write(self, frame: TxFrame) -> None:
+        if self._file is None:
+            raise PacketIOError(f"{self.path}: sink already closed")
+        sec, nsec = divmod(frame.time_ns, 1_000_000_000)
+        n = len(frame.data)
+        record = dpkt.pcap.LEPktHdr(tv_sec=sec, tv_usec=nsec, caplen=n, len=n)
+        self._file.write(bytes(record) + frame.data)
+        self.written += 1
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def frames_of(items: Iterable[TxFrame], port: int | None = None) -> list[bytes]:
+    """The bytes of the frames (optionally of one port), in order."""
+    return [f.data for f in items if port is None or f.port == port]
