@@ -1,0 +1,416 @@
+"""The native target: MBL blocks JIT-compiled for the host with LLVM (MCJIT).
+
+The npu.* chip operations get host bodies here (packet bytes in a batch buffer, memories in
+numpy uint32 arrays laid out word for word as on the chip), then the whole module goes
+through the fixed pass pipeline and MCJIT.  Packets run in batches: one call per batch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, lower
+from .passes import new_target_machine, optimize
+from .sema import Program
+from .types import (
+    META_CODE,
+    META_FIELDS,
+    META_HEAD,
+    META_VERDICT,
+    META_WORDS,
+    VERDICT_DROP,
+    VERDICT_EXCEPTION,
+    VERDICT_FORWARD,
+    VERDICT_NEXT,
+    Bits,
+    MemoryInfo,
+    View,
+)
+
+I128 = ir.IntType(128)
+# Host context: six 8-byte slots: packet, metadata record, sram, scratch, local memory,
+# packet length.
+CTX = ir.ArrayType(ir.IntType(64), 6)
+CTX_PKT, CTX_META, CTX_SRAM, CTX_LEN = 0, 1, 2, 5
+VALID = 0x8000_0000
+HEADROOM = 64  # bytes before each packet in the batch buffer, room for packet.push
+BATCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                   ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                   ctypes.c_void_p, ctypes.c_void_p)
+
+
+class NativeError(Exception):
+    """A program the native target cannot run (e.g. an intrinsic it does not implement)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "forward" | "drop" | "exception" | "next" | "none"
+    port: int = 0
+    queue: int = 0
+    reason: str = ""  # drop reason or next label
+    code: int = 0  # exception code
+    data: bytes = b""  # the packet after the block (rewritten in place)
+
+
+def _slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
+    return b.gep(ctx, [ir.Constant(I32, 8 * index)], source_etype=I8)
+
+
+class _HostOps:
+    """Bodies of the npu.* functions for the host."""
+
+    def __init__(self, module: ir.Module) -> None:
+        self.m = module
+
+    def fn(self, name: str) -> tuple[ir.Function, ir.IRBuilder]:
+        f = self.m.get_global(name)
+        f.linkage = "internal"
+        f.attributes.add("alwaysinline")
+        return f, ir.IRBuilder(f.append_basic_block("entry"))
+
+    def field_ptr(self, b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
+        return _slot(b, ctx, index)
+
+    def load_field(self, b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
+        return b.load(self.field_ptr(b, ctx, index), typ=PTR if index != CTX_LEN else I32)
+
+    def word_ptr(self, b: ir.IRBuilder, ctx: ir.Value, space: ir.Value, word: ir.Value):
+        # space is a constant after inlining: the selects fold away
+        bases = [self.load_field(b, ctx, CTX_SRAM + k) for k in range(3)]
+        base = b.select(b.icmp_unsigned("==", space, ir.Constant(I32, 0)), bases[0],
+                        b.select(b.icmp_unsigned("==", space, ir.Constant(I32, 1)),
+                                 bases[1], bases[2]))
+        return b.gep(base, [word], source_etype=I32)
+
+    def build(self) -> None:
+        self.packet_ops()
+        self.adjust()
+        self.memory_ops()
+        self.crc32()
+        self.lpm("npu.lpm32.lookup", 1)
+        self.lpm("npu.lpm128.lookup", 4)
+        self.hash_lookup()
+
+    def packet_ops(self) -> None:
+        f, b = self.fn("npu.pkt.load8")
+        ctx, off = f.args
+        b.ret(b.load(b.gep(self.load_field(b, ctx, CTX_PKT), [off], source_etype=I8), typ=I8))
+        f, b = self.fn("npu.pkt.store8")
+        ctx, off, v = f.args
+        b.store(v, b.gep(self.load_field(b, ctx, CTX_PKT), [off], source_etype=I8))
+        b.ret_void()
+        f, b = self.fn("npu.pkt.len")
+        b.ret(self.load_field(b, f.args[0], CTX_LEN))
+        f, b = self.fn("npu.meta.read")
+        ctx, word = f.args
+        b.ret(b.load(b.gep(self.load_field(b, ctx, CTX_META), [word], source_etype=I32),
+                     typ=I32))
+        f, b = self.fn("npu.meta.write")
+        ctx, word, v = f.args
+        b.store(v, b.gep(self.load_field(b, ctx, CTX_META), [word], source_etype=I32))
+        b.ret_void()
+
+    def adjust(self) -> None:
+        """Move the packet start; the end stays put, so the buffer never overflows."""
+        f, b = self.fn("npu.pkt.adjust")
+        ctx, delta = f.args
+        i64 = ir.IntType(64)
+        meta = self.load_field(b, ctx, CTX_META)
+        head_ptr = b.gep(meta, [ir.Constant(I32, META_HEAD)], source_etype=I32)
+        head = b.load(head_ptr, typ=I32)
+        length = self.load_field(b, ctx, CTX_LEN)
+        room = b.add(b.add(b.sext(head, i64), ir.Constant(i64, HEADROOM)), b.sext(delta, i64))
+        fits = b.icmp_signed("<=", b.sext(delta, i64), b.zext(length, i64))
+        ok = b.and_(b.icmp_signed(">=", room, ir.Constant(i64, 0)), fits)
+        with b.if_then(ok):
+            pkt = self.load_field(b, ctx, CTX_PKT)
+            b.store(b.gep(pkt, [delta], source_etype=I8), self.field_ptr(b, ctx, CTX_PKT))
+            new_len = b.sub(length, delta)
+            b.store(new_len, self.field_ptr(b, ctx, CTX_LEN))
+            b.store(b.add(head, delta), head_ptr)
+            b.store(new_len, b.gep(meta, [ir.Constant(I32, META_FIELDS["len"].word)],
+                                   source_etype=I32))
+        b.ret(ok)
+
+    def memory_ops(self) -> None:
+        f, b = self.fn("npu.mem.read")
+        ctx, space, word = f.args
+        b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
+        f, b = self.fn("npu.mem.write")
+        ctx, space, word, v = f.args
+        b.store(v, self.word_ptr(b, ctx, space, word))
+        b.ret_void()
+        f, b = self.fn("npu.mem.add")
+        ctx, space, word, v = f.args
+        b.ret(b.atomic_rmw("add", self.word_ptr(b, ctx, space, word), v, "monotonic"))
+
+    def crc32(self) -> None:
+        """One byte of the reflected CRC-32 (IEEE 802.3, polynomial 0xEDB88320)."""
+        f, b = self.fn("npu.crc32.byte")
+        crc, byte = f.args
+        crc = b.xor(crc, b.zext(byte, I32))
+        for _ in range(8):
+            low = b.trunc(crc, I1)
+            shifted = b.lshr(crc, ir.Constant(I32, 1))
+            crc = b.select(low, b.xor(shifted, ir.Constant(I32, 0xEDB88320)), shifted)
+        b.ret(crc)
+
+    def key_from_words(self, b, ctx, space, first_word, count: int | ir.Value, wide):
+        """Read `count` words MSB first into one integer (count constant or a loop)."""
+        if isinstance(count, int):
+            acc = ir.Constant(wide, 0)
+            for k in range(count):
+                w = b.load(self.word_ptr(b, ctx, space, b.add(first_word, ir.Constant(I32, k))),
+                           typ=I32)
+                acc = b.or_(b.shl(acc, ir.Constant(wide, 32)), b.zext(w, wide)) \
+                    if wide.width > 32 else w
+            return acc
+        raise TypeError("count must be constant")
+
+    def lpm(self, name: str, key_words: int) -> None:
+        f, b = self.fn(name)
+        ctx, space, base, size, key, out = f.args
+        width = key_words * 32
+        wide = ir.IntType(width)
+        best_len = b.alloca(I32)
+        b.store(ir.Constant(I32, 0), best_len)
+        found = b.alloca(I1)
+        b.store(ir.Constant(I1, 0), found)
+        i_slot = b.alloca(I32)
+        b.store(ir.Constant(I32, 0), i_slot)
+        head, body, done = (f.append_basic_block(n) for n in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(i_slot, typ=I32)
+        b.cbranch(b.icmp_unsigned("<", i, size), body, done)
+        b.position_at_end(body)
+        entry = b.add(base, b.mul(i, ir.Constant(I32, 2 + key_words)))
+        hdr = b.load(self.word_ptr(b, ctx, space, entry), typ=I32)
+        plen = b.and_(hdr, ir.Constant(I32, 0xFF))
+        valid = b.icmp_unsigned("!=", b.and_(hdr, ir.Constant(I32, VALID)), ir.Constant(I32, 0))
+        ekey = self.key_from_words(b, ctx, space, b.add(entry, ir.Constant(I32, 2)), key_words,
+                                   wide)
+        plen_w = b.zext(plen, wide) if width > 32 else plen
+        shift = b.sub(ir.Constant(wide, width), plen_w)
+        all_ones = ir.Constant(wide, (1 << width) - 1)
+        mask = b.select(b.icmp_unsigned("==", plen, ir.Constant(I32, 0)), ir.Constant(wide, 0),
+                        b.shl(all_ones, shift))
+        match = b.icmp_unsigned("==", b.and_(key, mask), b.and_(ekey, mask))
+        better = b.or_(b.not_(b.load(found, typ=I1)),
+                       b.icmp_unsigned(">", plen, b.load(best_len, typ=I32)))
+        take = b.and_(b.and_(valid, match), better)
+        with b.if_then(take):
+            value = b.load(self.word_ptr(b, ctx, space, b.add(entry, ir.Constant(I32, 1))),
+                           typ=I32)
+            b.store(value, out)
+            b.store(plen, best_len)
+            b.store(ir.Constant(I1, 1), found)
+        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret(b.load(found, typ=I1))
+
+    def hash_lookup(self) -> None:
+        f, b = self.fn("npu.hash.lookup")
+        ctx, space, base, size, key_words, key, out = f.args
+        i_slot = b.alloca(I32)
+        b.store(ir.Constant(I32, 0), i_slot)
+        head, body, check, nxt, hit, miss = (f.append_basic_block(n) for n in (
+            "head", "body", "check", "next", "hit", "miss"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(i_slot, typ=I32)
+        b.cbranch(b.icmp_unsigned("<", i, size), body, miss)
+        b.position_at_end(body)
+        stride = b.add(key_words, ir.Constant(I32, 2))
+        entry = b.add(base, b.mul(i, stride))
+        hdr = b.load(self.word_ptr(b, ctx, space, entry), typ=I32)
+        valid = b.icmp_unsigned("!=", b.and_(hdr, ir.Constant(I32, VALID)), ir.Constant(I32, 0))
+        b.cbranch(valid, check, nxt)
+        b.position_at_end(check)
+        acc = ir.Constant(I128, 0)
+        for k in range(4):  # at most 4 key words; words beyond key_words are skipped
+            use = b.icmp_unsigned("<", ir.Constant(I32, k), key_words)
+            addr = b.add(entry, ir.Constant(I32, 2 + k))
+            safe = b.select(use, addr, entry)
+            w = b.zext(b.load(self.word_ptr(b, ctx, space, safe), typ=I32), I128)
+            acc = b.select(use, b.or_(b.shl(acc, ir.Constant(I128, 32)), w), acc)
+        b.cbranch(b.icmp_unsigned("==", acc, key), hit, nxt)
+        b.position_at_end(nxt)
+        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+        b.branch(head)
+        b.position_at_end(hit)
+        b.store(b.load(self.word_ptr(b, ctx, space, b.add(entry, ir.Constant(I32, 1))),
+                       typ=I32), out)
+        b.ret(ir.Constant(I1, 1))
+        b.position_at_end(miss)
+        b.ret(ir.Constant(I1, 0))
+
+
+def _batch_driver(module: ir.Module, block: str) -> str:
+    """`void @mbl.batch(pkts, stride, lens, metas, n, sram, scratch, local)`."""
+    name = f"mbl.batch.{block.split('.', 2)[-1]}"
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I32, PTR, PTR, I32, PTR, PTR, PTR]),
+                     name)
+    pkts, stride, lens, metas, n, sram, scratch, local = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    # via ptrtoint/inttoptr: llvmlite keeps allocas typed; instcombine folds the pair away
+    ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), ir.IntType(64)), PTR)
+    for k, v in ((2, sram), (3, scratch), (4, local)):
+        b.store(v, _slot(b, ctx, k))
+    i_slot = b.alloca(I32)
+    b.store(ir.Constant(I32, 0), i_slot)
+    head, body, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.load(i_slot, typ=I32)
+    b.cbranch(b.icmp_unsigned("<", i, n), body, done)
+    b.position_at_end(body)
+    i64 = b.zext(i, ir.IntType(64))
+    slot_start = b.mul(i64, b.zext(stride, ir.IntType(64)))
+    pkt = b.gep(pkts, [b.add(slot_start, ir.Constant(ir.IntType(64), HEADROOM))],
+                source_etype=I8)
+    meta = b.gep(metas, [b.mul(i64, ir.Constant(ir.IntType(64), META_WORDS))], source_etype=I32)
+    length = b.load(b.gep(lens, [i64], source_etype=I32), typ=I32)
+    for k, v in ((0, pkt), (1, meta), (5, length)):
+        b.store(v, _slot(b, ctx, k))
+    b.call(module.get_global(block), [ctx])
+    b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+    b.branch(head)
+    b.position_at_end(done)
+    b.ret_void()
+    return name
+
+
+def native_module(program: Program, entry: str) -> tuple[ir.Module, str]:
+    """Lower the program and give the npu.* functions their host bodies; `entry` names a
+    block or a pipeline."""
+    module = lower(program)
+    _HostOps(module).build()
+    kind = "pipeline" if entry in program.pipelines else "block"
+    return module, _batch_driver(module, f"mbl.{kind}.{entry}")
+
+
+def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]:
+    total = 0
+    for f in layout_fields:
+        v = values.get(f.name, 0)
+        if not 0 <= v < (1 << f.width):
+            raise ValueError(f"{v} does not fit field {f.name or 'value'} (bit<{f.width}>)")
+        total |= v << (words * 32 - f.offset - f.width)
+    return [(total >> (32 * (words - 1 - k))) & 0xFFFFFFFF for k in range(words)]
+
+
+class NativeProgram:
+    """A compiled block or pipeline with its memories, ready to run packet batches."""
+
+    def __init__(self, program: Program, block: str | None = None) -> None:
+        if not program.blocks:
+            raise NativeError("the program has no block to run")
+        self.program = program
+        self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))
+        if self.block not in program.blocks and self.block not in program.pipelines:
+            raise NativeError(f"no block or pipeline named '{self.block}'")
+        module, driver = native_module(program, self.block)
+        self.ir = optimize(module)
+        used = [f.name for f in self.ir.functions
+                if f.is_declaration and f.name.startswith("npu.")]
+        if used:
+            raise NativeError("the native target does not implement " + ", ".join(used))
+        self.engine = llvm.create_mcjit_compiler(self.ir, new_target_machine())
+        self.engine.finalize_object()
+        self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
+        self.memory = {space: np.zeros(max(1, self._words(space)), dtype=np.uint32)
+                       for space in SPACE_IDS}
+        self._table_fill: dict[str, int] = {}
+
+    def _words(self, space: str) -> int:
+        return sum(m.words for m in self.program.memories.values() if m.space == space)
+
+    def _mem(self, name: str) -> MemoryInfo:
+        try:
+            return self.program.memories[name]
+        except KeyError:
+            raise NativeError(f"no memory named '{name}'") from None
+
+    def _entry(self, m: MemoryInfo, index: int) -> np.ndarray:
+        start = m.word_offset + (index % m.size) * m.words_per_entry
+        return self.memory[m.space][start:start + m.words_per_entry]
+
+    # ---- memories from the host (a stand-in for the control plane) ----
+    def table_add(self, name: str, key: int, value: int, prefix_len: int | None = None) -> None:
+        m = self._mem(name)
+        slot = self._table_fill.get(name, 0)
+        if slot >= m.size:
+            raise NativeError(f"table {name} is full ({m.size} entries)")
+        self._table_fill[name] = slot + 1
+        key_words = m.words_per_entry - 2
+        hdr = VALID | (prefix_len if m.kind == "lpm" else 0)
+        key_list = [(key >> (32 * (key_words - 1 - k))) & 0xFFFFFFFF for k in range(key_words)]
+        self._entry(m, slot)[:] = [hdr, value, *key_list]
+
+    def write(self, name: str, index: int, value: int | dict[str, int]) -> None:
+        m = self._mem(name)
+        if isinstance(m.value, View):
+            fields = m.value.layout.fields
+            values = value if isinstance(value, dict) else {}
+        else:
+            from .types import FieldInfo
+
+            width = m.value.width if isinstance(m.value, Bits) else 32
+            fields = (FieldInfo("", width, m.words_per_entry * 32 - width),)
+            values = {"": int(value)}  # type: ignore[arg-type]
+        self._entry(m, index)[:] = _pack_fields(fields, m.words_per_entry, values)
+
+    def read(self, name: str, index: int) -> int:
+        words = self._entry(self._mem(name), index)
+        total = 0
+        for w in words:
+            total = (total << 32) | int(w)
+        return total
+
+    # ---- packets ----
+    def run(self, packets: list[bytes], in_ports: list[int] | int = 0) -> list[Verdict]:
+        n = len(packets)
+        if n == 0:
+            return []
+        ports = [in_ports] * n if isinstance(in_ports, int) else list(in_ports)
+        stride = HEADROOM + max(64, (max(len(p) for p in packets) + 63) // 64 * 64)
+        buf = np.zeros((n, stride), dtype=np.uint8)
+        lens = np.zeros(n, dtype=np.uint32)
+        metas = np.zeros((n, META_WORDS), dtype=np.uint32)
+        for i, p in enumerate(packets):
+            buf[i, HEADROOM:HEADROOM + len(p)] = np.frombuffer(p, dtype=np.uint8)
+            lens[i] = len(p)
+            metas[i, META_FIELDS["in_port"].word] = ports[i]
+            metas[i, META_FIELDS["len"].word] = len(p)
+        self._run(buf.ctypes.data, stride, lens.ctypes.data, metas.ctypes.data, n,
+                  self.memory["sram"].ctypes.data, self.memory["scratch"].ctypes.data,
+                  self.memory["local"].ctypes.data)
+        out = []
+        len_word = META_FIELDS["len"].word
+        for i in range(n):
+            start = HEADROOM + int(metas[i, META_HEAD].astype(np.int32))
+            data = bytes(buf[i, start:start + int(metas[i, len_word])])
+            out.append(self._verdict(metas[i], data))
+        return out
+
+    def _verdict(self, meta: np.ndarray, data: bytes) -> Verdict:
+        kind = int(meta[META_VERDICT])
+        code = int(meta[META_CODE])
+        if kind == VERDICT_FORWARD:
+            return Verdict("forward", int(meta[META_FIELDS["out_port"].word]),
+                           int(meta[META_FIELDS["queue"].word]), data=data)
+        if kind == VERDICT_DROP:
+            return Verdict("drop", reason=self.program.reasons.name(code), data=data)
+        if kind == VERDICT_EXCEPTION:
+            return Verdict("exception", code=code, data=data)
+        if kind == VERDICT_NEXT:
+            return Verdict("next", reason=self.program.labels.name(code), data=data)
+        return Verdict("none", data=data)

@@ -1,0 +1,404 @@
+"""The standard IPv4/IPv6 forwarding microblocks and the router pipeline, rule by rule
+(FACTS.md section 4), against an independent reference written with scapy and a
+brute-force longest-prefix match."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scapy.all import ICMP, IP, TCP, UDP, Ether, IPv6, IPv6ExtHdrHopByHop, raw
+
+from npkit.compiler.mbl import NativeProgram, compile_file
+
+REPO = Path(__file__).resolve().parents[2]
+# next-hop index -> (dmac, smac, port, mtu)
+NEXTHOPS = {1: (0x02AA00000001, 0x02BB00000001, 1, 1500),
+            2: (0x02AA00000002, 0x02BB00000002, 2, 600),
+            3: (0x02AA00000003, 0x02BB00000003, 3, 1280)}
+FIB4 = [("10.0.0.0/8", 1), ("10.1.0.0/16", 2), ("192.0.2.0/24", 3), ("100.64.0.0/10", 1)]
+FIB6 = [("2001:db8::/32", 1), ("2001:db8:5::/48", 3), ("2001:db8:6::/48", 2)]
+LOCAL4 = ["10.0.0.1"]
+LOCAL6 = ["2001:db8::1"]
+EXC = {"ttl_expired": 1, "no_route": 2, "options": 3, "for_router": 4, "frag_needed": 5,
+       "fragment": 6, "hop_limit": 17, "no_route6": 18, "too_big": 19, "hop_by_hop": 20,
+       "for_router6": 21}
+OTHER_PROTOCOL = 0x100
+
+
+@pytest.fixture(scope="module")
+def router() -> NativeProgram:
+    native = NativeProgram(compile_file(REPO / "microblocks" / "router.mbl"), "router")
+    for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
+        native.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
+    for table, routes in (("fib4", FIB4), ("fib6", FIB6)):
+        for prefix, nh in routes:
+            net = ipaddress.ip_network(prefix)
+            native.table_add(table, int(net.network_address), nh, net.prefixlen)
+    for a in LOCAL4:
+        native.table_add("local4", int(ipaddress.ip_address(a)), 1)
+    for a in LOCAL6:
+        native.table_add("local6", int(ipaddress.ip_address(a)), 1)
+    return native
+
+
+def lpm(routes, addr: str) -> int | None:
+    best = None
+    for prefix, nh in routes:
+        net = ipaddress.ip_network(prefix)
+        if ipaddress.ip_address(addr) in net and (best is None or net.prefixlen > best[0]):
+            best = (net.prefixlen, nh)
+    return None if best is None else best[1]
+
+
+def _mac(value: int) -> str:
+    return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))
+
+
+def _rewritten(frame: bytes, nh: int, layer, field: str) -> bytes:
+    dmac, smac, _, _ = NEXTHOPS[nh]
+    out = Ether(frame)
+    out.dst, out.src = _mac(dmac), _mac(smac)
+    setattr(out[layer], field, getattr(out[layer], field) - 1)
+    if layer is IP:
+        del out[IP].chksum  # scapy recomputes it from scratch
+    return raw(out)
+
+
+def reference(frame: bytes) -> tuple:
+    """The expected outcome: ("forward", port, bytes) | ("drop", reason) | ("exception", code)."""
+    if len(frame) < 14:
+        return ("drop", "runt")
+    ethertype = int.from_bytes(frame[12:14], "big")
+    if ethertype == 0x0800:
+        return reference_v4(frame)
+    if ethertype == 0x86DD:
+        return reference_v6(frame)
+    return ("exception", OTHER_PROTOCOL)
+
+
+def _martian4(a: ipaddress.IPv4Address) -> bool:
+    return a.packed[0] in (0, 127) or a.packed[0] >= 240
+
+
+def reference_v4(frame: bytes) -> tuple:
+    ip = frame[14:]
+    if len(ip) < 20:
+        return ("drop", "ip_too_short")
+    version, ihl = ip[0] >> 4, ip[0] & 15
+    if version != 4:
+        return ("drop", "bad_version")
+    if ihl < 5:
+        return ("drop", "bad_ihl")
+    total = int.from_bytes(ip[2:4], "big")
+    if total < ihl * 4 or total > len(ip):
+        return ("drop", "bad_length")
+    if ihl != 5:
+        return ("exception", EXC["options"])
+    s = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    if s != 0xFFFF:
+        return ("drop", "bad_checksum")
+    src, dst = ipaddress.IPv4Address(ip[12:16]), ipaddress.IPv4Address(ip[16:20])
+    if str(dst) == "255.255.255.255":
+        return ("exception", EXC["for_router"])
+    if _martian4(src):
+        return ("drop", "martian_source")
+    if _martian4(dst):
+        return ("drop", "martian_destination")
+    if str(dst) in LOCAL4:
+        return ("exception", EXC["for_router"])
+    if ip[8] <= 1:
+        return ("exception", EXC["ttl_expired"])
+    nh = lpm(FIB4, str(dst))
+    if nh is None:
+        return ("exception", EXC["no_route"])
+    if total > NEXTHOPS[nh][3]:
+        return ("exception", EXC["frag_needed"] if ip[6] & 0x40 else EXC["fragment"])
+    return ("forward", NEXTHOPS[nh][2], _rewritten(frame, nh, IP, "ttl"))
+
+
+def reference_v6(frame: bytes) -> tuple:
+    ip = frame[14:]
+    if len(ip) < 40:
+        return ("drop", "ip_too_short")
+    if ip[0] >> 4 != 6:
+        return ("drop", "bad_version")
+    payload = int.from_bytes(ip[4:6], "big")
+    if payload > len(ip) - 40:
+        return ("drop", "bad_length")
+    src, dst = ipaddress.IPv6Address(ip[8:24]), ipaddress.IPv6Address(ip[24:40])
+    if src == ipaddress.IPv6Address("::"):
+        return ("drop", "unspecified_source")
+    if src.is_multicast:
+        return ("drop", "multicast_source")
+    if dst == ipaddress.IPv6Address("::1"):
+        return ("drop", "loopback_destination")
+    if src.is_link_local or dst.is_link_local:
+        return ("drop", "link_local")
+    if ip[6] == 0:
+        return ("exception", EXC["hop_by_hop"])
+    if str(dst) in LOCAL6:
+        return ("exception", EXC["for_router6"])
+    if ip[7] <= 1:
+        return ("exception", EXC["hop_limit"])
+    nh = lpm(FIB6, str(dst))
+    if nh is None:
+        return ("exception", EXC["no_route6"])
+    if payload + 40 > NEXTHOPS[nh][3]:
+        return ("exception", EXC["too_big"])
+    return ("forward", NEXTHOPS[nh][2], _rewritten(frame, nh, IPv6, "hlim"))
+
+
+def outcome(router: NativeProgram, frames: list[bytes]) -> list[tuple]:
+    out = []
+    for v in router.run(frames, in_ports=0):
+        if v.kind == "forward":
+            out.append(("forward", v.port, v.data))
+        elif v.kind == "drop":
+            out.append(("drop", v.reason))
+        else:
+            out.append((v.kind, v.code))
+    return out
+
+
+def eth(**kw) -> Ether:
+    return Ether(dst="02:00:00:00:00:fe", src="02:00:00:00:00:01", **kw)
+
+
+def v4(src="198.18.0.1", dst="10.2.3.4", **kw) -> bytes:
+    return raw(eth() / IP(src=src, dst=dst, **kw) / UDP(sport=1, dport=2) / (b"p" * 18))
+
+
+def v6(src="2001:db8:9::9", dst="2001:db8:1::1", **kw) -> bytes:
+    return raw(eth() / IPv6(src=src, dst=dst, **kw) / UDP(sport=1, dport=2) / (b"p" * 10))
+
+
+def check(router, frame: bytes, expected: tuple) -> None:
+    """The router and the reference agree, and both give the outcome the rule names."""
+    (got,) = outcome(router, [frame])
+    ref = reference(frame)
+    assert got == ref
+    assert got[:len(expected)] == expected
+
+
+def _patch(frame: bytes, offset: int, data: bytes, fix_checksum: bool = True) -> bytes:
+    b = bytearray(frame)
+    b[offset:offset + len(data)] = data
+    if fix_checksum:  # recompute the IPv4 header checksum over the (20-byte) header
+        b[24:26] = b"\0\0"
+        s = sum(int.from_bytes(b[14 + i:16 + i], "big") for i in range(0, 20, 2))
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        b[24:26] = (~s & 0xFFFF).to_bytes(2, "big")
+    return bytes(b)
+
+
+# ---- IPv4, RFC 1812 ---------------------------------------------------------------------
+
+def test_ipv4_forwards_with_ttl_decrement_incremental_checksum_and_mac_rewrite(router):
+    frame = v4(ttl=64)
+    check(router, frame, ("forward", 1))  # 10.2.3.4 matches 10.0.0.0/8 only: next hop 1
+    got = Ether(outcome(router, [frame])[0][2])
+    assert got[IP].ttl == 63 and got.dst == "02:aa:00:00:00:01" and got.src == "02:bb:00:00:00:01"
+
+
+def test_ipv4_longest_prefix_wins(router):
+    check(router, v4(dst="10.1.2.3"), ("forward", 2))
+    check(router, v4(dst="192.0.2.77", ttl=2), ("forward", 3))
+
+
+def test_rfc1812_5_2_2_link_delivered_fewer_than_20_bytes(router):
+    check(router, v4()[:14 + 19], ("drop", "ip_too_short"))
+
+
+def test_rfc1812_5_2_2_bad_checksum(router):
+    frame = v4()
+    check(router, _patch(frame, 24, bytes([frame[24] ^ 1, frame[25]]), fix_checksum=False),
+          ("drop", "bad_checksum"))
+
+
+def test_rfc1812_5_2_2_version_not_4(router):
+    check(router, _patch(v4(), 14, b"\x65"), ("drop", "bad_version"))
+
+
+def test_rfc1812_5_2_2_ihl_below_5(router):
+    check(router, _patch(v4(), 14, b"\x44"), ("drop", "bad_ihl"))
+
+
+def test_rfc1812_5_2_2_total_length_below_header(router):
+    check(router, _patch(v4(), 16, (19).to_bytes(2, "big")), ("drop", "bad_length"))
+
+
+def test_rfc1812_5_2_2_total_length_beyond_delivered(router):
+    frame = v4()
+    check(router, frame[:-1], ("drop", "bad_length"))
+
+
+@pytest.mark.parametrize("ttl", [0, 1])
+def test_rfc1812_5_3_1_ttl_expired(router, ttl):
+    check(router, v4(ttl=ttl), ("exception", EXC["ttl_expired"]))
+
+
+@pytest.mark.parametrize("src", ["0.1.2.3", "127.0.0.1", "240.0.0.1", "255.255.255.255"])
+def test_rfc1812_5_3_7_martian_source(router, src):
+    check(router, v4(src=src), ("drop", "martian_source"))
+
+
+@pytest.mark.parametrize("dst", ["0.0.0.7", "127.1.1.1", "250.1.2.3"])
+def test_rfc1812_5_3_7_martian_destination(router, dst):
+    check(router, v4(dst=dst), ("drop", "martian_destination"))
+
+
+def test_ipv4_options_go_to_slow_path(router):
+    frame = raw(eth() / IP(src="198.18.0.1", dst="10.2.3.4", options=b"\x01\x01\x01\x00") / UDP())
+    check(router, frame, ("exception", EXC["options"]))
+
+
+@pytest.mark.parametrize("dst", ["10.0.0.1", "255.255.255.255"])
+def test_ipv4_for_the_router_goes_to_slow_path(router, dst):
+    check(router, v4(dst=dst), ("exception", EXC["for_router"]))
+
+
+def test_ipv4_no_route(router):
+    check(router, v4(dst="198.51.100.1"), ("exception", EXC["no_route"]))
+
+
+def test_ipv4_df_and_mtu_too_small_is_frag_needed(router):
+    big = raw(eth() / IP(src="198.18.0.1", dst="10.1.0.9", flags="DF") / (b"x" * 700))
+    check(router, big, ("exception", EXC["frag_needed"]))
+    (v,) = router.run([big])
+    assert v.code == EXC["frag_needed"]
+
+
+def test_ipv4_mtu_too_small_without_df_goes_to_fragmentation(router):
+    big = raw(eth() / IP(src="198.18.0.1", dst="10.1.0.9") / (b"x" * 700))
+    check(router, big, ("exception", EXC["fragment"]))
+
+
+# ---- IPv6, RFC 8200 / RFC 4291 -----------------------------------------------------------
+
+def test_ipv6_forwards_with_hop_limit_decrement_and_mac_rewrite(router):
+    frame = v6(hlim=9)
+    check(router, frame, ("forward", 1))
+    assert Ether(outcome(router, [frame])[0][2])[IPv6].hlim == 8
+
+
+def test_ipv6_longest_prefix_wins(router):
+    check(router, v6(dst="2001:db8:5::7"), ("forward", 3))
+
+
+def test_rfc8200_fewer_than_40_bytes(router):
+    check(router, v6()[:14 + 39], ("drop", "ip_too_short"))
+
+
+def test_rfc8200_version_not_6(router):
+    check(router, _patch(v6(), 14, b"\x46", fix_checksum=False), ("drop", "bad_version"))
+
+
+def test_rfc8200_payload_length_beyond_received(router):
+    check(router, v6()[:-1], ("drop", "bad_length"))
+
+
+@pytest.mark.parametrize("hlim", [0, 1])
+def test_rfc8200_hop_limit_expired(router, hlim):
+    check(router, v6(hlim=hlim), ("exception", EXC["hop_limit"]))
+
+
+def test_rfc8200_packet_too_big_never_fragmented(router):
+    frame = raw(eth() / IPv6(src="2001:db8:9::9", dst="2001:db8:6::1") / (b"x" * 600))
+    check(router, frame, ("exception", EXC["too_big"]))
+
+
+def test_rfc8200_hop_by_hop_goes_to_slow_path(router):
+    frame = raw(eth() / IPv6(src="2001:db8:9::9", dst="2001:db8:1::1") / IPv6ExtHdrHopByHop()
+                / UDP())
+    check(router, frame, ("exception", EXC["hop_by_hop"]))
+
+
+def test_rfc4291_unspecified_source_not_forwarded(router):
+    check(router, v6(src="::"), ("drop", "unspecified_source"))
+
+
+def test_rfc4291_loopback_destination_not_forwarded(router):
+    check(router, v6(dst="::1"), ("drop", "loopback_destination"))
+
+
+def test_rfc4291_multicast_source_not_forwarded(router):
+    check(router, v6(src="ff02::1"), ("drop", "multicast_source"))
+
+
+@pytest.mark.parametrize(("src", "dst"), [("fe80::1", "2001:db8:1::1"),
+                                          ("2001:db8:9::9", "febf::1")])
+def test_rfc4291_link_local_never_leaves_the_link(router, src, dst):
+    check(router, v6(src=src, dst=dst), ("drop", "link_local"))
+
+
+def test_ipv6_for_the_router_goes_to_slow_path(router):
+    check(router, v6(dst="2001:db8::1"), ("exception", EXC["for_router6"]))
+
+
+def test_ipv6_no_route(router):
+    check(router, v6(dst="2001:dead::1"), ("exception", EXC["no_route6"]))
+
+
+def test_other_protocols_go_to_the_control_plane(router):
+    check(router, raw(eth(type=0x0806) / (b"\0" * 28)), ("exception", OTHER_PROTOCOL))
+    check(router, b"\x01" * 9, ("drop", "runt"))
+
+
+# ---- a hypothesis mix of valid and malformed packets --------------------------------------
+
+ROUTED4 = ["10.1.2.3", "10.7.7.7", "192.0.2.9", "100.64.0.5"]
+ODD4 = ["10.0.0.1", "198.51.100.1", "127.0.0.1", "0.0.0.1", "255.255.255.255", "240.0.0.9"]
+ROUTED6 = ["2001:db8:1::1", "2001:db8:77::1", "2001:db8:5::9", "2001:db8:6::6"]
+ODD6 = ["2001:db8::1", "2001:dead::1", "::", "::1", "fe80::1", "ff02::1"]
+
+
+def addresses(routed: list[str], odd: list[str], bits: int, version):
+    """Mostly well-behaved addresses, some special ones, some random."""
+    rand = st.integers(0, 2**bits - 1).map(lambda x: str(version(x)))
+    return st.one_of(st.sampled_from(routed), st.sampled_from(routed), st.sampled_from(odd),
+                     rand)
+
+
+addr4 = addresses(ROUTED4, ODD4, 32, ipaddress.IPv4Address)
+addr6 = addresses(ROUTED6, ODD6, 128, ipaddress.IPv6Address)
+src4 = st.one_of(st.just("198.18.0.1"), addr4)
+src6 = st.one_of(st.just("2001:db8:99::1"), addr6)
+payload = st.binary(max_size=40) | st.sampled_from([b"y" * 700, b"z" * 1300])
+rare = st.integers(0, 5).map(lambda x: x == 0)  # true one time in six
+
+
+@st.composite
+def frames(draw) -> bytes:
+    kind = draw(st.sampled_from(["v4", "v4", "v6", "v6", "other"]))
+    ttl = st.one_of(st.sampled_from([2, 64, 255]), st.integers(0, 255))
+    if kind == "v4":
+        ip = IP(src=draw(src4), dst=draw(addr4), ttl=draw(ttl),
+                flags=draw(st.sampled_from(["", "DF"])),
+                options=b"\x01\x01\x01\x00" if draw(rare) else b"")
+        l4 = draw(st.sampled_from([UDP(), TCP(), ICMP()]))
+        frame = bytearray(raw(eth() / ip / l4 / draw(payload)))
+    elif kind == "v6":
+        ip = IPv6(src=draw(src6), dst=draw(addr6), hlim=draw(ttl))
+        pkt = eth() / ip / IPv6ExtHdrHopByHop() / UDP() if draw(rare) else eth() / ip / UDP()
+        frame = bytearray(raw(pkt / draw(payload)))
+    else:
+        frame = bytearray(raw(eth(type=draw(st.integers(0, 0xFFFF))) / draw(payload)))
+    if draw(rare):  # corruption: flip a byte
+        i = draw(st.integers(0, len(frame) - 1))
+        frame[i] ^= draw(st.integers(1, 255))
+    if draw(rare):  # truncation
+        frame = frame[:draw(st.integers(0, len(frame)))]
+    return bytes(frame)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(frames(), min_size=1, max_size=16))
+def test_router_matches_reference_on_random_mix(router, batch):
+    assert outcome(router, batch) == [reference(f) for f in batch]
