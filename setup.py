@@ -66,7 +66,7 @@ setup(
         "npkit.sim": ["chips/*.toml"],
         "npkit.examples": ["**/*"],
         "npkit.microblocks": ["**/*"],
-        "npkit.compiler": ["**/*.g4"],
+        "npkit.compiler": ["**/*.g4", "**/*.mbl"],
     },
     ext_modules=[core],
     cmdclass={"build_ext": BuildExt},

@@ -107,6 +107,18 @@ class _Group(click.Group):
     """Last safety net: an unexpected exception is a bug in npkit, reported in one line
     (NPKIT_TRACEBACK=1 shows the traceback) instead of a wall of Python."""
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        # `npkit run X.mbl ...` runs an MBL program natively; `npkit run` of images or a
+        # manifest runs the simulated chip.
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if name == "run" and any(a.endswith(".mbl") for a in rest):
+            from npkit.compiler.mbl.cli import run as run_mbl
+
+            return name, run_mbl, rest
+        return name, cmd, rest
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -504,6 +516,15 @@ def demo(out_dir: Path | None, count: int, load: float, **options: Any) -> None:
     """Run the l2wire demo: generated traffic on ports 0 and 1 through l2wire microcode."""
     _demo(_console(), out_dir, count, load, **options)
 
+
+def _register_mbl_commands() -> None:
+    from npkit.compiler.mbl.cli import build, check
+
+    main.add_command(build)
+    main.add_command(check)
+
+
+_register_mbl_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()
