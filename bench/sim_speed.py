@@ -1,0 +1,178 @@
+"""How fast the simulator runs: l2wire at full line rate on 2 x 10GbE.
+
+    python -m npkit.bench.sim_speed [--frames N] [--repeat 5] [--workload 64|mixed|all]
+
+For each workload the packaged l2wire example forwards N frames per port at 100 % of line
+rate on both ports (64-byte frames; and mixed 60..1514-byte frames).  Each run is timed
+on the host around ``Chip.run`` only (the frames are made beforehand), and split into the
+C++ core (``_core.run``) and the Python facade around it (feeding frames in, draining
+them out).  The median of ``--repeat`` runs is printed:
+
+* simulated instructions per host second (MIPS) -- retired ME instructions, all MEs;
+* simulated packets per host second (frames transmitted);
+* simulated cycles per host second, and how much slower than the real chip that is;
+* MIPS against Neptune's published 3.31 MIPS (FACTS.md section 3).
+
+This is a benchmark, not a test: it asserts nothing.  Results and the machine they were
+measured on go to docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from npkit.runtime.loader import load_manifest
+from npkit.sim.packets import ListSource, RxFrame, TxFrame
+
+NEPTUNE_MIPS = 3.31  # FACTS.md section 3: Neptune (2025)
+LINE_BPS = 10e9
+WIRE_OVERHEAD = 20
+QUIET_CYCLES = 20_000  # ~12 maximum-size frame times
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    make: Callable[[int, int], list[bytes]]  # (count, port) -> frames
+
+
+def min_size_frames(count: int, port: int) -> list[bytes]:
+    """64 bytes on the wire (60 + FCS stand-in), each one different."""
+    head = bytes([2, 0, 0, 0, 0, port, 2, 0, 0, 0, 0, 1 - port, 0x88, 0xB5])
+    return [head + i.to_bytes(4, "big") + bytes(46) for i in range(count)]
+
+
+def mixed_frames(count: int, port: int) -> list[bytes]:
+    rng = random.Random(1000 + port)
+    return [rng.randbytes(rng.randint(60, 1514)) for _ in range(count)]
+
+
+WORKLOADS = {"64": Workload("64-byte frames", min_size_frames),
+             "mixed": Workload("mixed 60..1514-byte frames", mixed_frames)}
+
+
+class CountingSink:
+    """Counts frames; keeps nothing (the benchmark measures the simulator, not a sink)."""
+
+    def __init__(self) -> None:
+        self.frames = 0
+
+    def write(self, frame: TxFrame) -> None:
+        self.frames += 1
+
+    def close(self) -> None:
+        pass
+
+
+class TimedCore:
+    """Forwards to the C++ core and adds up the host time spent in its ``run``."""
+
+    def __init__(self, core: Any) -> None:
+        self._core = core
+        self.seconds = 0.0
+
+    def run(self, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._core.run(*args)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+
+@dataclass(frozen=True)
+class Sample:
+    host_s: float
+    core_s: float
+    instructions: int
+    cycles: int
+    frames_out: int
+    frames_in: int
+
+
+def manifest_path() -> Path:
+    return Path(str(resources.files("npkit.examples") / "l2wire" / "l2wire.toml"))
+
+
+def run_once(frames: dict[int, list[bytes]]) -> Sample:
+    loaded = load_manifest(manifest_path())
+    chip = loaded.chip
+    timed = TimedCore(chip._core)
+    chip._core = timed  # the facade calls self._core.run: time the core part
+    for port, items in frames.items():
+        chip.attach_source(port, ListSource([RxFrame(f) for f in items]))
+        chip.attach_sink(port, CountingSink())
+    total = sum(len(v) for v in frames.values())
+    wire = max(sum((len(f) + WIRE_OVERHEAD) * 8 / LINE_BPS for f in v) for v in frames.values())
+    budget = int(wire * chip.config.clock_hz * 1.5) + 100_000
+    i0, c0 = chip.instructions_retired, chip.now
+    start = time.perf_counter()
+    # stop once the offered traffic is through: all frames out, or (with drops) nothing moved
+    # for a few frame times -- the transmit threads poll their rings forever otherwise
+    result = chip.run(packets=total, cycles=budget, until_idle=True, quiet_cycles=QUIET_CYCLES)
+    host = time.perf_counter() - start
+    return Sample(host, timed.seconds, chip.instructions_retired - i0, chip.now - c0,
+                  result.frames_out, total)
+
+
+def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float]:
+    host = statistics.median(s.host_s for s in samples)
+    core = statistics.median(s.core_s for s in samples)
+    s0 = samples[0]  # the simulation is deterministic: every run does the same work
+    mips = s0.instructions / host / 1e6
+    figures = {
+        "mips": mips,
+        "core_mips": s0.instructions / core / 1e6,
+        "pps": s0.frames_out / host,
+        "cycles_per_s": s0.cycles / host,
+        "slowdown": clock_hz / (s0.cycles / host),
+        "neptune_ratio": mips / NEPTUNE_MIPS,
+        "core_share": core / host,
+        "instructions_per_packet": s0.instructions / max(1, s0.frames_out),
+    }
+    print(f"\n{name}: {s0.frames_in} frames offered, {s0.frames_out} forwarded, "
+          f"{s0.cycles:,} cycles, {s0.instructions:,} instructions "
+          f"({figures['instructions_per_packet']:.1f} per packet, all MEs)")
+    print(f"  host time (median of {len(samples)}): {host:.3f} s "
+          f"(C++ core {core:.3f} s = {100 * figures['core_share']:.0f} %, Python facade the rest)")
+    print(f"  simulated MIPS           {mips:10.2f}   (core alone {figures['core_mips']:.2f})")
+    print(f"  simulated packets/s      {figures['pps']:10,.0f}")
+    print(f"  simulated cycles/s       {figures['cycles_per_s']:10,.0f}   "
+          f"({figures['slowdown']:,.0f} x slower than a {clock_hz / 1e9:.1f} GHz chip)")
+    print(f"  vs Neptune 3.31 MIPS     {figures['neptune_ratio']:10.2f} x")
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=50_000, help="frames per port")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--workload", choices=["64", "mixed", "all"], default="all")
+    args = parser.parse_args(argv)
+    print(f"npkit simulator speed: l2wire, 2 x 10GbE at 100 % line rate, "
+          f"{args.frames} frames per port, median of {args.repeat}")
+    print(f"host: {platform.processor() or platform.machine()}, Python "
+          f"{platform.python_version()}, {platform.system()}")
+    chosen = list(WORKLOADS) if args.workload == "all" else [args.workload]
+    clock = load_manifest(manifest_path()).chip.config.clock_hz
+    for key in chosen:
+        workload = WORKLOADS[key]
+        frames = {p: workload.make(args.frames, p) for p in (0, 1)}
+        samples = [run_once(frames) for _ in range(args.repeat)]
+        report(workload.name, samples, clock)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
