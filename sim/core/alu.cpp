@@ -91,7 +91,7 @@ Outcome exec_immed(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   uint32_t v = in.flag ? ~in.imm : in.imm;
   uint32_t r;
   auto merge = [&](uint32_t mask, unsigned pos) {
-    uint32_t old = chip.read(m, c, ci, in.dest);
+    uint32_t old = chip.read_dest(m, c, ci, in.dest);
     return (old & ~(mask << pos)) | ((v & mask) << pos);
   };
   switch (in.sub) {
@@ -122,7 +122,7 @@ Outcome exec_ld_field(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   uint32_t bytes = 0;
   for (int i = 0; i < 4; ++i)
     if (in.aux & (1 << i)) bytes |= 0xFFu << (8 * i);
-  uint32_t old = in.flag ? 0 : chip.read(m, c, ci, in.dest);
+  uint32_t old = in.flag ? 0 : chip.read_dest(m, c, ci, in.dest);
   uint32_t r = (old & ~bytes) | (src & bytes);
   if (in.flag2) {  // load_cc
     set_zn(c, r);

@@ -3,6 +3,7 @@
 #include "chip.hpp"
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #define NPKIT_OPERANDS_SLOW_PATH
@@ -38,15 +39,38 @@ uint64_t occupancy_fp(uint32_t nbytes, double bytes_per_cycle) {
   return static_cast<uint64_t>(cycles * static_cast<double>(kFp) + 0.5);
 }
 
-// The handler table: index = major opcode, plus H_OFF_END.
-constexpr Handler kHandlers[isa::OPCODE_COUNT + 1] = {
-    exec_alu, exec_dbl_shf, exec_immed, exec_ld_field, exec_byte_align, exec_bitop,
-    exec_mul_step, exec_br, exec_br_ctx, exec_br_bit, exec_br_byte, exec_br_signal,
-    exec_br_inp_state, exec_jump, exec_ctx_arb, exec_local_csr, exec_cam, exec_crc,
-    exec_hash, exec_sram, exec_scratch, exec_dram, exec_msf, exec_nop, exec_off_end,
-};
-static_assert(isa::OP_NOP == 23 && isa::OPCODE_COUNT == 24,
-              "the handler table above follows the opcode order of sim/isa.py; update it");
+// The handler table: index = major opcode (from the generated header), plus H_OFF_END.
+// An opcode without a handler here is rejected by predecode, so it is never dispatched.
+constexpr std::array<Handler, isa::OPCODE_COUNT + 1> make_handlers() {
+  std::array<Handler, isa::OPCODE_COUNT + 1> t{};
+  t[isa::OP_ALU] = exec_alu;
+  t[isa::OP_DBL_SHF] = exec_dbl_shf;
+  t[isa::OP_IMMED] = exec_immed;
+  t[isa::OP_LD_FIELD] = exec_ld_field;
+  t[isa::OP_BYTE_ALIGN] = exec_byte_align;
+  t[isa::OP_BITOP] = exec_bitop;
+  t[isa::OP_MUL_STEP] = exec_mul_step;
+  t[isa::OP_BR] = exec_br;
+  t[isa::OP_BR_CTX] = exec_br_ctx;
+  t[isa::OP_BR_BIT] = exec_br_bit;
+  t[isa::OP_BR_BYTE] = exec_br_byte;
+  t[isa::OP_BR_SIGNAL] = exec_br_signal;
+  t[isa::OP_BR_INP_STATE] = exec_br_inp_state;
+  t[isa::OP_JUMP] = exec_jump;
+  t[isa::OP_CTX_ARB] = exec_ctx_arb;
+  t[isa::OP_LOCAL_CSR] = exec_local_csr;
+  t[isa::OP_CAM] = exec_cam;
+  t[isa::OP_CRC] = exec_crc;
+  t[isa::OP_HASH] = exec_hash;
+  t[isa::OP_SRAM] = exec_sram;
+  t[isa::OP_SCRATCH] = exec_scratch;
+  t[isa::OP_DRAM] = exec_dram;
+  t[isa::OP_MSF] = exec_msf;
+  t[isa::OP_NOP] = exec_nop;
+  t[H_OFF_END] = exec_off_end;
+  return t;
+}
+constexpr auto kHandlers = make_handlers();
 
 }  // namespace
 
@@ -585,8 +609,10 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
         result = "frames";
         break;
       }
+      // no progress for deadlock_cycles while nothing more can come from the ports (a paced
+      // replay may legitimately leave every thread asleep for longer)
       if (retired_ == last_progress_retired_ && now_ > last_progress_time_ + cfg_.deadlock_cycles &&
-          !waiting_on_media_only())
+          media_->next_event() == UINT64_MAX && !waiting_on_media_only())
         deadlock("no instruction retired for deadlock_cycles");
       continue;
     }
@@ -631,6 +657,11 @@ uint64_t Chip::ctx_cycles(int me_index, int ci, CtxState s) const {
 }
 
 std::vector<TraceInterval> Chip::take_trace() {
+  // close the open intervals at `now` (they continue from there in the next take)
+  if (tracing_)
+    for (ME& m : mes_)
+      for (int ci = 0; ci < m.contexts; ++ci)
+        if (m.ctx[ci].state_since < now_) set_state(m, ci, m.ctx[ci].state, now_);
   std::vector<TraceInterval> out;
   out.swap(trace_);
   return out;

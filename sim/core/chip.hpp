@@ -249,6 +249,7 @@ class Chip : public MediaHost {
   // ---- used by the instruction semantics (alu.cpp, branch.cpp, memory.cpp, ...)
   uint32_t read(ME& m, Context& c, int ci, Opnd o);
   void write(ME& m, Context& c, int ci, Opnd o, uint32_t v);
+  uint32_t read_dest(ME& m, Context& c, int ci, Opnd o);
   uint32_t read_slow(ME& m, Context& c, int ci, Opnd o);
   void write_slow(ME& m, Context& c, int ci, Opnd o, uint32_t v);
   uint32_t lm_addr(Context& c, int which);

@@ -37,6 +37,21 @@ inline void Chip::write(ME& m, Context& c, int ci, Opnd o, uint32_t v) {
   write_slow(m, c, ci, o, v);
 }
 
+// The current value of a destination, for instructions that merge into it (immed_w*/b*,
+// ld_field): the register that a write goes to ($x: the out register, n$: the next ME's),
+// read without post-modifying *l$index++/--.
+inline uint32_t Chip::read_dest(ME& m, Context& c, int ci, Opnd o) {
+  switch (o.kind) {
+    case OpKind::XferS: return m.sram_out[phys(m, ci, o.idx)];
+    case OpKind::XferD: return m.dram_out[phys(m, ci, o.idx)];
+    case OpKind::Nn: return next_me(m).nn[phys(m, ci, o.idx)];
+    case OpKind::Lm0Inc: case OpKind::Lm0Dec: return detail::lm_word(m, lm_addr(c, 0), 0);
+    case OpKind::Lm1Inc: case OpKind::Lm1Dec: return detail::lm_word(m, lm_addr(c, 1), 0);
+    case OpKind::NnRing: return 0;
+    default: return read(m, c, ci, o);
+  }
+}
+
 #ifdef NPKIT_OPERANDS_SLOW_PATH  // defined by exactly one file (chip.cpp)
 uint32_t Chip::read_slow(ME& m, Context& c, int ci, Opnd o) {
   switch (o.kind) {

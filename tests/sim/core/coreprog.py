@@ -103,8 +103,7 @@ def load32(dest: int, value: int) -> list[int]:
 
 
 def load_out(xfer: int, value: int, tmp: int = 0x0F) -> list[int]:
-    """Put a 32-bit constant in an *out* transfer register (via GPR A15: immed_w1 on a
-    transfer register would merge with the *in* register it reads)."""
+    """Put a 32-bit constant in an *out* transfer register, through GPR A15."""
     return load32(tmp, value) + [alu(xfer, NONE, "B", tmp)]
 
 

@@ -8,6 +8,7 @@ from coreprog import (
     NONE,
     A,
     B,
+    X,
     alu,
     csr_rd,
     csr_wr,
@@ -182,3 +183,11 @@ def test_nop_only_takes_a_cycle(core):
     run(core, [immed(A(1), 5), enc("nop"), enc("nop")])
     assert core.read_reg(0, 0, A(1)) == 5
     assert core.context(0, 0)["instructions"] == 1 + 3 + 1  # br!=ctx, 3 body words, kill
+
+
+def test_merging_into_a_transfer_register_uses_the_out_register(core):
+    # immed_w0 then immed_w1 on $3 build one 32-bit value in the *out* register
+    words = [immed(X(3), 0x5678, "immed_w0"), immed(X(3), 0x1234, "immed_w1")]
+    run(core, words, {X(3): 0xAAAA_AAAA})
+    assert core.read_xfer_out(0, 0, 0, 3) == 0x1234_5678
+    assert core.read_reg(0, 0, X(3)) == 0xAAAA_AAAA  # the in register is untouched

@@ -250,3 +250,17 @@ def test_next_neighbor_signal_wakes_a_context_on_the_next_me():
     assert core.read_reg(1, 2, A(1)) == 42
     assert core.context(1, 2)["state"] == "inactive"
     assert core.context(1, 0)["state"] == "sleeping"
+
+
+def test_ctx_arb_defer_runs_the_slots_before_sleeping():
+    core = make_core()
+    words = [mem("scratch", "read", 0, NONE, NONE, sig=1), ctx_arb(1, defer=2),
+             immed(A(1), 1), immed(A(2), 2), immed(A(3), 3)]
+    core.load(0, single_context(words))
+    core.run(3 + 1)  # br!=ctx, read, ctx_arb, first slot
+    assert core.context(0, 0)["state"] == "executing"
+    core.run(1)      # second slot: then the context sleeps
+    assert core.context(0, 0)["state"] == "sleeping"
+    assert core.read_reg(0, 0, A(2)) == 2 and core.read_reg(0, 0, A(3)) == 0
+    core.run(10_000, until_idle=True)
+    assert core.read_reg(0, 0, A(3)) == 3

@@ -11,11 +11,13 @@ from coreprog import (
     ORG,
     A,
     B,
+    X,
     alu,
     br,
     chip_config,
     csr_rd,
     ctx_arb,
+    enc,
     immed,
     kill,
     make_core,
@@ -168,6 +170,11 @@ def test_trace_records_thread_states():
     assert states[:3] == ["executing", "sleeping", "ready"] or \
         states[:3] == ["executing", "sleeping", "executing"]
     assert all(start < end for _, start, end in ctx0)
+    # every context is covered without gaps from load to now
+    for ctx in range(8):
+        spans = sorted((s, e) for me, c, _, s, e in trace if (me, c) == (0, ctx))
+        assert spans[0][0] == 0 and spans[-1][1] == core.now
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
     assert core.take_trace() == []
 
 
@@ -184,3 +191,15 @@ def test_timestamp_csr_is_deterministic():
 
 def test_org_constant():
     assert ORG == 1
+
+
+@pytest.mark.parametrize("keys", [1, 2, 3])
+def test_hash_unit_latency(keys):
+    cfg = chip_config()
+    core = _core.Core(cfg, 1)
+    word = enc("hash", size=0, xfer=0, count=keys - 1, sig=1, swap=1)
+    core.load(0, single_context([word]))
+    core.run(100_000, until_idle=True)
+    slept = core.counters()["mes"][0]["contexts"][0]["sleeping_cycles"]
+    assert 2 + slept - 1 == cfg["hash"]["latency"] + keys * cfg["hash"]["occupancy"]
+    assert core.read_reg(0, 0, X(0)) == 0  # hash of the zero key is zero (linear)

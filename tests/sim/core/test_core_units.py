@@ -398,3 +398,16 @@ def test_random_programs_do_not_crash():
 
 def test_mem_helper_is_used():
     assert mem("sram", "read", 0, NONE, NONE) >> isa.PAYLOAD_BITS == isa.BY_MNEMONIC["sram"].opcode
+
+
+def test_four_context_mode_gives_32_registers_to_contexts_0_to_3():
+    core = make_core()
+    words = [csr_rd("ACTIVE_CTX_STS"), immed(A(20), 0), alu(B(31), A(20), "+", B(0)), kill()]
+    core.load(0, words, 4)
+    for ctx in range(4):
+        core.write_reg(0, ctx, B(0), 100)
+    assert core.run(1000, until_idle=True) == "idle"
+    number = chip_config()["me"]["numbers"][0]
+    assert [core.read_reg(0, c, B(31)) for c in range(4)] == \
+        [100 + (c | number << 3) for c in range(4)]
+    assert core.counters()["mes"][0]["instructions"] == 4 * 4
