@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npkit.sim import isa
+
 from .errors import Diagnostic, SourceLoc
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -113,12 +115,18 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def predefined_names() -> dict[str, str]:
+    """Names every program sees: the ISA table's MSF address map (``MSF_*``)."""
+    return {name: hex(value) for name, value in vars(isa).items()
+            if name.startswith("MSF_") and isinstance(value, int)}
+
+
 class Reader:
     """Reads a file tree into ``SourceSet.lines``, handling the preprocessor."""
 
     def __init__(self, sources: SourceSet) -> None:
         self.sources = sources
-        self.defines: dict[str, str] = {}
+        self.defines: dict[str, str] = predefined_names()
         self.stack: list[str] = []  # real paths of the files being read (cycle check)
 
     def read_text(self, text: str, name: str, directory: str) -> None:

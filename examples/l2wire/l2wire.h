@@ -4,22 +4,13 @@
 // signals and registers are declared in the image (rx.uc, tx.uc).
 //
 // Numbers of the chip itself (local CSR numbers, SCR_Ring*_Empty states) are NOT repeated
-// here: the assembler takes them from the ISA table (sim/isa.py) -- except, for now, the
-// MSF addresses (see below).  What is here is l2wire's own layout, and the few geometry numbers
+// here: the assembler takes them, and the MSF_* address map, from the ISA table
+// (sim/isa.py).  What is here is l2wire's own layout, and the few geometry numbers
 // of the IXP2800 preset with two ports that the microcode needs as constants (marked GEOMETRY:
 // change them together with sim/chips/*.toml and [ports] in l2wire.toml).
 
 #ifndef L2WIRE_H
 #define L2WIRE_H
-
-// ---------------------------------------------------------------- MSF address map
-// These are sim/isa.py's MSF_* values.  They are repeated here only because the assembler
-// does not predefine the ISA table's MSF names yet; tests/examples/test_l2wire_layout.py
-// fails if they ever differ from the table.  Remove this block once it does.
-#define MSF_RX_THREAD_FREELIST_BASE 0x10
-#define MSF_RBUF_ELEMENT_DONE 0x20
-#define MSF_TBUF_CTL_BASE 0x20000
-#define MSF_TX_SEQUENCE_BASE 0x30000
 
 // ---------------------------------------------------------------- ME mapping (README "MEs")
 // ME 0: receive port 0 -> ring 0 -> ME 2: transmit port 1

@@ -123,3 +123,13 @@ def test_listing_reads_source_files_itself(tmp_path: Path) -> None:
     path.write_text("nop ; the only one\n")
     text = listing(assemble_file(path))
     assert "nop ; the only one" in text
+
+
+def test_msf_address_map_is_predefined_from_the_isa_table() -> None:
+    # immed loads the 16-bit value shifted by 16: MSF_TX_SEQUENCE_BASE is 3 << 16
+    img = assemble_text("immed[a0, MSF_RBUF_ELEMENT_DONE]\n"
+                        "immed[a1, (MSF_TX_SEQUENCE_BASE >> 16), <<16]\n")
+    first = isa.decode(img.words[0])[1]
+    second = isa.decode(img.words[1])[1]
+    assert first["value"] == isa.MSF_RBUF_ELEMENT_DONE == 0x20
+    assert second["value"] << 16 == isa.MSF_TX_SEQUENCE_BASE == 0x30000
