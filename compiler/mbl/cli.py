@@ -86,6 +86,40 @@ def _load_table(native, spec: str) -> None:
                                      param_hint="--table") from None
 
 
+def _load_routes(native, paths: tuple[str, ...], seed: int, next_hops: int, ports: int) -> str:
+    """Build the program's IPv4/IPv6 tries from route files (npkit.runtime.lpm) and, when
+    the program has a `nexthops` array, give next hop i the default record of
+    npkit.runtime.routes.default_next_hop.  Returns a one-line summary."""
+    import time
+
+    from npkit.runtime.lpm import LpmError, RouteTables
+    from npkit.runtime.routes import RouteFileError, RouteSet, default_next_hop, read_routes
+
+    merged = RouteSet()
+    try:
+        for path in paths:
+            routes = read_routes(path, seed, next_hops)
+            merged.v4.update(routes.v4)
+            merged.v6.update(routes.v6)
+        start = time.perf_counter()
+        tables = RouteTables.of(native)
+        tables.load(merged.v4, merged.v6)
+    except (RouteFileError, LpmError) as exc:
+        raise click.ClickException(str(exc)) from None
+    elapsed = time.perf_counter() - start
+    if "nexthops" in native.program.memories:
+        used = {nh for routes in (merged.v4, merged.v6) for nh in routes.values()}
+        for nh in sorted(used):
+            try:
+                native.write("nexthops", nh, default_next_hop(nh, ports))
+            except ValueError as exc:  # the program's next-hop struct differs
+                raise click.ClickException(f"cannot fill nexthops[{nh}]: {exc}") from None
+    sizes = ", ".join(f"{name} {t.bytes_used / 2**20:.1f} MB"
+                      for name, t in (("IPv4", tables.v4), ("IPv6", tables.v6)) if t)
+    return (f"routes: {len(merged.v4)} IPv4 + {len(merged.v6)} IPv6 built in "
+            f"{elapsed:.2f} s ({sizes})")
+
+
 @click.command("run")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--target", type=click.Choice(["native"]), default="native", show_default=True)
@@ -96,8 +130,18 @@ def _load_table(native, spec: str) -> None:
               help="write packets forwarded to PORT into PCAP")
 @click.option("--table", "tables", multiple=True, metavar="NAME=FILE",
               help="fill a table: lines `prefix/len value` (lpm) or `key value` (hash)")
+@click.option("--routes", "route_files", multiple=True, metavar="FILE",
+              help="load the fib4_trie/fib6_trie route tables: lines `prefix [next-hop]`, "
+                   "optionally .gz (docs/lpm.md)")
+@click.option("--route-seed", default=2024, show_default=True,
+              help="seed of the next-hop rule for prefixes without a next hop")
+@click.option("--next-hops", "next_hop_count", default=16, show_default=True,
+              type=click.IntRange(1, 65536), help="next hops the seeded rule spreads over")
+@click.option("--ports", "port_count", default=4, show_default=True,
+              type=click.IntRange(1, 65536), help="output ports of the default next hops")
 def run(source: str, target: str, block_name: str | None, inputs: tuple[str, ...],
-        outputs: tuple[str, ...], tables: tuple[str, ...]) -> None:
+        outputs: tuple[str, ...], tables: tuple[str, ...], route_files: tuple[str, ...],
+        route_seed: int, next_hop_count: int, port_count: int) -> None:
     """Run an MBL block on packets from pcap files and report the verdicts."""
     from collections import Counter
 
@@ -115,6 +159,8 @@ def run(source: str, target: str, block_name: str | None, inputs: tuple[str, ...
             _load_table(native, spec)
         except Exception as exc:  # NativeError (unknown/full table) or bad file
             raise click.ClickException(str(exc)) from None
+    if route_files:
+        click.echo(_load_routes(native, route_files, route_seed, next_hop_count, port_count))
     packets: list[tuple[float, bytes, int]] = []
     for port, path in _port_files(inputs, "--in").items():
         try:

@@ -339,6 +339,14 @@ class NativeProgram:
         except KeyError:
             raise NativeError(f"no memory named '{name}'") from None
 
+    def region(self, name: str, missing_ok: bool = False) -> np.ndarray | None:
+        """The words of a memory, as a writable view of its space (for the control plane's
+        structure builders, e.g. npkit.runtime.lpm); None for a missing one if missing_ok."""
+        if missing_ok and name not in self.program.memories:
+            return None
+        m = self._mem(name)
+        return self.memory[m.space][m.word_offset:m.word_offset + m.words]
+
     def _entry(self, m: MemoryInfo, index: int) -> np.ndarray:
         start = m.word_offset + (index % m.size) * m.words_per_entry
         return self.memory[m.space][start:start + m.words_per_entry]

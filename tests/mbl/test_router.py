@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from router_reference import EXC, OTHER_PROTOCOL, RouterModel
 from scapy.all import ICMP, IP, TCP, UDP, Ether, IPv6, IPv6ExtHdrHopByHop, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
+from npkit.runtime.lpm import RouteTables
 
 REPO = Path(__file__).resolve().parents[2]
 # next-hop index -> (dmac, smac, port, mtu)
@@ -23,21 +25,17 @@ FIB4 = [("10.0.0.0/8", 1), ("10.1.0.0/16", 2), ("192.0.2.0/24", 3), ("100.64.0.0
 FIB6 = [("2001:db8::/32", 1), ("2001:db8:5::/48", 3), ("2001:db8:6::/48", 2)]
 LOCAL4 = ["10.0.0.1"]
 LOCAL6 = ["2001:db8::1"]
-EXC = {"ttl_expired": 1, "no_route": 2, "options": 3, "for_router": 4, "frag_needed": 5,
-       "fragment": 6, "hop_limit": 17, "no_route6": 18, "too_big": 19, "hop_by_hop": 20,
-       "for_router6": 21}
-OTHER_PROTOCOL = 0x100
 
 
 @pytest.fixture(scope="module")
 def router() -> NativeProgram:
-    native = NativeProgram(compile_file(REPO / "microblocks" / "router.mbl"), "router")
+    native = NativeProgram(compile_file(REPO / "examples" / "router" / "router.mbl"), "router")
     for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
         native.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
-    for table, routes in (("fib4", FIB4), ("fib6", FIB6)):
-        for prefix, nh in routes:
-            net = ipaddress.ip_network(prefix)
-            native.table_add(table, int(net.network_address), nh, net.prefixlen)
+    tables = RouteTables.of(native)
+    tables.load(*({(int(n.network_address), n.prefixlen): nh
+                   for n, nh in ((ipaddress.ip_network(p), nh) for p, nh in routes)}
+                  for routes in (FIB4, FIB6)))
     for a in LOCAL4:
         native.table_add("local4", int(ipaddress.ip_address(a)), 1)
     for a in LOCAL6:
@@ -54,104 +52,9 @@ def lpm(routes, addr: str) -> int | None:
     return None if best is None else best[1]
 
 
-def _mac(value: int) -> str:
-    return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))
-
-
-def _rewritten(frame: bytes, nh: int, layer, field: str) -> bytes:
-    dmac, smac, _, _ = NEXTHOPS[nh]
-    out = Ether(frame)
-    out.dst, out.src = _mac(dmac), _mac(smac)
-    setattr(out[layer], field, getattr(out[layer], field) - 1)
-    if layer is IP:
-        del out[IP].chksum  # scapy recomputes it from scratch
-    return raw(out)
-
-
-def reference(frame: bytes) -> tuple:
-    """The expected outcome: ("forward", port, bytes) | ("drop", reason) | ("exception", code)."""
-    if len(frame) < 14:
-        return ("drop", "runt")
-    ethertype = int.from_bytes(frame[12:14], "big")
-    if ethertype == 0x0800:
-        return reference_v4(frame)
-    if ethertype == 0x86DD:
-        return reference_v6(frame)
-    return ("exception", OTHER_PROTOCOL)
-
-
-def _martian4(a: ipaddress.IPv4Address) -> bool:
-    return a.packed[0] in (0, 127) or a.packed[0] >= 240
-
-
-def reference_v4(frame: bytes) -> tuple:
-    ip = frame[14:]
-    if len(ip) < 20:
-        return ("drop", "ip_too_short")
-    version, ihl = ip[0] >> 4, ip[0] & 15
-    if version != 4:
-        return ("drop", "bad_version")
-    if ihl < 5:
-        return ("drop", "bad_ihl")
-    total = int.from_bytes(ip[2:4], "big")
-    if total < ihl * 4 or total > len(ip):
-        return ("drop", "bad_length")
-    if ihl != 5:
-        return ("exception", EXC["options"])
-    s = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    if s != 0xFFFF:
-        return ("drop", "bad_checksum")
-    src, dst = ipaddress.IPv4Address(ip[12:16]), ipaddress.IPv4Address(ip[16:20])
-    if str(dst) == "255.255.255.255":
-        return ("exception", EXC["for_router"])
-    if _martian4(src):
-        return ("drop", "martian_source")
-    if _martian4(dst):
-        return ("drop", "martian_destination")
-    if str(dst) in LOCAL4:
-        return ("exception", EXC["for_router"])
-    if ip[8] <= 1:
-        return ("exception", EXC["ttl_expired"])
-    nh = lpm(FIB4, str(dst))
-    if nh is None:
-        return ("exception", EXC["no_route"])
-    if total > NEXTHOPS[nh][3]:
-        return ("exception", EXC["frag_needed"] if ip[6] & 0x40 else EXC["fragment"])
-    return ("forward", NEXTHOPS[nh][2], _rewritten(frame, nh, IP, "ttl"))
-
-
-def reference_v6(frame: bytes) -> tuple:
-    ip = frame[14:]
-    if len(ip) < 40:
-        return ("drop", "ip_too_short")
-    if ip[0] >> 4 != 6:
-        return ("drop", "bad_version")
-    payload = int.from_bytes(ip[4:6], "big")
-    if payload > len(ip) - 40:
-        return ("drop", "bad_length")
-    src, dst = ipaddress.IPv6Address(ip[8:24]), ipaddress.IPv6Address(ip[24:40])
-    if src == ipaddress.IPv6Address("::"):
-        return ("drop", "unspecified_source")
-    if src.is_multicast:
-        return ("drop", "multicast_source")
-    if dst == ipaddress.IPv6Address("::1"):
-        return ("drop", "loopback_destination")
-    if src.is_link_local or dst.is_link_local:
-        return ("drop", "link_local")
-    if ip[6] == 0:
-        return ("exception", EXC["hop_by_hop"])
-    if str(dst) in LOCAL6:
-        return ("exception", EXC["for_router6"])
-    if ip[7] <= 1:
-        return ("exception", EXC["hop_limit"])
-    nh = lpm(FIB6, str(dst))
-    if nh is None:
-        return ("exception", EXC["no_route6"])
-    if payload + 40 > NEXTHOPS[nh][3]:
-        return ("exception", EXC["too_big"])
-    return ("forward", NEXTHOPS[nh][2], _rewritten(frame, nh, IPv6, "hlim"))
+MODEL = RouterModel(NEXTHOPS, frozenset(LOCAL4), frozenset(LOCAL6),
+                    lambda a: lpm(FIB4, str(a)), lambda a: lpm(FIB6, str(a)))
+reference = MODEL.reference
 
 
 def outcome(router: NativeProgram, frames: list[bytes]) -> list[tuple]:
