@@ -8,6 +8,7 @@ header is generated from the ISA table first (``sim/isa_gen.py``).
 
 from __future__ import annotations
 
+import os
 import runpy
 from pathlib import Path
 
@@ -46,12 +47,17 @@ class BuildExt(build_ext):
         super().run()
 
 
+# NPKIT_SANITIZE=1 builds the core with AddressSanitizer + UBSan (scripts/test-sanitizers).
+SANITIZE = (["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+             "-fno-sanitize-recover=undefined"] if os.environ.get("NPKIT_SANITIZE") else [])
+
 core = Pybind11Extension(
     "npkit.sim._core",
     sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sim" / "core").glob("*.cpp")),
     include_dirs=["sim/core"],
     cxx_std=20,
-    extra_compile_args=["-O2", "-Wall", "-Wextra"],
+    extra_compile_args=["-O2", "-Wall", "-Wextra", *SANITIZE],
+    extra_link_args=SANITIZE,
 )
 
 packages, package_dir = _packages()
