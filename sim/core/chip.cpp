@@ -97,7 +97,7 @@ uint64_t Unit::schedule_fp(uint64_t t, uint64_t occ_fp, uint32_t nbytes) {
 double Unit::busy_cycles() const { return static_cast<double>(busy_fp) / static_cast<double>(kFp); }
 
 // ------------------------------------------------------------------ construction
-bool ME::has_ready() const { return ready > 0; }
+bool ME::has_ready() const { return ready_mask != 0; }
 
 Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
   uint64_t s = seed;
@@ -128,6 +128,7 @@ Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
   rings_.assign(cfg_.rings, Ring{});
   queues_.assign(cfg_.sram_channels, std::vector<QueueDesc>(cfg_.queue_descriptors));
   media_sigs_.assign(cfg_.num_mes(), std::array<uint16_t, 8>{});
+  loaded_pos_.assign(cfg_.num_mes(), -1);
   media_ = std::make_unique<Media>(cfg_.media, *this);
 }
 
@@ -162,11 +163,17 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
   m.image_words = static_cast<uint32_t>(words.size());
   m.contexts = ctx_mode;
   m.per_ctx = per_ctx;
+  if (std::find(loaded_.begin(), loaded_.end(), &m) == loaded_.end()) {
+    loaded_.push_back(&m);
+    std::sort(loaded_.begin(), loaded_.end(), [](const ME* x, const ME* y) { return x->index < y->index; });
+    run_key_.assign(loaded_.size(), UINT64_MAX);
+    for (size_t k = 0; k < loaded_.size(); ++k) loaded_pos_[loaded_[k]->index] = static_cast<int>(k);
+  }
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
     std::fill(f->begin(), f->end(), 0);
   m.cur = -1;
   m.last = ctx_mode - 1;
-  m.ready = 0;
+  m.ready_mask = 0;
   m.fifo_stalled = false;
   m.time = std::max(m.time, now_);
   for (int ci = 0; ci < 8; ++ci) {
@@ -368,10 +375,28 @@ void Chip::note_media_registration(int me_index, int ci, uint32_t value) {
 }
 
 // ------------------------------------------------------------------ events and signals
-void Chip::post(Event ev) {
-  ev.seq = seq_++;
+void Chip::post(const Event& ev) {
+  uint32_t slot;
+  if (event_free_.empty()) {
+    slot = static_cast<uint32_t>(event_pool_.size());
+    event_pool_.emplace_back();
+  } else {
+    slot = event_free_.back();
+    event_free_.pop_back();
+  }
+  Event& e = event_pool_[slot];
+  e.time = ev.time;
+  e.seq = seq_;
+  e.me = ev.me;
+  e.ctx = ev.ctx;
+  e.sig = ev.sig;
+  e.file = ev.file;
+  e.xfer = ev.xfer;
+  e.nwords = ev.nwords;
+  e.counts = ev.counts;
+  std::copy(ev.words.begin(), ev.words.begin() + ev.nwords, e.words.begin());
   if (ev.time < burst_end) burst_end = ev.time;
-  events_.push(std::move(ev));
+  events_.push(ev.time, seq_++, slot);
 }
 
 void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
@@ -385,26 +410,14 @@ void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
   post(ev);
 }
 
-void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
-  Context& c = m.ctx[ci];
-  if (t < c.state_since) t = c.state_since;
-  c.state_cycles[static_cast<int>(c.state)] += t - c.state_since;
-  if (tracing_ && t > c.state_since)
-    trace_.push_back(TraceInterval{m.index, ci, c.state, c.state_since, t});
-  if (c.state == CtxState::Ready) m.ready--;
-  if (s == CtxState::Ready) m.ready++;
-  c.state = s;
-  c.state_since = t;
-}
-
-void Chip::wake_check(ME& m, int ci, uint64_t t) {
+inline void Chip::wake_check(ME& m, int ci, uint64_t t) {
   Context& c = m.ctx[ci];
   if (c.state != CtxState::Sleeping) return;
   uint16_t got = c.signals & c.wait_mask;
   bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
   if (!ok) return;
   if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
-  if (m.cur < 0 && m.ready == 0 && m.time < t) {  // the ME was idle: it wakes up now
+  if (m.cur < 0 && m.ready_mask == 0 && m.time < t) {  // the ME was idle: it wakes up now
     m.idle += t - m.time;
     m.time = t;
   }
@@ -433,29 +446,32 @@ void Chip::deliver(const Event& ev) {
     c.signals |= static_cast<uint16_t>(1u << ev.sig);
     wake_check(m, ev.ctx, ev.time);
   }
+  refresh_key(m);
 }
 
 void Chip::process_events_until(uint64_t t) {
-  while (!events_.empty() && events_.top().time <= t) {
-    Event ev = events_.top();
-    events_.pop();
-    deliver(ev);
+  while (!events_.empty() && events_.top_time() <= t) {
+    uint32_t slot = events_.pop();
+    event_free_.push_back(slot);  // deliver posts nothing, so the slot stays intact meanwhile
+    deliver(event_pool_[slot]);
   }
 }
 
 // ------------------------------------------------------------------ context switching
-bool Chip::pick_context(ME& m) {
-  if (m.ready == 0 || m.contexts == 0) return false;
-  for (int k = 1; k <= m.contexts; ++k) {
-    int ci = (m.last + k) % m.contexts;
-    if (m.ctx[ci].state == CtxState::Ready) {
-      set_state(m, ci, CtxState::Executing, m.time);
-      m.cur = ci;
-      m.last = ci;
-      return true;
-    }
-  }
-  return false;
+// Round robin: the first Ready context after the last one picked, i.e. the lowest set bit
+// of the ready mask rotated right by last + 1.
+inline bool Chip::pick_context(ME& m) {
+  if (m.ready_mask == 0 || m.contexts == 0) return false;
+  const int n = m.contexts;
+  const int start = m.last + 1;  // 1..n
+  const uint32_t all = (1u << n) - 1;
+  const uint32_t rot = ((m.ready_mask >> start) | (m.ready_mask << (n - start))) & all;
+  int ci = start + __builtin_ctz(rot);
+  if (ci >= n) ci -= n;
+  set_state(m, ci, CtxState::Executing, m.time);
+  m.cur = ci;
+  m.last = ci;
+  return true;
 }
 
 void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
@@ -587,14 +603,21 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
   std::string result;
   last_progress_time_ = now_;
   last_progress_retired_ = retired_;
+  for (const ME* m : loaded_) refresh_key(*m);  // the host may have changed MEs between runs
   for (;;) {
-    uint64_t t_ev = events_.empty() ? UINT64_MAX : events_.top().time;
+    uint64_t t_ev = next_event_time();
     uint64_t t_md = media_->next_event();
     uint64_t t_ext = std::min(t_ev, t_md);
-    ME* best = nullptr;
-    for (ME& m : mes_)
-      if (!m.fifo_stalled && (m.cur >= 0 || m.ready > 0) && (!best || m.time < best->time)) best = &m;
-    uint64_t t_me = best ? best->time : UINT64_MAX;
+    // the runnable ME with the smallest local time, the lowest index on a tie
+    uint64_t t_me = UINT64_MAX;
+    size_t best_pos = 0;
+    for (size_t k = 0, n = run_key_.size(); k < n; ++k) {  // branch-free: the winner varies
+      const uint64_t key = run_key_[k];
+      const bool smaller = key < t_me;
+      t_me = smaller ? key : t_me;
+      best_pos = smaller ? k : best_pos;
+    }
+    ME* best = t_me == UINT64_MAX ? nullptr : loaded_[best_pos];
 
     if (t_ext != UINT64_MAX && t_ext <= t_me) {  // an event comes first
       if (t_ext >= limit) { now_ = limit; result = "cycles"; break; }
@@ -628,6 +651,7 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     uint64_t end = std::min({t_me + cfg_.burst_cycles, t_ext, limit});
     now_ = std::max(now_, t_me);
     run_me(*best, end);
+    refresh_key(*best);
     if (retired_ != last_progress_retired_) {
       last_progress_retired_ = retired_;
       last_progress_time_ = best->time;
@@ -637,7 +661,7 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
   for (ME& m : mes_) {
     if (m.time >= now_ || m.contexts == 0) continue;
     if (m.fifo_stalled) m.stalled += now_ - m.time;
-    else if (m.cur < 0 && m.ready == 0) m.idle += now_ - m.time;
+    else if (m.cur < 0 && m.ready_mask == 0) m.idle += now_ - m.time;
     else continue;
     m.time = now_;
   }

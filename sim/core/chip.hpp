@@ -1,6 +1,7 @@
 // The simulated chip: microengines, contexts, memories, units, the event queue and the
 // scheduler.  How it works is described in docs/sim-core.md.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -133,7 +134,7 @@ struct ME {
   uint64_t time = 0;        // local time
   bool fifo_stalled = false; // command FIFO full: waits for one of its commands to complete
   int outstanding = 0;      // commands issued, not completed
-  int ready = 0;            // contexts in state Ready
+  uint32_t ready_mask = 0;  // bit ci set: context ci is Ready (the arbiter picks from these)
   // local CSRs held per ME
   uint32_t nn_put = 0, nn_get = 0;
   uint32_t ctx_arb_cntl = 0;
@@ -185,10 +186,96 @@ struct Event {
   bool counts = true;   // completes an issued command (command FIFO)
   std::array<uint32_t, 32> words{};
 };
-struct EventLater {
-  bool operator()(const Event& x, const Event& y) const {
-    return std::tie(x.time, x.seq) > std::tie(y.time, y.seq);
+// The event heap holds small keys; the payloads live in a pool with a free list, so a heap
+// sift moves 24 bytes instead of a whole Event.
+struct EventKey {
+  uint64_t time;
+  uint64_t seq;
+  uint32_t slot;  // index into the payload pool
+};
+struct EventKeyLater {
+  // one 128-bit compare of (time, seq): no branch to mispredict inside the heap sifts
+  bool operator()(const EventKey& x, const EventKey& y) const {
+    using u128 = unsigned __int128;
+    return ((static_cast<u128>(x.time) << 64) | x.seq) > ((static_cast<u128>(y.time) << 64) | y.seq);
   }
+};
+
+// Pending events, popped in (time, seq) order.  Events due within kWheel cycles of base_
+// go to a bucket per cycle (a FIFO: posts arrive in seq order, so a bucket stays sorted and
+// holds one time value); later ones to a binary heap.  pop compares the two heads by
+// (time, seq), so the order is exact whatever the mix; base_ only follows the popped times
+// (never above a pending event), which keeps every wheel event in [base_, base_ + kWheel).
+class EventQueue {
+ public:
+  static constexpr uint64_t kWheel = 1024;  // power of two, > the usual memory latencies
+
+  EventQueue() : buckets_(kWheel) {}
+  bool empty() const { return wheel_count_ == 0 && heap_.empty(); }
+  uint64_t top_time() const {
+    uint64_t h = heap_.empty() ? UINT64_MAX : heap_.front().time;
+    return wheel_min_ < h ? wheel_min_ : h;
+  }
+  void push(uint64_t time, uint64_t seq, uint32_t slot) {
+    if (time >= base_ && time - base_ < kWheel) {
+      Bucket& b = buckets_[time & kMask];
+      b.items.push_back(Item{seq, slot});
+      bits_[(time & kMask) >> 6] |= 1ULL << (time & 63);
+      if (time < wheel_min_) wheel_min_ = time;
+      ++wheel_count_;
+    } else {
+      heap_.push_back(EventKey{time, seq, slot});
+      std::push_heap(heap_.begin(), heap_.end(), EventKeyLater{});
+    }
+  }
+  // The slot of the smallest (time, seq); the queue must not be empty.
+  uint32_t pop() {
+    bool from_wheel = wheel_count_ != 0;
+    if (from_wheel && !heap_.empty()) {
+      const Bucket& b = buckets_[wheel_min_ & kMask];
+      from_wheel = EventKeyLater{}(heap_.front(), EventKey{wheel_min_, b.items[b.head].seq, 0});
+    }
+    if (!from_wheel) {
+      const EventKey k = heap_.front();
+      std::pop_heap(heap_.begin(), heap_.end(), EventKeyLater{});
+      heap_.pop_back();
+      if (k.time > base_) base_ = k.time;
+      return k.slot;
+    }
+    const uint64_t t = wheel_min_;
+    Bucket& b = buckets_[t & kMask];
+    const uint32_t slot = b.items[b.head++].slot;
+    --wheel_count_;
+    base_ = t;
+    if (b.head == b.items.size()) {
+      b.items.clear();
+      b.head = 0;
+      bits_[(t & kMask) >> 6] &= ~(1ULL << (t & 63));
+      wheel_min_ = wheel_count_ ? next_in_wheel(t + 1) : UINT64_MAX;
+    }
+    return slot;
+  }
+
+ private:
+  static constexpr uint64_t kMask = kWheel - 1;
+  struct Item { uint64_t seq; uint32_t slot; };
+  struct Bucket { std::vector<Item> items; size_t head = 0; };
+  // smallest time >= t whose bucket holds events (one exists within kWheel cycles)
+  uint64_t next_in_wheel(uint64_t t) const {
+    for (uint64_t d = 0; d < kWheel;) {
+      const uint64_t idx = (t + d) & kMask;
+      const uint64_t word = bits_[idx >> 6] >> (idx & 63);
+      if (word) return t + d + static_cast<uint64_t>(__builtin_ctzll(word));
+      d += 64 - (idx & 63);
+    }
+    return UINT64_MAX;
+  }
+  std::vector<Bucket> buckets_;
+  std::array<uint64_t, kWheel / 64> bits_{};
+  uint64_t base_ = 0;
+  uint64_t wheel_min_ = UINT64_MAX;
+  size_t wheel_count_ = 0;
+  std::vector<EventKey> heap_;  // min-heap on (time, seq) via EventKeyLater
 };
 
 struct TraceInterval { int me, ctx; CtxState state; uint64_t start, end; };
@@ -256,7 +343,7 @@ class Chip : public MediaHost {
   void set_lm_addr(Context& c, int which, uint32_t v, bool immediate);
   void raise_signal(int me, int ctx, int sig, uint64_t when);
   void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
-  void post(Event ev);  // schedule a completion
+  void post(const Event& ev);  // schedule a completion (copies the header and nwords words)
   bool scratch_ring_full(int r) const;
   bool scratch_ring_empty(int r) const;
   bool nn_empty(const ME& m) const { return m.nn_put == m.nn_get; }
@@ -272,17 +359,29 @@ class Chip : public MediaHost {
   friend struct Dispatch;
   void run_me(ME& m, uint64_t end);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
-  void set_state(ME& m, int ci, CtxState s, uint64_t t);
-  bool pick_context(ME& m);
+  inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
+  inline bool pick_context(ME& m);
   void process_events_until(uint64_t t);
   void deliver(const Event& ev);
-  void wake_check(ME& m, int ci, uint64_t t);
+  inline void wake_check(ME& m, int ci, uint64_t t);
   [[noreturn]] void deadlock(const char* why);
   bool waiting_on_media_only() const;
   uint32_t sram_word_addr(uint32_t addr, int& ch) const;
 
   ChipConfig cfg_;
   std::vector<ME> mes_;
+  std::vector<ME*> loaded_;  // MEs with an image, in index order: the only ones that can run
+  // Scheduler keys, parallel to loaded_: the ME's local time when it can run (not stalled on
+  // its command FIFO, a context executing or Ready), else UINT64_MAX.  Only run_me (for the
+  // ME it ran) and deliver (for the ME it hit) change what a key depends on, so they refresh
+  // it; run() refreshes all on entry.  The scheduler scans this small array.
+  std::vector<uint64_t> run_key_;
+  std::vector<int> loaded_pos_;  // per ME index: position in loaded_, -1 when not loaded
+  void refresh_key(const ME& m) {
+    int p = loaded_pos_[m.index];
+    if (p >= 0)
+      run_key_[p] = (!m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0)) ? m.time : UINT64_MAX;
+  }
   std::vector<Memory<uint32_t>> sram_mem_;
   Memory<uint8_t> dram_mem_;
   Memory<uint32_t> scratch_mem_;
@@ -290,7 +389,10 @@ class Chip : public MediaHost {
   Unit scratch_unit_, hash_unit_, msf_unit_;
   std::vector<Ring> rings_;
   std::vector<std::vector<QueueDesc>> queues_;
-  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
+  EventQueue events_;                  // (time, seq, slot) of the pending events
+  std::vector<Event> event_pool_;      // payloads, indexed by slot
+  std::vector<uint32_t> event_free_;   // free pool slots
+  uint64_t next_event_time() const { return events_.top_time(); }
   uint64_t seq_ = 0;
   std::unique_ptr<Media> media_;
   // receive threads registered on the MSF freelists: (me, ctx, sig) -> waiting for media
@@ -320,6 +422,19 @@ class Chip : public MediaHost {
   uint32_t q_dequeue(int ch, uint32_t q);
   Media& media_ref() { return *media_; }
 };
+
+// State changes are on the hot path (every swap, wake-up and pick): inline.
+inline void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
+  Context& c = m.ctx[ci];
+  if (t < c.state_since) t = c.state_since;
+  c.state_cycles[static_cast<int>(c.state)] += t - c.state_since;
+  if (tracing_ && t > c.state_since)
+    trace_.push_back(TraceInterval{m.index, ci, c.state, c.state_since, t});
+  if (c.state == CtxState::Ready) m.ready_mask &= ~(1u << ci);
+  if (s == CtxState::Ready) m.ready_mask |= 1u << ci;
+  c.state = s;
+  c.state_since = t;
+}
 
 // ------------------------------------------------------------------ instruction semantics
 // Each returns the outcome; `ci` is the context index.  Files: alu.cpp, branch.cpp,

@@ -30,6 +30,22 @@ static_assert(kRbufBase < kTbufBase && kTbufBase < kTbufCtlBase &&
 constexpr int kMaxSignal = (1 << isa::fmt_mem::SIG.width) - 1;  // signals 1..15
 constexpr int kXferLimit = static_cast<int>(isa::XFER_NONE);      // relative $ index bound
 
+// A byte buffer on the stack for the usual MSF transfer (up to 16 words), on the heap beyond.
+class SmallBytes {
+ public:
+  explicit SmallBytes(size_t n) : n_(n) {
+    if (n > sizeof(local_)) heap_.resize(n);
+  }
+  uint8_t* data() { return n_ > sizeof(local_) ? heap_.data() : local_; }
+  size_t size() const { return n_; }
+  uint8_t& operator[](size_t i) { return data()[i]; }
+
+ private:
+  size_t n_;
+  uint8_t local_[64];
+  std::vector<uint8_t> heap_;
+};
+
 std::string hex(uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
@@ -141,6 +157,7 @@ Media::u128 Media::wire_units(const Port& p, size_t length) const {
 
 // ------------------------------------------------------------------------ host side
 void Media::add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_before_cycle) {
+  next_valid_ = false;
   if (port < 0 || port >= num_ports()) {
     throw std::invalid_argument("add_rx_frame: no port " + std::to_string(port) + " (" +
                                 std::to_string(num_ports()) + " ports)");
@@ -187,10 +204,18 @@ Media::Event Media::earliest() const {
   return best;
 }
 
-uint64_t Media::next_event() const { return earliest().time; }
+uint64_t Media::next_event() const {
+  if (!next_valid_) {
+    next_time_ = earliest().time;
+    next_valid_ = true;
+  }
+  return next_time_;
+}
 
 void Media::advance(uint64_t t) {
-  for (Event e = earliest(); e.kind != EventKind::kNone && e.time <= t; e = earliest()) {
+  next_valid_ = false;
+  Event e = earliest();
+  for (; e.kind != EventKind::kNone && e.time <= t; e = earliest()) {
     switch (e.kind) {
       case EventKind::kTxDeparture: depart(ports_[e.port], e.port); break;
       case EventKind::kRxArrival: arrive(ports_[e.port], e.port); break;
@@ -198,6 +223,8 @@ void Media::advance(uint64_t t) {
       case EventKind::kNone: break;
     }
   }
+  next_time_ = e.time;  // the first event left: the cache is exact
+  next_valid_ = true;
   now_ = std::max(now_, t);
 }
 
@@ -310,23 +337,24 @@ void Media::deliver_autopush() {
 void Media::register_thread(int me, int ctx, int list, uint32_t value, uint64_t t) {
   const int xfer = static_cast<int>(value & 0xFF);
   const int sig = static_cast<int>((value >> 8) & 0xFF);
-  const std::string where = "msf[fast_wr] to MSF_RX_THREAD_FREELIST_BASE+" + std::to_string(list);
+  // the messages' common head, built only when a check fails (this runs once per frame)
+  auto where = [&] { return "msf[fast_wr] to MSF_RX_THREAD_FREELIST_BASE+" + std::to_string(list); };
   if (value >> 16) {
-    throw MediaFault(where + ": value " + hex(value) + " has bits above 15 set; expected (sig << 8) | xfer");
+    throw MediaFault(where() + ": value " + hex(value) + " has bits above 15 set; expected (sig << 8) | xfer");
   }
   if (sig < 1 || sig > kMaxSignal) {
-    throw MediaFault(where + ": signal " + std::to_string(sig) + " out of range 1.." +
+    throw MediaFault(where() + ": signal " + std::to_string(sig) + " out of range 1.." +
                      std::to_string(kMaxSignal) + "; expected value (sig << 8) | xfer");
   }
   if (xfer + 1 >= kXferLimit) {
-    throw MediaFault(where + ": transfer register $" + std::to_string(xfer) +
+    throw MediaFault(where() + ": transfer register $" + std::to_string(xfer) +
                      " leaves no room for the two status words (use $0..$" +
                      std::to_string(kXferLimit - 2) + ")");
   }
   bool served = false;
   for (const Port& p : ports_) served = served || p.cfg.rx_freelist == list;
   if (!served) {
-    throw MediaFault(where + ": no port is served by receive-thread freelist " + std::to_string(list) +
+    throw MediaFault(where() + ": no port is served by receive-thread freelist " + std::to_string(list) +
                      " (check the ports' rx_freelist)");
   }
   RxThread thread{me, ctx, xfer, sig, t};
@@ -344,14 +372,14 @@ void Media::register_thread(int me, int ctx, int list, uint32_t value, uint64_t 
 void Media::element_done(uint32_t value) {
   const uint32_t first = value & 0xFFFF;
   const uint32_t count = value >> 16;
-  const std::string where = "msf[fast_wr] to MSF_RBUF_ELEMENT_DONE (value " + hex(value) + ")";
+  auto where = [&] { return "msf[fast_wr] to MSF_RBUF_ELEMENT_DONE (value " + hex(value) + ")"; };
   if (first >= rbuf_state_.size()) {
-    throw MediaFault(where + ": element " + std::to_string(first) + " is outside the RBUF (" +
+    throw MediaFault(where() + ": element " + std::to_string(first) + " is outside the RBUF (" +
                      std::to_string(rbuf_state_.size()) + " elements)");
   }
   const int port = static_cast<int>(first) / rx_elements_;
   if (count < 1 || count > static_cast<uint32_t>(rx_elements_)) {
-    throw MediaFault(where + ": element count " + std::to_string(count) + " out of range 1.." +
+    throw MediaFault(where() + ": element count " + std::to_string(count) + " out of range 1.." +
                      std::to_string(rx_elements_) + "; expected first | (count << 16)");
   }
   const int base = ports_[port].rx_first;
@@ -360,7 +388,7 @@ void Media::element_done(uint32_t value) {
   for (uint32_t j = 0; j < count; ++j) {
     const int e = base + (rel + static_cast<int>(j)) % rx_elements_;
     if (rbuf_state_[e] != RbufState::kHanded) {
-      throw MediaFault(where + ": RBUF element " + std::to_string(e) + " (port " +
+      throw MediaFault(where() + ": RBUF element " + std::to_string(e) + " (port " +
                        std::to_string(port) + ") is " +
                        (rbuf_state_[e] == RbufState::kFree ? "not in use"
                                                            : "not yet handed to a receive thread") +
@@ -374,6 +402,7 @@ void Media::element_done(uint32_t value) {
 }
 
 void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
+  next_valid_ = false;
   if (csr >= kFreelistBase && csr < kFreelistBase + kFreelists) {
     register_thread(me, ctx, static_cast<int>(csr - kFreelistBase), value, t);
   } else if (csr == kElementDone) {
@@ -422,6 +451,7 @@ void Media::rbuf_copy_out(uint32_t rbuf_addr, uint8_t* dst, size_t n) const {
 }
 
 void Media::tbuf_copy_in(uint32_t tbuf_addr, const uint8_t* src, size_t n) {
+  // moves bytes only: no event changes, the next_event() cache stays valid
   const int port = tx_port_of_byte(tbuf_addr, "TBUF write");
   const size_t partition = static_cast<size_t>(tx_elements_) * cfg_.element_bytes;
   if (n > partition) {
@@ -436,10 +466,11 @@ void Media::tbuf_copy_in(uint32_t tbuf_addr, const uint8_t* src, size_t n) {
 }
 
 void Media::read(uint32_t addr, uint32_t* out, int nwords, uint64_t) {
+  // reads only: the next_event() cache stays valid (transmit threads poll TX_SEQUENCE)
   if (nwords < 1) throw MediaFault("msf[read]: word count must be at least 1");
   if (addr % 4 != 0) throw MediaFault("msf[read]: address " + hex(addr) + " is not longword aligned");
   if (addr >= kRbufBase && addr < kTbufBase) {
-    std::vector<uint8_t> bytes(static_cast<size_t>(nwords) * 4);
+    SmallBytes bytes(static_cast<size_t>(nwords) * 4);
     rbuf_copy_out(addr - kRbufBase, bytes.data(), bytes.size());
     for (int i = 0; i < nwords; ++i) {
       const uint8_t* b = bytes.data() + 4 * i;
@@ -462,10 +493,11 @@ void Media::read(uint32_t addr, uint32_t* out, int nwords, uint64_t) {
 }
 
 void Media::write(uint32_t addr, const uint32_t* in, int nwords, uint64_t t) {
+  next_valid_ = false;
   if (nwords < 1) throw MediaFault("msf[write]: word count must be at least 1");
   if (addr % 4 != 0) throw MediaFault("msf[write]: address " + hex(addr) + " is not longword aligned");
   if (addr >= kTbufBase && addr < kTbufCtlBase) {
-    std::vector<uint8_t> bytes(static_cast<size_t>(nwords) * 4);
+    SmallBytes bytes(static_cast<size_t>(nwords) * 4);
     for (int i = 0; i < nwords; ++i) {
       bytes[4 * i] = static_cast<uint8_t>(in[i] >> 24);
       bytes[4 * i + 1] = static_cast<uint8_t>(in[i] >> 16);
@@ -485,30 +517,31 @@ void Media::write(uint32_t addr, const uint32_t* in, int nwords, uint64_t t) {
 
 // ------------------------------------------------------------------------ transmit
 void Media::write_control(uint32_t element, uint32_t word, uint64_t t) {
-  const std::string where = "msf[write] TBUF control word " + hex(word) + " for element " +
-                            std::to_string(element);
+  auto where = [&] {
+    return "msf[write] TBUF control word " + hex(word) + " for element " + std::to_string(element);
+  };
   const uint32_t length = word & tx_control::kLengthMask;
   const uint32_t port = (word >> tx_control::kPortShift) & tx_control::kPortMask;
-  if (word >> 24) throw MediaFault(where + ": bits 31..24 must be 0 (length | port << 16)");
+  if (word >> 24) throw MediaFault(where() + ": bits 31..24 must be 0 (length | port << 16)");
   if (port >= static_cast<uint32_t>(num_ports())) {
-    throw MediaFault(where + ": no port " + std::to_string(port));
+    throw MediaFault(where() + ": no port " + std::to_string(port));
   }
   Port& p = ports_[port];
   const int rel = static_cast<int>(element) - p.tx_first;
   if (rel < 0 || rel >= tx_elements_) {
-    throw MediaFault(where + ": element is outside port " + std::to_string(port) +
+    throw MediaFault(where() + ": element is outside port " + std::to_string(port) +
                      "'s TBUF partition (elements " + std::to_string(p.tx_first) + ".." +
                      std::to_string(p.tx_first + tx_elements_ - 1) + ")");
   }
   const int eb = cfg_.element_bytes;
   const int count = (static_cast<int>(length) + eb - 1) / eb;
   if (length == 0 || count > tx_elements_) {
-    throw MediaFault(where + ": length " + std::to_string(length) + " does not fit the partition (1.." +
+    throw MediaFault(where() + ": length " + std::to_string(length) + " does not fit the partition (1.." +
                      std::to_string(tx_elements_ * eb) + " bytes)");
   }
   for (int j = 0; j < count; ++j) {
     if (p.tx_slots[(rel + j) % tx_elements_].claimed) {
-      throw MediaFault(where + ": element " + std::to_string(p.tx_first + (rel + j) % tx_elements_) +
+      throw MediaFault(where() + ": element " + std::to_string(p.tx_first + (rel + j) % tx_elements_) +
                        " still belongs to a frame that has not been transmitted");
     }
   }

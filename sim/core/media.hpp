@@ -204,6 +204,10 @@ class Media {
   std::vector<PortCounters> counters_;
   uint64_t now_ = 0;
   uint64_t seq_ = 0;
+  // next_event() is asked on every scheduler step: cache it; every public method that may
+  // change the model's state clears next_valid_.
+  mutable uint64_t next_time_ = UINT64_MAX;
+  mutable bool next_valid_ = false;
 };
 
 }  // namespace npkit

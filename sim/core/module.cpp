@@ -274,6 +274,46 @@ PYBIND11_MODULE(_core, m) {
              chip.add_rx_frame(port, std::vector<uint8_t>(s.begin(), s.end()), not_before);
            },
            py::arg("port"), py::arg("data"), py::arg("not_before_cycle") = -1)
+      .def("add_rx_frames",
+           [](py::object self, int port, py::list frames, py::list not_before) {
+             // One call per feed chunk instead of one per frame.  Every frame is checked
+             // before any is queued, so a bad frame leaves the port untouched.
+             Chip& chip = chip_of(self);
+             check_index(port, static_cast<int>(chip.config().media.ports.size()), "port");
+             const size_t n = frames.size();
+             if (not_before.size() != n) throw py::value_error("add_rx_frames: frames and not_before differ in length");
+             std::vector<std::pair<const char*, Py_ssize_t>> views(n);
+             std::vector<int64_t> due(n);
+             for (size_t k = 0; k < n; ++k) {
+               PyObject* item = frames[k].ptr();
+               if (!PyBytes_Check(item)) throw py::type_error("add_rx_frames: frames must be bytes");
+               views[k] = {PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item)};
+               if (views[k].second < 1 || views[k].second > 0xFFFF)
+                 throw py::value_error("add_rx_frame: frame length must be 1..65535 bytes, got " +
+                                       std::to_string(views[k].second));
+               due[k] = not_before[k].cast<int64_t>();
+             }
+             for (size_t k = 0; k < n; ++k) {
+               const auto* b = reinterpret_cast<const uint8_t*>(views[k].first);
+               chip.add_rx_frame(port, std::vector<uint8_t>(b, b + views[k].second), due[k]);
+             }
+           },
+           py::arg("port"), py::arg("frames"), py::arg("not_before_cycles"))
+      .def("take_tx_columns",
+           [](py::object self) {
+             // The transmitted frames as four parallel lists (port, first bit cycle, last bit
+             // cycle, bytes): no tuple per frame.
+             std::vector<TxFrame> done = chip_of(self).media().take_tx();
+             py::list ports(done.size()), first(done.size()), last(done.size()), data(done.size());
+             for (size_t k = 0; k < done.size(); ++k) {
+               const TxFrame& f = done[k];
+               ports[k] = py::int_(f.port);
+               first[k] = py::int_(f.first_bit_cycle);
+               last[k] = py::int_(f.last_bit_cycle);
+               data[k] = py::bytes(reinterpret_cast<const char*>(f.bytes.data()), f.bytes.size());
+             }
+             return py::make_tuple(ports, first, last, data);
+           })
       .def("take_tx",
            [](py::object self) {
              py::list out;
