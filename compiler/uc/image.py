@@ -125,7 +125,10 @@ class Image:
             raise ImageError(f"{name}: checksum mismatch: the image is corrupt; re-assemble it")
         try:
             image = _image_from_body(data)
-        except (KeyError, TypeError, ValueError, IndexError) as e:
+        except KeyError as e:
+            raise ImageError(f"{name}: corrupt image: missing key {e}; re-assemble it") \
+                from None
+        except (TypeError, ValueError, IndexError) as e:
             raise ImageError(f"{name}: corrupt image: {e}") from None
         problem = image.validate()
         if problem:
