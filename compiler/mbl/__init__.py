@@ -51,7 +51,7 @@ def emit(program: Program, kind: str) -> str:
 
 
 def __getattr__(name: str):  # the native target loads LLVM's JIT only when asked for
-    if name in ("NativeProgram", "Verdict", "NativeError"):
+    if name in ("NativeProgram", "Verdict", "NativeError", "HashUnit"):
         from . import native
 
         return getattr(native, name)
@@ -60,4 +60,4 @@ def __getattr__(name: str):  # the native target loads LLVM's JIT only when aske
 
 __all__ = ["CompileError", "Diagnostic", "DiagnosticBag", "Span", "Program", "check_file",
            "check_source", "compile_file", "compile_source", "emit", "EMIT_KINDS",
-           "NativeProgram", "Verdict", "NativeError"]
+           "NativeProgram", "Verdict", "NativeError", "HashUnit"]

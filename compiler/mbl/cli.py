@@ -166,8 +166,9 @@ def run(source: str, target: str, block_name: str | None, inputs: tuple[str, ...
         try:
             with open(path, "rb") as fh:
                 packets += [(ts, bytes(buf), port) for ts, buf in dpkt.pcap.Reader(fh)]
-        except (OSError, ValueError) as exc:
-            raise click.ClickException(f"cannot read pcap {path}: {exc}") from None
+        except (OSError, ValueError, dpkt.Error) as exc:  # dpkt.Error: not a pcap file
+            raise click.ClickException(f"cannot read pcap {path}: {exc or type(exc).__name__}; "
+                                       "give a pcap file (not pcapng)") from None
     packets.sort(key=lambda p: p[0])
     verdicts = native.run([p[1] for p in packets], [p[2] for p in packets])
     sinks = {port: open(path, "wb") for port, path in _port_files(outputs, "--out").items()}

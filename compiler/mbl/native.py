@@ -44,6 +44,28 @@ BATCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctype
                                    ctypes.c_void_p, ctypes.c_void_p)
 
 
+@dataclass(frozen=True)
+class HashUnit:
+    """Parameters of the chip's hash unit (docs/sim-core.md, "Hash function"):
+    H(K) = (K (x) M) mod (x^W + P) over GF(2), W = 48, 64 or 128.  The defaults are the
+    simulator's (sim/core/config.cpp); a chip config may override them (hash.polynomial_W,
+    hash.multiplier_W), and then the same values must be given here."""
+
+    polynomial: tuple[int, int, int] = (0x291, 0x42F0E1EBA9EA3693, 0x87)
+    multiplier: tuple[int, int, int] = (0x9E3779B97F4A, 0x9E3779B97F4A7C15,
+                                        0x9E3779B97F4A7C15F39CC0605CEDC835)
+
+    @classmethod
+    def from_config(cls, hash_section: dict) -> HashUnit:
+        """From a chip config's [hash] table (missing keys keep the defaults)."""
+        widths = (48, 64, 128)
+        poly = tuple(int(hash_section.get(f"polynomial_{w}", d))
+                     for w, d in zip(widths, cls.polynomial, strict=True))
+        mult = tuple(int(hash_section.get(f"multiplier_{w}", d))
+                     for w, d in zip(widths, cls.multiplier, strict=True))
+        return cls(poly, mult)  # type: ignore[arg-type]
+
+
 class NativeError(Exception):
     """A program the native target cannot run (e.g. an intrinsic it does not implement)."""
 
@@ -56,6 +78,7 @@ class Verdict:
     reason: str = ""  # drop reason or next label
     code: int = 0  # exception code
     data: bytes = b""  # the packet after the block (rewritten in place)
+    next_hop: int = 0  # meta.next_hop: exceptions name the next hop (e.g. whose MTU failed)
 
 
 def _slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
@@ -65,8 +88,9 @@ def _slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
 class _HostOps:
     """Bodies of the npu.* functions for the host."""
 
-    def __init__(self, module: ir.Module) -> None:
+    def __init__(self, module: ir.Module, hash_unit: HashUnit) -> None:
         self.m = module
+        self.hash_unit = hash_unit
 
     def fn(self, name: str) -> tuple[ir.Function, ir.IRBuilder]:
         f = self.m.get_global(name)
@@ -96,6 +120,9 @@ class _HostOps:
         self.lpm("npu.lpm32.lookup", 1)
         self.lpm("npu.lpm128.lookup", 4)
         self.hash_lookup()
+        for k, width in enumerate((48, 64, 128)):
+            self.hash_function(width, self.hash_unit.polynomial[k],
+                               self.hash_unit.multiplier[k])
 
     def packet_ops(self) -> None:
         f, b = self.fn("npu.pkt.load8")
@@ -160,6 +187,36 @@ class _HostOps:
             shifted = b.lshr(crc, ir.Constant(I32, 1))
             crc = b.select(low, b.xor(shifted, ir.Constant(I32, 0xEDB88320)), shifted)
         b.ret(crc)
+
+    def hash_function(self, width: int, polynomial: int, multiplier: int) -> None:
+        """npu.hashW: Horner's rule over the key bits, most significant first:
+        r = r*x mod (x^W + P), then r ^= M when the key bit is set (as sim/core/units.cpp)."""
+        f, b = self.fn(f"npu.hash{width}")
+        (key,) = f.args
+        wide = ir.IntType(width)
+        mask = (1 << width) - 1
+        poly, mult = ir.Constant(wide, polynomial & mask), ir.Constant(wide, multiplier & mask)
+        zero = ir.Constant(wide, 0)
+        entry = b.block
+        head, body, done = (f.append_basic_block(n) for n in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        bit = b.phi(I32)
+        r = b.phi(wide)
+        bit.add_incoming(ir.Constant(I32, width), entry)
+        r.add_incoming(zero, entry)
+        b.cbranch(b.icmp_unsigned("==", bit, ir.Constant(I32, 0)), done, body)
+        b.position_at_end(body)
+        next_bit = b.sub(bit, ir.Constant(I32, 1))
+        top = b.trunc(b.lshr(r, ir.Constant(wide, width - 1)), I1)
+        reduced = b.xor(b.shl(r, ir.Constant(wide, 1)), b.select(top, poly, zero))
+        key_bit = b.trunc(b.lshr(key, b.zext(next_bit, wide)), I1)
+        r_next = b.xor(reduced, b.select(key_bit, mult, zero))
+        bit.add_incoming(next_bit, body)
+        r.add_incoming(r_next, body)
+        b.branch(head)
+        b.position_at_end(done)
+        b.ret(r)
 
     def key_from_words(self, b, ctx, space, first_word, count: int | ir.Value, wide):
         """Read `count` words MSB first into one integer (count constant or a loop)."""
@@ -288,11 +345,12 @@ def _batch_driver(module: ir.Module, block: str) -> str:
     return name
 
 
-def native_module(program: Program, entry: str) -> tuple[ir.Module, str]:
+def native_module(program: Program, entry: str,
+                  hash_unit: HashUnit | None = None) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
     block or a pipeline."""
     module = lower(program)
-    _HostOps(module).build()
+    _HostOps(module, hash_unit or HashUnit()).build()
     kind = "pipeline" if entry in program.pipelines else "block"
     return module, _batch_driver(module, f"mbl.{kind}.{entry}")
 
@@ -310,14 +368,15 @@ def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]
 class NativeProgram:
     """A compiled block or pipeline with its memories, ready to run packet batches."""
 
-    def __init__(self, program: Program, block: str | None = None) -> None:
+    def __init__(self, program: Program, block: str | None = None,
+                 hash_unit: HashUnit | None = None) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
         self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))
         if self.block not in program.blocks and self.block not in program.pipelines:
             raise NativeError(f"no block or pipeline named '{self.block}'")
-        module, driver = native_module(program, self.block)
+        module, driver = native_module(program, self.block, hash_unit)
         self.ir = optimize(module)
         used = [f.name for f in self.ir.functions
                 if f.is_declaration and f.name.startswith("npu.")]
@@ -418,7 +477,8 @@ class NativeProgram:
         if kind == VERDICT_DROP:
             return Verdict("drop", reason=self.program.reasons.name(code), data=data)
         if kind == VERDICT_EXCEPTION:
-            return Verdict("exception", code=code, data=data)
+            return Verdict("exception", code=code, data=data,
+                           next_hop=int(meta[META_FIELDS["next_hop"].word]))
         if kind == VERDICT_NEXT:
             return Verdict("next", reason=self.program.labels.name(code), data=data)
         return Verdict("none", data=data)

@@ -827,6 +827,9 @@ class Checker:
                             f"write `~({v} as bit<N>)`")
         if not isinstance(t, Bits):
             return self.err("type-mismatch", f"'{e.op}' needs bit<N>, not {t.show()}", e.span)
+        v = self.p.values.get(id(e.operand))
+        if v is not None:  # a typed constant: fold with wrapping
+            return self.set(e, t, (~v if e.op == "~" else -v) & ((1 << t.width) - 1))
         return t
 
     def expr_Cast(self, e: A.Cast, want: Type | None) -> Type:  # noqa: N802
@@ -838,6 +841,9 @@ class Checker:
             return self.err("bad-cast", f"cannot cast to {to.show()}", e.span,
                             "cast to bit<N>; for bool compare: `x != 0`")
         if isinstance(t, Bits | Bool | Literal):
+            v = self.p.values.get(id(e.operand))
+            if v is not None and not isinstance(t, Bool):  # constant: truncate / zero-extend
+                return self.set(e, to, v & ((1 << to.width) - 1))
             return to
         return self.err("bad-cast", f"cannot cast {t.show()} to {to.show()}", e.span)
 
@@ -864,7 +870,7 @@ class Checker:
                                 "cast it: `(1 as bit<32>) << n`")
             if not isinstance(lt, Bits | Error):
                 return self.err("type-mismatch", f"cannot shift {lt.show()}", e.left.span)
-            return lt
+            return self.fold_typed(e, lt, op, e.left, e.right) if isinstance(lt, Bits) else lt
         compare = op in ("==", "!=", "<", "<=", ">", ">=")
         hint = want if isinstance(want, Bits) and not compare else None
         lt = self.expr(e.left, hint)
@@ -884,7 +890,22 @@ class Checker:
         if lt != rt:
             return self.err("type-mismatch", f"'{op}' on {lt.show()} and {rt.show()}: widths "
                             "differ", e.span, f"cast one side, e.g. `x as {rt.show()}`")
-        return Bool() if compare else lt
+        if compare:
+            return Bool()
+        return self.fold_typed(e, lt, op, e.left, e.right)
+
+    def fold_typed(self, e: A.Expr, t: Bits, op: str, left: A.Expr, right: A.Expr) -> Type:
+        """Arithmetic on typed constants (named constants, enum members) folds with the
+        run-time semantics: wrap modulo 2^N, shifts by >= N give 0."""
+        a, b = self.p.values.get(id(left)), self.p.values.get(id(right))
+        if a is None or b is None:
+            return t
+        mask = (1 << t.width) - 1
+        v = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+             "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
+             "<<": lambda: a << b if b < t.width else 0,
+             ">>": lambda: a >> b if b < t.width else 0}[op]()
+        return self.set(e, t, v & mask)
 
     def fold(self, e: A.Binary, t: Type) -> Type:
         """Fold arithmetic on two literals (unbounded integers; width comes later)."""

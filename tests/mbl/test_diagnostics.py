@@ -163,3 +163,19 @@ def test_bad_pipeline(source, message):
     assert message in bag.errors[0].message
     assert bag.errors[0].render(program.sources).startswith(
         f"t.mbl:{bag.errors[0].span.line}:{bag.errors[0].span.col + 1}: error:")
+
+
+def test_imports_load_each_file_once_even_in_a_cycle(tmp_path):
+    from npkit.compiler.mbl import check_file
+
+    (tmp_path / "a.mbl").write_text('import "b.mbl";\nconst A: bit<8> = B + 1;\n'
+                                    "block main { forward(A as bit<16>); }\n")
+    (tmp_path / "b.mbl").write_text('import "a.mbl";\nimport "c.mbl";\nconst B: bit<8> = C;\n')
+    (tmp_path / "c.mbl").write_text('import "b.mbl";\nconst C: bit<8> = 4;\n')
+    program, bag = check_file(tmp_path / "a.mbl")
+    assert not bag.errors, bag.render(program.sources)
+    (tmp_path / "c.mbl").write_text('import "b.mbl";\nconst C: bit<8> = 4;\nconst A: bit<8> = 1;\n')
+    program, bag = check_file(tmp_path / "a.mbl")
+    (d,) = bag.errors
+    assert d.kind == "redefinition" and "'A' is already defined" in d.message
+    assert d.render(program.sources).splitlines()[0].split(":")[0].endswith(".mbl")

@@ -54,6 +54,20 @@ def test_committed_parser_is_fresh():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs java for the ANTLR tool")
+def test_gen_parser_check_fails_on_a_stale_parser(tmp_path):
+    """A copy of the tree whose grammar gained a rule: --check must say stale and exit 1."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "gen-parser", tmp_path / "scripts")
+    shutil.copytree(REPO / "compiler" / "mbl" / "parser", tmp_path / "compiler" / "mbl" / "parser",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    grammar = (REPO / "compiler" / "mbl" / "MBL.g4").read_text()
+    (tmp_path / "compiler" / "mbl" / "MBL.g4").write_text(grammar + "\nunusedRule : ID ;\n")
+    r = subprocess.run([str(tmp_path / "scripts" / "gen-parser"), "--check"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "parser is stale" in r.stderr
+
+
 def test_cli_run_native_with_pcaps(tmp_path):
     """`run` reads pcaps, fills a table, writes forwarded packets (checked with scapy)."""
     from scapy.all import IP, UDP, Ether, rdpcap, wrpcap
@@ -74,6 +88,11 @@ def test_cli_run_native_with_pcaps(tmp_path):
     assert len(out) == 1 and out[0][IP].ttl == 8 and out[0][IP].dst == "10.1.2.3"
     bad = CliRunner().invoke(run, [str(PROGRAMS / "ipv4_ttl.mbl"), "--in", "zero"])
     assert bad.exit_code != 0 and "expected PORT=FILE" in bad.output
+    (tmp_path / "junk.pcap").write_bytes(b"not a pcap")
+    bad = CliRunner().invoke(run, [str(PROGRAMS / "ipv4_ttl.mbl"), "--in",
+                                   f"0={tmp_path}/junk.pcap"])
+    assert bad.exit_code == 1 and "cannot read pcap" in bad.output
+    assert "internal error" not in bad.output and "Traceback" not in bad.output
 
 
 def test_docs_example_compiles_and_runs():

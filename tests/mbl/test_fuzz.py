@@ -43,6 +43,7 @@ SEEDS = [
 TOKENS = ("block fn const enum header struct table array counter register pipeline stage "
           "ports import let var if else for in return forward drop exception next packet "
           "push pull lpm hash sram scratch local as bit bool true false meta csum crc32 toeplitz "
+          "csum_update hash48 hash64 hash128 contains lookup count add "
           "{ } ( ) [ ] < > ; : , . .. -> = == != <= >= + - * & | ^ ~ ! << >> && || += "
           "0 1 255 0xffff 128 129 99999999999999999999999999999999999999999 x y ip eth "
           "ipv4_t ethernet_t bit<8> bit<0> bit<32> \"std/headers.mbl\" // /* */ @ $ \\").split()

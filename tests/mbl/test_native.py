@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import zlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.all import IP, TCP, UDP, Ether, raw
@@ -431,14 +432,77 @@ def test_pipeline_follows_next_labels(native_from):
     assert [native.read("seen", i) for i in range(4)] == [3, 1, 1, 1]
 
 
-def test_unimplemented_intrinsic_is_a_clear_error():
-    import pytest
+def clmul_mod(key: int, mult: int, poly: int, width: int) -> int:
+    """The hash unit from its definition in docs/sim-core.md: the carry-less product
+    key (x) mult, then reduced by long division modulo x^width + poly."""
+    product = 0
+    for i in range(width):
+        if key >> i & 1:
+            product ^= mult << i
+    modulus = (1 << width) | poly
+    for bit in range(2 * width - 2, width - 1, -1):
+        if product >> bit & 1:
+            product ^= modulus << (bit - width)
+    return product
 
-    from npkit.compiler.mbl import NativeError, NativeProgram, compile_source
 
-    program = compile_source("array a: bit<64>[2];\nblock b { a[0] = hash64(a[1]); drop(x); }")
-    with pytest.raises(NativeError, match="does not implement npu.hash64"):
-        NativeProgram(program, "b")
+HASH_PROGRAM = """
+header keys_t { k48: bit<48>; k64: bit<64>; k128: bit<128>; }
+block b {
+    let k = packet<keys_t>(0) else drop(short);
+    k.k48 = hash48(k.k48);
+    k.k64 = hash64(k.k64);
+    k.k128 = hash128(k.k128);
+    forward(0);
+}
+"""
+# docs/sim-core.md "Hash function": the defaults, typed here from the document
+DOC_DEFAULTS = {48: (0x291, 0x9E3779B97F4A), 64: (0x42F0E1EBA9EA3693, 0x9E3779B97F4A7C15),
+                128: (0x87, 0x9E3779B97F4A7C15F39CC0605CEDC835)}
+
+
+def _hashed(native, keys: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    frames = [k48.to_bytes(6, "big") + k64.to_bytes(8, "big") + k128.to_bytes(16, "big")
+              for k48, k64, k128 in keys]
+    out = []
+    for v in native.run(frames):
+        assert v.kind == "forward"
+        out.append((int.from_bytes(v.data[:6], "big"), int.from_bytes(v.data[6:14], "big"),
+                    int.from_bytes(v.data[14:30], "big")))
+    return out
+
+
+key_triples = st.tuples(st.integers(0, 2**48 - 1), st.integers(0, 2**64 - 1),
+                        st.integers(0, 2**128 - 1))
+
+
+@pytest.fixture(scope="module")
+def hash_native(native_from):
+    return native_from(HASH_PROGRAM)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(key_triples, min_size=1, max_size=8))
+def test_hash_unit_matches_the_documented_function(hash_native, keys):
+    native = hash_native
+    expected = [tuple(clmul_mod(k, DOC_DEFAULTS[w][1], DOC_DEFAULTS[w][0], w)
+                      for k, w in zip(triple, (48, 64, 128), strict=True)) for triple in keys]
+    assert _hashed(native, keys) == expected
+
+
+def test_hash_unit_takes_the_chip_configs_parameters():
+    from npkit.compiler.mbl import HashUnit, NativeProgram, compile_source
+
+    section = {"polynomial_48": 0x1B, "multiplier_64": 0x1234_5678_9ABC_DEF1,
+               "multiplier_128": 3}
+    native = NativeProgram(compile_source(HASH_PROGRAM, "t.mbl"), "b",
+                           HashUnit.from_config(section))
+    keys = [(0x8000_0000_0001, 2**64 - 1, 2**127 + 5), (1, 1, 1)]
+    expected = [(clmul_mod(a, DOC_DEFAULTS[48][1], 0x1B, 48),
+                 clmul_mod(b, 0x1234_5678_9ABC_DEF1, DOC_DEFAULTS[64][0], 64),
+                 clmul_mod(c, 3, DOC_DEFAULTS[128][0], 128)) for a, b, c in keys]
+    assert _hashed(native, keys) == expected
+    assert expected[1] == (DOC_DEFAULTS[48][1], 0x1234_5678_9ABC_DEF1, 3)  # K = 1: H = M
 
 
 def test_edge_cases_bool_vars_odd_headers_wide_shift_and_lookup_in_function(native_from):
@@ -467,3 +531,116 @@ def test_edge_cases_bool_vars_odd_headers_wide_shift_and_lookup_in_function(nati
     assert (v.kind, v.code) == ("exception", zlib.crc32(b"\x01"))
     got = [native.read("out", i) for i in range(7)]
     assert got == [~(0x0102 + 0x0300) & 0xFFFF, zlib.crc32(b"\x01"), 0, 1, 9, 0, 1]
+
+
+STD_HEADERS_PROGRAM = """
+import "std/headers.mbl";
+array out : bit<32> [16] in scratch;
+counter by_vid [4] in local;
+counter frames [4] in sram;
+block b {
+    let vlan = packet<vlan_t>(14) else drop(runt);
+    out[0] = vlan.pcp as bit<32>;
+    out[1] = vlan.dei as bit<32>;
+    out[2] = vlan.vid as bit<32>;
+    by_vid.add(meta.in_port, vlan.vid as bit<32>);
+    frames.count(3);
+    if vlan.ethertype == ETHERTYPE_IPV4 {
+        let ip = packet<ipv4_t>(18) else drop(runt);
+        if ip.protocol == IPPROTO_TCP {
+            let tcp = packet<tcp_t>(38) else drop(runt);
+            out[3] = tcp.src_port as bit<32> << 16 | tcp.dst_port as bit<32>;
+            out[4] = tcp.seq;
+            out[5] = tcp.ack;
+            out[6] = tcp.data_offset as bit<32> << 24 | tcp.flags as bit<32> << 16
+                     | tcp.window as bit<32>;
+            out[7] = tcp.checksum as bit<32> << 16 | tcp.urgent as bit<32>;
+            forward(1);
+        }
+        let icmp = packet<icmp_t>(38) else drop(runt);
+        out[3] = icmp.type as bit<32> << 24 | icmp.code as bit<32> << 16
+                 | icmp.checksum as bit<32>;
+        out[4] = icmp.rest;
+        forward(2);
+    }
+    let ip6 = packet<ipv6_t>(18) else drop(runt);
+    out[3] = ip6.traffic_class as bit<32> << 20 | ip6.flow_label as bit<32>;
+    let icmp6 = packet<icmpv6_t>(58) else drop(runt);
+    out[4] = icmp6.type as bit<32> << 24 | icmp6.code as bit<32> << 16
+             | icmp6.checksum as bit<32>;
+    out[5] = icmp6.rest;
+    forward(3);
+}
+"""
+
+
+def test_standard_headers_match_scapy_and_counters_add(native_from):
+    """vlan_t, tcp_t, icmp_t, ipv6_t and icmpv6_t fields read as scapy builds them; counters
+    in local memory and SRAM add atomically."""
+    from scapy.all import ICMP, Dot1Q, IPv6
+    from scapy.layers.inet6 import ICMPv6EchoRequest
+
+    native = native_from(STD_HEADERS_PROGRAM)
+
+    def fields(frame: bytes, port: int) -> tuple[int, list[int]]:
+        (v,) = native.run([frame], in_ports=port)
+        return v.port, [native.read("out", i) for i in range(6)]
+
+    vlan = Dot1Q(prio=5, dei=1, vlan=0xABC)
+    tcp = TCP(sport=1234, dport=80, seq=0xDEADBEEF, ack=0x01020304, dataofs=6, flags="SA",
+              window=0x4321, urgptr=0x55AA, options=[("NOP", None)] * 4)
+    frame = raw(_eth() / vlan / IP(src="1.2.3.4", dst="5.6.7.8") / tcp)
+    parsed = Ether(frame)[TCP]
+    port, out = fields(frame, 1)
+    assert port == 1
+    assert out == [5, 1, 0xABC, 1234 << 16 | 80, 0xDEADBEEF,
+                   0x01020304] and native.read("out", 6) == (6 << 24 | 0x12 << 16 | 0x4321)
+    assert native.read("out", 7) == parsed.chksum << 16 | 0x55AA
+    frame = raw(_eth() / Dot1Q(vlan=7) / IP() / ICMP(type=8, code=0, id=0x1122, seq=0x3344))
+    port, out = fields(frame, 2)
+    assert (port, out[2], out[3], out[4]) == (2, 7, 8 << 24 | Ether(frame)[ICMP].chksum,
+                                              0x11223344)
+    frame = raw(_eth() / Dot1Q(vlan=9) / IPv6(tc=0xB5, fl=0xFEDCB)
+                / ICMPv6EchoRequest(id=0x99, seq=0x77))
+    port, out = fields(frame, 1)
+    icmp6 = Ether(frame)[ICMPv6EchoRequest]
+    assert (port, out[3], out[4], out[5]) == (3, 0xB5 << 20 | 0xFEDCB,
+                                              128 << 24 | icmp6.cksum, 0x99 << 16 | 0x77)
+    assert [native.read("by_vid", i) for i in range(3)] == [0, 0xABC + 9, 7]
+    assert native.read("frames", 3) == 3
+    (v,) = native.run([frame[:17]])
+    assert (v.kind, v.reason) == ("drop", "runt")
+
+
+def test_constant_expressions_fold_with_run_time_semantics(native_from):
+    """Constants built from constants and enum members fold (wrap modulo 2^N, shifts >= N
+    give 0, casts truncate/extend) and give the same values the same code computes at run
+    time from memory."""
+    native = native_from("""
+    enum E : bit<8> { big = 200 }
+    const B: bit<8> = 100;
+    const SUM: bit<8> = B + E.big;                        // 300 wraps to 44
+    const WIDE: bit<16> = (SUM as bit<16>) << 8 | ~(B as bit<16>);
+    const NEG: bit<8> = -B;
+    const GONE: bit<8> = B << 9;
+    const SIZE: bit<32> = 1 << 2;
+    array inp : bit<8> [2];
+    array out : bit<16> [SIZE * 2];
+    block b {
+        let b8 = inp[0];
+        let big = inp[1];
+        out[0] = SUM as bit<16>;
+        out[1] = WIDE;
+        out[2] = NEG as bit<16>;
+        out[3] = GONE as bit<16>;
+        out[4] = (b8 + big) as bit<16>;
+        out[5] = ((b8 + big) as bit<16>) << 8 | ~(b8 as bit<16>);
+        out[6] = (-b8) as bit<16>;
+        out[7] = (b8 << (9 as bit<8>)) as bit<16>;
+        forward(0);
+    }""")
+    native.write("inp", 0, 100)
+    native.write("inp", 1, 200)
+    native.run([b"\0"])
+    want = [44, 44 << 8 | (~100 & 0xFFFF), 256 - 100, 0]
+    assert [native.read("out", i) for i in range(8)] == want + want

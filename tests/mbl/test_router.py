@@ -175,7 +175,8 @@ def test_ipv4_df_and_mtu_too_small_is_frag_needed(router):
     big = raw(eth() / IP(src="198.18.0.1", dst="10.1.0.9", flags="DF") / (b"x" * 700))
     check(router, big, ("exception", EXC["frag_needed"]))
     (v,) = router.run([big])
-    assert v.code == EXC["frag_needed"]
+    # the control plane needs the next hop to quote its MTU (ICMP code 4): 10.1/16 -> 2
+    assert (v.code, v.next_hop, NEXTHOPS[v.next_hop][3]) == (EXC["frag_needed"], 2, 600)
 
 
 def test_ipv4_mtu_too_small_without_df_goes_to_fragmentation(router):
@@ -215,6 +216,8 @@ def test_rfc8200_hop_limit_expired(router, hlim):
 def test_rfc8200_packet_too_big_never_fragmented(router):
     frame = raw(eth() / IPv6(src="2001:db8:9::9", dst="2001:db8:6::1") / (b"x" * 600))
     check(router, frame, ("exception", EXC["too_big"]))
+    (v,) = router.run([frame])
+    assert (v.next_hop, NEXTHOPS[v.next_hop][3]) == (2, 600)  # 2001:db8:6::/48 -> 2, MTU 600
 
 
 def test_rfc8200_hop_by_hop_goes_to_slow_path(router):
