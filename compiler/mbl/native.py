@@ -8,6 +8,7 @@ through the fixed pass pipeline and MCJIT.  Packets run in batches: one call per
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -33,11 +34,12 @@ from .types import (
 )
 
 I128 = ir.IntType(128)
-# Host context: six 8-byte slots: packet, metadata record, sram, scratch, local memory,
-# packet length.
-CTX = ir.ArrayType(ir.IntType(64), 6)
-CTX_PKT, CTX_META, CTX_SRAM, CTX_LEN = 0, 1, 2, 5
+# Host context: 8-byte slots: packet, metadata record, sram, scratch, local memory,
+# packet length; a seventh for the prefetch slice: how many memory reads it still makes.
+CTX = ir.ArrayType(ir.IntType(64), 7)
+CTX_PKT, CTX_META, CTX_SRAM, CTX_LEN, CTX_READS = 0, 1, 2, 5, 6
 VALID = 0x8000_0000
+EXACT_HASH_MULTIPLIER = 0x9E3779B1  # 2^32 / golden ratio (Fibonacci hashing)
 HEADROOM = 64  # bytes before each packet in the batch buffer, room for packet.push
 BATCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
@@ -79,6 +81,17 @@ class Verdict:
     code: int = 0  # exception code
     data: bytes = b""  # the packet after the block (rewritten in place)
     next_hop: int = 0  # meta.next_hop: exceptions name the next hop (e.g. whose MTU failed)
+
+
+def exact_hash(key: int, key_words: int) -> int:
+    """The home-slot hash of an exact-match (`hash`) table key, before masking to the table
+    size: h = (h ^ w) * 0x9E3779B1 mod 2^32 over the key words MSB first, then h ^ h >> 16.
+    Both the control plane (table_add) and the native lookup use it."""
+    h = 0
+    for k in range(key_words):
+        w = (key >> (32 * (key_words - 1 - k))) & 0xFFFFFFFF
+        h = ((h ^ w) * EXACT_HASH_MULTIPLIER) & 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def _slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
@@ -173,9 +186,18 @@ class _HostOps:
         ctx, space, word, v = f.args
         b.store(v, self.word_ptr(b, ctx, space, word))
         b.ret_void()
+        # A plain read-modify-write, not an atomic one (lock xadd: ~9 ns a packet, and a
+        # full barrier that stops the CPU overlapping cache misses).  Safe because nothing
+        # else touches the memories while a batch runs: a batch runs on one thread, one
+        # packet after the other, and NativeProgram.run holds the program's lock, so two host
+        # threads never run batches on the same memories at once.  The result (the sum, and
+        # the old value returned) is exactly the atomic add's.
         f, b = self.fn("npu.mem.add")
         ctx, space, word, v = f.args
-        b.ret(b.atomic_rmw("add", self.word_ptr(b, ctx, space, word), v, "monotonic"))
+        ptr = self.word_ptr(b, ctx, space, word)
+        old = b.load(ptr, typ=I32)
+        b.store(b.add(old, v), ptr)
+        b.ret(old)
 
     def crc32(self) -> None:
         """One byte of the reflected CRC-32 (IEEE 802.3, polynomial 0xEDB88320)."""
@@ -274,8 +296,13 @@ class _HostOps:
         b.ret(b.load(found, typ=I1))
 
     def hash_lookup(self) -> None:
+        """Open addressing (the module-level exact_hash gives the home slot): probe from
+        there, one slot further each step, until the key (hit), an empty slot or `size`
+        probes (miss)."""
         f, b = self.fn("npu.hash.lookup")
         ctx, space, base, size, key_words, key, out = f.args
+        home = self.exact_hash(b, key, key_words)
+        mask = b.sub(size, ir.Constant(I32, 1))
         i_slot = b.alloca(I32)
         b.store(ir.Constant(I32, 0), i_slot)
         head, body, check, nxt, hit, miss = (f.append_basic_block(n) for n in (
@@ -286,10 +313,11 @@ class _HostOps:
         b.cbranch(b.icmp_unsigned("<", i, size), body, miss)
         b.position_at_end(body)
         stride = b.add(key_words, ir.Constant(I32, 2))
-        entry = b.add(base, b.mul(i, stride))
+        slot = b.and_(b.add(home, i), mask)
+        entry = b.add(base, b.mul(slot, stride))
         hdr = b.load(self.word_ptr(b, ctx, space, entry), typ=I32)
         valid = b.icmp_unsigned("!=", b.and_(hdr, ir.Constant(I32, VALID)), ir.Constant(I32, 0))
-        b.cbranch(valid, check, nxt)
+        b.cbranch(valid, check, miss)  # an empty slot ends the probe sequence
         b.position_at_end(check)
         acc = ir.Constant(I128, 0)
         for k in range(4):  # at most 4 key words; words beyond key_words are skipped
@@ -309,50 +337,201 @@ class _HostOps:
         b.position_at_end(miss)
         b.ret(ir.Constant(I1, 0))
 
+    @staticmethod
+    def exact_hash(b: ir.IRBuilder, key: ir.Value, key_words: ir.Value) -> ir.Value:
+        """The module-level exact_hash in IR: key_words is a constant after inlining."""
+        h = ir.Constant(I32, 0)
+        for k in range(4):  # key word k counted from the most significant used word
+            use = b.icmp_unsigned("<", ir.Constant(I32, k), key_words)
+            shift = b.zext(b.mul(b.sub(b.sub(key_words, ir.Constant(I32, 1)),
+                                       ir.Constant(I32, k)), ir.Constant(I32, 32)), I128)
+            safe = b.select(use, shift, ir.Constant(I128, 0))
+            w = b.trunc(b.lshr(key, safe), I32)
+            mixed = b.mul(b.xor(h, w), ir.Constant(I32, EXACT_HASH_MULTIPLIER))
+            h = b.select(use, mixed, h)
+        return b.xor(h, b.lshr(h, ir.Constant(I32, 16)))
 
-def _batch_driver(module: ir.Module, block: str) -> str:
-    """`void @mbl.batch(pkts, stride, lens, metas, n, sram, scratch, local)`."""
+
+class _PrefetchSliceOps(_HostOps):
+    """Host bodies for the prefetch slice: the block with its packet and memory writes
+    dropped (metadata goes to a copy of the record, see _batch_driver) and every memory read
+    also prefetching its word.  What is
+    left after optimization is the reads that lead to memory addresses: for a trie walk, the
+    root read and a prefetch of the ply word.  It changes nothing, so running it early only
+    warms the cache (see _batch_driver)."""
+
+    def packet_ops(self) -> None:
+        f, b = self.fn("npu.pkt.load8")  # bounded: a dropped write may leave another offset
+        ctx, off = f.args
+        inside = b.icmp_unsigned("<", off, self.load_field(b, ctx, CTX_LEN))
+        safe = b.select(inside, off, ir.Constant(I32, 0))
+        byte = b.load(b.gep(self.load_field(b, ctx, CTX_PKT), [safe], source_etype=I8), typ=I8)
+        b.ret(b.select(inside, byte, ir.Constant(I8, 0)))
+        f, b = self.fn("npu.pkt.len")
+        b.ret(self.load_field(b, f.args[0], CTX_LEN))
+        f, b = self.fn("npu.meta.read")
+        ctx, word = f.args
+        b.ret(b.load(b.gep(self.load_field(b, ctx, CTX_META), [word], source_etype=I32),
+                     typ=I32))
+        f, b = self.fn("npu.meta.write")  # the driver gives the slice a copy of the record
+        ctx, word, v = f.args
+        b.store(v, b.gep(self.load_field(b, ctx, CTX_META), [word], source_etype=I32))
+        b.ret_void()
+        self.fn("npu.pkt.store8")[1].ret_void()
+
+    def memory_ops(self) -> None:
+        prefetch = ir.Function(self.m, ir.FunctionType(VOID, [PTR, I32, I32, I32]),
+                               "llvm.prefetch.p0")
+        f, b = self.fn("npu.mem.read")
+        ctx, space, word = f.args
+        ptr = self.word_ptr(b, ctx, space, word)
+        # read, high temporal locality (3: keep it in all levels), data cache (1)
+        b.call(prefetch, [ptr, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
+        # Only the first PREFETCH_DEPTH reads are real; later ones give 0 without waiting,
+        # so a slice never stalls on the miss it has just started (a trie walk ends there).
+        budget_ptr = _slot(b, ctx, CTX_READS)
+        budget = b.load(budget_ptr, typ=I32)
+        real = b.icmp_unsigned("!=", budget, ir.Constant(I32, 0))
+        with b.if_else(real) as (then, otherwise):
+            with then:
+                b.store(b.sub(budget, ir.Constant(I32, 1)), budget_ptr)
+                value = b.load(ptr, typ=I32)
+                then_block = b.block
+            with otherwise:
+                else_block = b.block
+        result = b.phi(I32)
+        result.add_incoming(value, then_block)
+        result.add_incoming(ir.Constant(I32, 0), else_block)
+        b.ret(result)
+        f, b = self.fn("npu.mem.write")
+        b.ret_void()
+        f, b = self.fn("npu.mem.add")
+        ctx, space, word, _ = f.args
+        b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
+
+
+PREFETCH_DEPTH = 1  # memory reads a slice really makes (the rest only prefetch)
+PREFETCH_GROUP = 16  # packets whose slices run before their blocks (misses in flight)
+
+
+def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None) -> str:
+    """`void @mbl.batch(pkts, stride, lens, metas, n, sram, scratch, local)`.
+
+    With a prefetch slice (`slice_fn`, see _PrefetchSliceOps) the batch runs in groups of
+    PREFETCH_GROUP packets: first the slice of each packet of the group (on its own context
+    and a copy of the metadata record, so it changes nothing), then the block on each.  The
+    slices are short, so the CPU has the cache misses of the whole group in flight at once
+    (a trie walk's ply reads) instead of paying them one packet after the other inside the
+    long block; the blocks then find their words in cache.  Results are the same: the slice
+    only reads."""
     name = f"mbl.batch.{block.split('.', 2)[-1]}"
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I32, PTR, PTR, I32, PTR, PTR, PTR]),
                      name)
     pkts, stride, lens, metas, n, sram, scratch, local = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    # via ptrtoint/inttoptr: llvmlite keeps allocas typed; instcombine folds the pair away
-    ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), ir.IntType(64)), PTR)
-    for k, v in ((2, sram), (3, scratch), (4, local)):
-        b.store(v, _slot(b, ctx, k))
-    i_slot = b.alloca(I32)
-    b.store(ir.Constant(I32, 0), i_slot)
-    head, body, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+    i64 = ir.IntType(64)
+
+    def new_ctx() -> ir.Value:
+        # via ptrtoint/inttoptr: llvmlite keeps allocas typed; instcombine folds the pair away
+        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
+        for k, v in ((2, sram), (3, scratch), (4, local)):
+            b.store(v, _slot(b, ctx, k))
+        return ctx
+
+    def set_packet(ctx: ir.Value, i: ir.Value) -> ir.Value:
+        """Point ctx at packet i; returns its metadata record."""
+        i_wide = b.zext(i, i64)
+        slot_start = b.mul(i_wide, b.zext(stride, i64))
+        pkt = b.gep(pkts, [b.add(slot_start, ir.Constant(i64, HEADROOM))], source_etype=I8)
+        meta = b.gep(metas, [b.mul(i_wide, ir.Constant(i64, META_WORDS))], source_etype=I32)
+        length = b.load(b.gep(lens, [i_wide], source_etype=I32), typ=I32)
+        for k, v in ((0, pkt), (1, meta), (5, length)):
+            b.store(v, _slot(b, ctx, k))
+        return meta
+
+    def loop(first: ir.Value, end: ir.Value, body) -> None:
+        """for i in first..end: body(i)"""
+        i_slot = b.alloca(I32)
+        b.store(first, i_slot)
+        head, inner, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(i_slot, typ=I32)
+        b.cbranch(b.icmp_unsigned("<", i, end), inner, done)
+        b.position_at_end(inner)
+        body(i)
+        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+        b.branch(head)
+        b.position_at_end(done)
+
+    ctx = new_ctx()
+
+    def run_block(i: ir.Value) -> None:
+        set_packet(ctx, i)
+        b.call(module.get_global(block), [ctx])
+
+    if slice_fn is None:
+        loop(ir.Constant(I32, 0), n, run_block)
+        b.ret_void()
+        return name
+    slice_ctx = new_ctx()
+    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+    slice_decl = ir.Function(module, ir.FunctionType(VOID, [PTR]), slice_fn)
+
+    def run_slice(i: ir.Value) -> None:
+        meta = set_packet(slice_ctx, i)
+        for w in range(META_WORDS):
+            word = b.load(b.gep(meta, [ir.Constant(I32, w)], source_etype=I32), typ=I32)
+            b.store(word, b.gep(meta_copy, [ir.Constant(I32, w)], source_etype=I32))
+        b.store(meta_copy, _slot(b, slice_ctx, CTX_META))
+        b.store(ir.Constant(I32, PREFETCH_DEPTH), _slot(b, slice_ctx, CTX_READS))
+        b.call(slice_decl, [slice_ctx])
+
+    def run_group(first: ir.Value) -> None:
+        last = b.add(first, ir.Constant(I32, PREFETCH_GROUP))
+        end = b.select(b.icmp_unsigned("<", last, n), last, n)
+        loop(first, end, run_slice)
+        loop(first, end, run_block)
+
+    g_slot = b.alloca(I32)
+    b.store(ir.Constant(I32, 0), g_slot)
+    head, inner, done = (fn.append_basic_block(x) for x in ("groups", "group", "end"))
     b.branch(head)
     b.position_at_end(head)
-    i = b.load(i_slot, typ=I32)
-    b.cbranch(b.icmp_unsigned("<", i, n), body, done)
-    b.position_at_end(body)
-    i64 = b.zext(i, ir.IntType(64))
-    slot_start = b.mul(i64, b.zext(stride, ir.IntType(64)))
-    pkt = b.gep(pkts, [b.add(slot_start, ir.Constant(ir.IntType(64), HEADROOM))],
-                source_etype=I8)
-    meta = b.gep(metas, [b.mul(i64, ir.Constant(ir.IntType(64), META_WORDS))], source_etype=I32)
-    length = b.load(b.gep(lens, [i64], source_etype=I32), typ=I32)
-    for k, v in ((0, pkt), (1, meta), (5, length)):
-        b.store(v, _slot(b, ctx, k))
-    b.call(module.get_global(block), [ctx])
-    b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+    g = b.load(g_slot, typ=I32)
+    b.cbranch(b.icmp_unsigned("<", g, n), inner, done)
+    b.position_at_end(inner)
+    run_group(g)
+    b.store(b.add(g, ir.Constant(I32, PREFETCH_GROUP)), g_slot)
     b.branch(head)
     b.position_at_end(done)
     b.ret_void()
     return name
 
 
-def native_module(program: Program, entry: str,
-                  hash_unit: HashUnit | None = None) -> tuple[ir.Module, str]:
+SLICE_PREFIX = "mbl.slice."
+
+
+def prefetch_slice(program: Program, entry: str,
+                   hash_unit: HashUnit | None = None) -> llvm.ModuleRef:
+    """The optimized prefetch slice of a block or pipeline, as `@mbl.slice.mbl.<kind>.<entry>`
+    (all its own symbols renamed, so it links into the main module)."""
+    module = lower(program)
+    _PrefetchSliceOps(module, hash_unit or HashUnit()).build()
+    text = str(module).replace('@"mbl.', f'@"{SLICE_PREFIX}mbl.')
+    return optimize(text)
+
+
+def native_module(program: Program, entry: str, hash_unit: HashUnit | None = None,
+                  prefetch: bool = False) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
-    block or a pipeline."""
+    block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
+    (prefetch_slice, linked in separately)."""
     module = lower(program)
     _HostOps(module, hash_unit or HashUnit()).build()
     kind = "pipeline" if entry in program.pipelines else "block"
-    return module, _batch_driver(module, f"mbl.{kind}.{entry}")
+    target = f"mbl.{kind}.{entry}"
+    return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
 
 
 def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]:
@@ -369,15 +548,19 @@ class NativeProgram:
     """A compiled block or pipeline with its memories, ready to run packet batches."""
 
     def __init__(self, program: Program, block: str | None = None,
-                 hash_unit: HashUnit | None = None) -> None:
+                 hash_unit: HashUnit | None = None, prefetch: bool = True) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
         self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))
         if self.block not in program.blocks and self.block not in program.pipelines:
             raise NativeError(f"no block or pipeline named '{self.block}'")
-        module, driver = native_module(program, self.block, hash_unit)
+        # a slice only pays where the program reads memories (arrays: trie walks)
+        prefetch = prefetch and any(m.kind == "array" for m in program.memories.values())
+        module, driver = native_module(program, self.block, hash_unit, prefetch)
         self.ir = optimize(module)
+        if prefetch:
+            self.ir.link_in(prefetch_slice(program, self.block, hash_unit))
         used = [f.name for f in self.ir.functions
                 if f.is_declaration and f.name.startswith("npu.")]
         if used:
@@ -388,6 +571,8 @@ class NativeProgram:
         self.memory = {space: np.zeros(max(1, self._words(space)), dtype=np.uint32)
                        for space in SPACE_IDS}
         self._table_fill: dict[str, int] = {}
+        # batches on these memories run one at a time (npu.mem.add is a plain add)
+        self._batch_lock = threading.Lock()
 
     def _words(self, space: str) -> int:
         return sum(m.words for m in self.program.memories.values() if m.space == space)
@@ -412,15 +597,35 @@ class NativeProgram:
 
     # ---- memories from the host (a stand-in for the control plane) ----
     def table_add(self, name: str, key: int, value: int, prefix_len: int | None = None) -> None:
+        """Add an entry.  lpm tables fill slot after slot (the lookup scans them all); hash
+        tables are open-addressed: the entry goes to the first empty slot from the key's home
+        slot (exact_hash masked to the size), and an existing entry for the key gets the new
+        value."""
         m = self._mem(name)
-        slot = self._table_fill.get(name, 0)
-        if slot >= m.size:
-            raise NativeError(f"table {name} is full ({m.size} entries)")
-        self._table_fill[name] = slot + 1
         key_words = m.words_per_entry - 2
-        hdr = VALID | (prefix_len if m.kind == "lpm" else 0)
         key_list = [(key >> (32 * (key_words - 1 - k))) & 0xFFFFFFFF for k in range(key_words)]
+        if m.kind == "hash":
+            slot = self._hash_slot(m, key_list)
+        else:
+            slot = self._table_fill.get(name, 0)
+            if slot >= m.size:
+                raise NativeError(f"table {name} is full ({m.size} entries)")
+            self._table_fill[name] = slot + 1
+        hdr = VALID | (prefix_len if m.kind == "lpm" else 0)
         self._entry(m, slot)[:] = [hdr, value, *key_list]
+
+    def _hash_slot(self, m: MemoryInfo, key_list: list[int]) -> int:
+        """The slot for key in hash table m: its own entry or the first empty one probed."""
+        key = 0
+        for w in key_list:
+            key = (key << 32) | w
+        home = exact_hash(key, len(key_list))
+        for i in range(m.size):
+            slot = (home + i) & (m.size - 1)
+            entry = self._entry(m, slot)
+            if not int(entry[0]) & VALID or [int(w) for w in entry[2:]] == key_list:
+                return slot
+        raise NativeError(f"table {m.name} is full ({m.size} entries)")
 
     def write(self, name: str, index: int, value: int | dict[str, int]) -> None:
         m = self._mem(name)
@@ -457,9 +662,10 @@ class NativeProgram:
             lens[i] = len(p)
             metas[i, META_FIELDS["in_port"].word] = ports[i]
             metas[i, META_FIELDS["len"].word] = len(p)
-        self._run(buf.ctypes.data, stride, lens.ctypes.data, metas.ctypes.data, n,
-                  self.memory["sram"].ctypes.data, self.memory["scratch"].ctypes.data,
-                  self.memory["local"].ctypes.data)
+        with self._batch_lock:
+            self._run(buf.ctypes.data, stride, lens.ctypes.data, metas.ctypes.data, n,
+                      self.memory["sram"].ctypes.data, self.memory["scratch"].ctypes.data,
+                      self.memory["local"].ctypes.data)
         out = []
         len_word = META_FIELDS["len"].word
         for i in range(n):

@@ -644,3 +644,57 @@ def test_constant_expressions_fold_with_run_time_semantics(native_from):
     native.run([b"\0"])
     want = [44, 44 << 8 | (~100 & 0xFFFF), 256 - 100, 0]
     assert [native.read("out", i) for i in range(8)] == want + want
+
+
+# ---- exact-match (hash) tables: open addressing against a dict model ---------------------
+
+EXACT_PROGRAM = """
+table h48 : hash(bit<48>) -> bit<16> [8];
+table h128 : hash(bit<128>) -> bit<16> [4];
+array keys : bit<128> [2];
+array out : bit<32> [4];
+fn g48(k: bit<48>) -> bit<32> { let v = h48.lookup(k) else return 0; return (v as bit<32>) + 1; }
+fn g128(k: bit<128>) -> bit<32> { let v = h128.lookup(k) else return 0; return (v as bit<32>) + 1; }
+block b {
+    out[0] = g48(keys[0] as bit<48>);
+    out[1] = g128(keys[1]);
+    if h48.contains(keys[0] as bit<48>) { out[2] = 1; } else { out[2] = 0; }
+    forward(0);
+}"""
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**48 - 1), st.integers(0, 2**16 - 1)), max_size=12),
+       st.lists(st.tuples(st.integers(0, 2**128 - 1), st.integers(0, 2**16 - 1)), max_size=6),
+       st.lists(st.integers(0, 2**48 - 1), max_size=4))
+def test_exact_tables_match_a_dict(entries48, entries128, absent):
+    """Small tables force collisions and wrap-around probing; adding an existing key
+    replaces its value; a full table refuses a new key and keeps every old one."""
+    from npkit.compiler.mbl import compile_source
+    from npkit.compiler.mbl.native import NativeError, NativeProgram
+
+    native = NativeProgram(compile_source(EXACT_PROGRAM, "t.mbl"), "b")
+    for name, size, entries in (("h48", 8, entries48), ("h128", 4, entries128)):
+        model: dict[int, int] = {}
+        for key, value in entries:
+            if key not in model and len(model) == size:
+                with pytest.raises(NativeError, match="full"):
+                    native.table_add(name, key, value)
+                continue
+            native.table_add(name, key, value)
+            model[key] = value
+        if name == "h48":
+            model48 = model
+        else:
+            model128 = model
+    probes48 = [k for k, _ in entries48] + absent + [0]
+    probes128 = [k for k, _ in entries128] + [0, 2**128 - 1]
+    for i, k48 in enumerate(probes48):
+        k128 = probes128[i % len(probes128)]
+        native.write("keys", 0, k48)
+        native.write("keys", 1, k128)
+        (v,) = native.run([b"\0"])
+        want48 = model48[k48] + 1 if k48 in model48 else 0
+        want128 = model128[k128] + 1 if k128 in model128 else 0
+        got = [native.read("out", i) for i in range(3)]
+        assert (v.kind, got) == ("forward", [want48, want128, int(k48 in model48)])
