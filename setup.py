@@ -73,6 +73,7 @@ setup(
         "npkit.examples": ["**/*"],
         "npkit.microblocks": ["**/*"],
         "npkit.compiler": ["**/*.g4", "**/*.mbl"],
+        "npkit.runtime": ["data/*.json"],
     },
     ext_modules=[core],
     cmdclass={"build_ext": BuildExt},
