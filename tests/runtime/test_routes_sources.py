@@ -135,8 +135,17 @@ def test_installed_pyasn_tables_load() -> None:
     tables = pyasn_tables()
     if not tables:
         pytest.skip("python3-pyasn is not installed")
-    routes = load_routes(tables[0])
-    assert len(routes.v4) > 100_000
+    # route counts from ../shared/data/routes/README.md
+    expected = {"ipasn_20080501_v12.dat.gz": (270_849, 0),
+                "ipasn_20140513.dat.gz": (512_621, 0),
+                "ipasn6_20151101.dat.gz": (606_138, 27_693)}
+    checked = 0
+    for table in tables:
+        if table.name in expected:
+            routes = load_routes(table)
+            assert (len(routes.v4), len(routes.v6)) == expected[table.name], table.name
+            checked += 1
+    assert checked, f"none of {sorted(expected)} among {[t.name for t in tables]}"
 
 
 # ---- distributions ----
