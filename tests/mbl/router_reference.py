@@ -123,3 +123,16 @@ class RouterModel:
         if payload + 40 > self.nexthops[nh][3]:
             return ("exception", EXC["too_big"])
         return ("forward", self.nexthops[nh][2], self._rewritten(frame, nh, IPv6, "hlim"))
+
+
+def outcome(program, frames: list[bytes]) -> list[tuple]:
+    """What a native program did with each frame, in the reference's terms."""
+    out = []
+    for v in program.run(frames, in_ports=0):
+        if v.kind == "forward":
+            out.append(("forward", v.port, v.data))
+        elif v.kind == "drop":
+            out.append(("drop", v.reason))
+        else:
+            out.append((v.kind, v.code))
+    return out

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from router_reference import EXC, OTHER_PROTOCOL, RouterModel
+from router_reference import EXC, OTHER_PROTOCOL, RouterModel, outcome
 from scapy.all import ICMP, IP, TCP, UDP, Ether, IPv6, IPv6ExtHdrHopByHop, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
@@ -55,18 +55,6 @@ def lpm(routes, addr: str) -> int | None:
 MODEL = RouterModel(NEXTHOPS, frozenset(LOCAL4), frozenset(LOCAL6),
                     lambda a: lpm(FIB4, str(a)), lambda a: lpm(FIB6, str(a)))
 reference = MODEL.reference
-
-
-def outcome(router: NativeProgram, frames: list[bytes]) -> list[tuple]:
-    out = []
-    for v in router.run(frames, in_ports=0):
-        if v.kind == "forward":
-            out.append(("forward", v.port, v.data))
-        elif v.kind == "drop":
-            out.append(("drop", v.reason))
-        else:
-            out.append((v.kind, v.code))
-    return out
 
 
 def eth(**kw) -> Ether:

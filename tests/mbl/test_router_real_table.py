@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from router_reference import RouterModel
+from router_reference import RouterModel, outcome
 from scapy.all import ICMP, IP, TCP, UDP, Ether, IPv6, IPv6ExtHdrHopByHop, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
@@ -99,18 +99,6 @@ def test_real_table_has_the_documented_size_and_builds_fast(real):
     _, _, v4, v6, build_seconds = real
     assert (len(set(v4)), len(set(v6))) == (901_899, 160_147)
     assert build_seconds < 10
-
-
-def outcome(native: NativeProgram, frames: list[bytes]) -> list[tuple]:
-    out = []
-    for v in native.run(frames, in_ports=0):
-        if v.kind == "forward":
-            out.append(("forward", v.port, v.data))
-        elif v.kind == "drop":
-            out.append(("drop", v.reason))
-        else:
-            out.append((v.kind, v.code))
-    return out
 
 
 def routed(prefixes: list, bits: int, version) -> st.SearchStrategy:
