@@ -260,6 +260,27 @@ class Chip:
     def ring_state(self, ring: int) -> dict[str, Any]:
         return dict(self._core.ring_state(ring))
 
+    def ring_put(self, ring: int, words: list[int]) -> None:
+        """Append words to a scratch ring from the host (the control processor), as an ME's
+        ``scratch[put]`` would; OverflowError when they do not fit."""
+        self._check_ring(ring)
+        self._core.ring_put(ring, [int(w) & 0xFFFFFFFF for w in words])
+
+    def ring_get(self, ring: int, count: int = 1) -> list[int]:
+        """Remove ``count`` words from a scratch ring, or none (empty list) when it holds
+        fewer, as an ME's ``scratch[get]`` would."""
+        self._check_ring(ring)
+        if not 1 <= count <= self.config.ring_words_range[1]:
+            raise ValueError(f"ring_get: count {count} out of range")
+        return [int(w) for w in self._core.ring_get(ring, count)]
+
+    def _check_ring(self, ring: int) -> None:
+        if not 0 <= ring < self.config.scratch_rings:
+            raise ValueError(f"scratch ring {ring} does not exist "
+                             f"(rings 0..{self.config.scratch_rings - 1})")
+        if not self._core.ring_state(ring)["configured"]:
+            raise ValueError(f"scratch ring {ring} is not configured")
+
     def _check_queue(self, channel: int, queue: int) -> None:
         if not 0 <= channel < self.config.sram_channels:
             raise ValueError(f"SRAM channel {channel} does not exist")

@@ -292,6 +292,39 @@ const Ring& Chip::ring(int r) const {
   return rings_[r];
 }
 
+void Chip::ring_put(int r, const std::vector<uint32_t>& words) {
+  if (r < 0 || r >= cfg_.rings) throw std::out_of_range("ring " + std::to_string(r) + " out of range");
+  Ring& g = rings_[r];
+  if (!g.configured) throw std::invalid_argument("scratch ring " + std::to_string(r) + " is not configured");
+  if (g.size - g.count < words.size())
+    throw std::overflow_error("put of " + std::to_string(words.size()) + " words to scratch ring " +
+                              std::to_string(r) + " holding " + std::to_string(g.count) + " of " +
+                              std::to_string(g.size));
+  for (uint32_t w : words) {
+    scratch_word(4 * (g.base + g.tail)) = w;
+    g.tail = (g.tail + 1) % g.size;
+  }
+  g.count += static_cast<uint32_t>(words.size());
+  g.high_water = std::max(g.high_water, g.count);
+  g.puts++;
+}
+
+std::vector<uint32_t> Chip::ring_get(int r, uint32_t count) {
+  if (r < 0 || r >= cfg_.rings) throw std::out_of_range("ring " + std::to_string(r) + " out of range");
+  Ring& g = rings_[r];
+  if (!g.configured) throw std::invalid_argument("scratch ring " + std::to_string(r) + " is not configured");
+  std::vector<uint32_t> out;
+  if (g.count < count) return out;
+  out.reserve(count);
+  for (uint32_t k = 0; k < count; ++k) {
+    out.push_back(scratch_word(4 * (g.base + g.head)));
+    g.head = (g.head + 1) % g.size;
+  }
+  g.count -= count;
+  g.gets++;
+  return out;
+}
+
 bool Chip::scratch_ring_full(int r) const {
   const Ring& g = rings_[r];
   return g.configured && g.size - g.count < 16;  // a put of up to 16 words might not fit

@@ -306,6 +306,10 @@ class Chip : public MediaHost {
 
   void configure_ring(int ring, uint32_t base_word, uint32_t size_words);
   const Ring& ring(int r) const;
+  // Host (control-processor) access to a scratch ring, with the ME commands' semantics:
+  // a put that does not fit throws; a get of n words takes all n or nothing.
+  void ring_put(int ring, const std::vector<uint32_t>& words);
+  std::vector<uint32_t> ring_get(int ring, uint32_t count);
   void enqueue(int channel, uint32_t queue, uint32_t handle);
   uint32_t dequeue(int channel, uint32_t queue);
   const QueueDesc& queue(int channel, uint32_t queue) const;

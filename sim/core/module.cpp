@@ -253,6 +253,12 @@ PYBIND11_MODULE(_core, m) {
              return d;
            },
            py::arg("ring"))
+      .def("ring_put",
+           [](py::object self, int ring, const std::vector<uint32_t>& words) { chip_of(self).ring_put(ring, words); },
+           py::arg("ring"), py::arg("words"))
+      .def("ring_get",
+           [](py::object self, int ring, uint32_t count) { return chip_of(self).ring_get(ring, count); },
+           py::arg("ring"), py::arg("count"))
       .def("enqueue",
            [](py::object self, int ch, uint32_t q, uint32_t handle) { chip_of(self).enqueue(ch, q, handle); },
            py::arg("channel"), py::arg("queue"), py::arg("handle"))
