@@ -84,6 +84,7 @@ setup(
         "rich>=13,<16",
         "llvmlite>=0.43,<0.60",
         "antlr4-python3-runtime==4.13.2",
+        "simpy>=4.1,<5",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100", "scapy>=2.5", "ruff>=0.5"],
