@@ -100,7 +100,13 @@ SCHEMA: dict[str, dict[str, str]] = {
         "signals": "int+", "branch_taken_penalty": "int0", "lm_addr_delay": "int0",
         "command_fifo_depth": "int+",
     },
-    "xscale": {"clock_hz": "num+"},
+    "xscale": {  # the control-processor model, runtime/xscale.py
+        "clock_hz": "num+", "call_cycles": "int0", "sram_read_cycles": "int0",
+        "scratch_read_cycles": "int0", "dram_read_cycles": "int0", "sram_write_cycles": "int0",
+        "scratch_write_cycles": "int0", "dram_write_cycles": "int0",
+        "write_issue_cycles": "int0", "max_posted_writes": "int+", "read_burst_words": "int+",
+        "poll_period_cycles": "int+",
+    },
     "sram": {
         "channels": "int+", "channel_bytes": "int+", "latency": "int0",
         "read_bytes_per_cycle": "num+", "write_bytes_per_cycle": "num+",
