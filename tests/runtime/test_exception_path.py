@@ -9,8 +9,6 @@ from __future__ import annotations
 import ipaddress
 import random
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,10 +32,10 @@ from scapy.all import (
     IPv6,
     IPv6ExtHdrHopByHop,
     defragment,
-    wrpcap,
 )
 from scapy.layers.inet6 import HBHOptUnknown, RouterAlert, in6_chksum
 from scapy.utils import checksum as scapy_checksum
+from tshark_check import TSHARK, assert_well_formed, checksum_statuses, dissect
 
 from npkit.runtime.exception_path import (
     NOT_IP,
@@ -134,38 +132,16 @@ def one_outcome(handler: ExceptionHandler) -> str:
 
 # ---------------------------------------------------------------- checks
 
-TSHARK = shutil.which("tshark")
-TSHARK_FIELDS = ("_ws.expert.severity", "_ws.expert.message", "_ws.malformed",
-                 "ip.checksum.status", "icmp.checksum.status", "icmpv6.checksum.status")
-WARNING = 0x600000
-
-
 def tshark_clean(frames: list[bytes], tmp_path: Path, quoted_fault: str | None = None) -> None:
     """Assert tshark finds no malformed frame, no expert warning and only good checksums
     (IPv4 header checks on); `quoted_fault` is a warning expected from a quoted packet."""
     if TSHARK is None:
         pytest.skip("tshark not installed (apt-get install tshark)")
-    pcap = tmp_path / "emits.pcap"
-    wrpcap(str(pcap), [Ether(f) for f in frames])
-    command = [TSHARK, "-n", "-r", str(pcap), "-o", "ip.check_checksum:TRUE", "-T", "fields",
-               "-E", "occurrence=a", "-E", "aggregator=|"]
-    for name in TSHARK_FIELDS:
-        command += ["-e", name]
-    out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
-    lines = out.splitlines()
-    assert len(lines) == len(frames)
-    for number, line in enumerate(lines, 1):
-        row = {name: [v for v in cell.split("|") if v]
-               for name, cell in zip(TSHARK_FIELDS, line.split("\t"), strict=False)}
-        where = f"frame {number}: {row.get('_ws.expert.message')}"
-        assert not row.get("_ws.malformed"), where
-        for severity, message in zip(row.get("_ws.expert.severity", []),
-                                     row.get("_ws.expert.message", []), strict=True):
-            assert int(severity) < WARNING or (quoted_fault and quoted_fault in message), where
-        statuses = (row.get("ip.checksum.status", []) + row.get("icmp.checksum.status", [])
-                    + row.get("icmpv6.checksum.status", []))
-        assert "0" not in statuses, where                          # 0 bad, 1 good, 2 unverified
-        for field in expected_checksums(frames[number - 1]):
+    for frame, row in zip(frames, dissect([Ether(f) for f in frames], tmp_path, "emits.pcap"),
+                          strict=True):
+        where = assert_well_formed(row, quoted_fault)
+        assert "0" not in checksum_statuses(row), where        # 0 bad, 1 good, 2 unverified
+        for field in expected_checksums(frame):
             assert row.get(field, ["none"])[0] == "1", f"{where}: {field}"
 
 

@@ -7,8 +7,6 @@ checksum code, incl. the ICMPv6 pseudo-header), and tshark dissects what we wrot
 from __future__ import annotations
 
 import ipaddress
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,10 +29,10 @@ from scapy.all import (
     IPv6ExtHdrFragment,
     IPv6ExtHdrHopByHop,
     IPv6ExtHdrRouting,
-    wrpcap,
 )
 from scapy.layers.inet6 import ICMPv6ND_Redirect, in6_chksum
 from scapy.utils import checksum as scapy_checksum
+from tshark_check import TSHARK, assert_well_formed, checksum_statuses, dissect
 
 from npkit.runtime import icmp
 
@@ -68,46 +66,21 @@ def datagram6(**ip_fields) -> bytes:
 
 # ---------------------------------------------------------------- tshark
 
-TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None,
                                   reason="tshark not installed (apt-get install tshark)")
-TSHARK_FIELDS = ("frame.number", "_ws.expert.severity", "_ws.expert.message", "_ws.malformed",
-                 "ip.checksum.status", "icmp.checksum.status", "icmpv6.checksum.status")
-WARNING = 0x600000            # expert severities: chat 0x200000, note 0x400000, warn, error
 
 
 def tshark_rows(packets: list[bytes], tmp_path: Path,
                 quoted_fault: str | None = None) -> list[dict[str, list[str]]]:
-    """tshark's dissection of IP packets (wrapped in Ethernet) with IPv4 checksum checks on;
-    asserts no malformed packet, no expert warning/error and every checksum good.
-    `quoted_fault`: the one expert warning expected, raised by the faulty packet quoted
-    inside a Parameter Problem."""
-    pcap = tmp_path / "icmp.pcap"
-    frames = []
-    for packet in packets:
-        outer = IP if packet[0] >> 4 == 4 else IPv6
-        frames.append(Ether(src=ROUTER_MAC, dst=HOST_MAC) / outer(packet))
-    wrpcap(str(pcap), frames)
-    command = [TSHARK, "-n", "-r", str(pcap), "-o", "ip.check_checksum:TRUE", "-T", "fields",
-               "-E", "occurrence=a", "-E", "aggregator=|"]
-    for name in TSHARK_FIELDS:
-        command += ["-e", name]
-    out = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True).stdout
-    rows = []
-    for line in out.splitlines():
-        cells = line.split("\t")
-        rows.append({name: [v for v in cell.split("|") if v]
-                     for name, cell in zip(TSHARK_FIELDS, cells, strict=False)})
-    assert len(rows) == len(packets)
+    """tshark's dissection of IP packets (wrapped in Ethernet): no malformed packet, no
+    expert warning/error and every checksum good.  `quoted_fault`: the one expert warning
+    expected, raised by the faulty packet quoted inside a Parameter Problem."""
+    frames = [Ether(src=ROUTER_MAC, dst=HOST_MAC) / (IP if p[0] >> 4 == 4 else IPv6)(p)
+              for p in packets]
+    rows = dissect(frames, tmp_path, "icmp.pcap")
     for row in rows:
-        where = f"frame {row['frame.number']}: {row.get('_ws.expert.message')}"
-        assert not row.get("_ws.malformed"), where
-        expert = zip(row.get("_ws.expert.severity", []), row.get("_ws.expert.message", []),
-                     strict=True)
-        assert all(int(severity) < WARNING or (quoted_fault and quoted_fault in message)
-                   for severity, message in expert), where
-        statuses = (row.get("ip.checksum.status", []) + row.get("icmp.checksum.status", [])
-                    + row.get("icmpv6.checksum.status", []))
+        where = assert_well_formed(row, quoted_fault)
+        statuses = checksum_statuses(row)
         assert statuses and set(statuses) == {"1"}, where       # 1 = good
     return rows
 
