@@ -47,7 +47,7 @@ class BuildExt(build_ext):
         super().run()
 
 
-# NPKIT_SANITIZE=1 builds the core with AddressSanitizer + UBSan (scripts/test-sanitizers).
+# NPKIT_SANITIZE=1 builds the extensions with AddressSanitizer + UBSan (scripts/test-sanitizers).
 SANITIZE = (["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
              "-fno-sanitize-recover=undefined"] if os.environ.get("NPKIT_SANITIZE") else [])
 
@@ -55,6 +55,17 @@ core = Pybind11Extension(
     "npkit.sim._core",
     sorted(str(p.relative_to(ROOT)) for p in (ROOT / "sim" / "core").glob("*.cpp")),
     include_dirs=["sim/core"],
+    cxx_std=20,
+    extra_compile_args=["-O2", "-Wall", "-Wextra", *SANITIZE],
+    extra_link_args=SANITIZE,
+)
+
+# The LPM trie updater (runtime/trie, docs/lpm.md): route updates in place on the trie words.
+trie = Pybind11Extension(
+    "npkit.runtime._trie",
+    sorted(str(p.relative_to(ROOT)) for p in (ROOT / "runtime" / "trie").glob("*.cpp")),
+    include_dirs=["runtime/trie"],
+    depends=sorted(str(p.relative_to(ROOT)) for p in (ROOT / "runtime" / "trie").glob("*.hpp")),
     cxx_std=20,
     extra_compile_args=["-O2", "-Wall", "-Wextra", *SANITIZE],
     extra_link_args=SANITIZE,
@@ -75,7 +86,7 @@ setup(
         "npkit.compiler": ["**/*.g4", "**/*.mbl"],
         "npkit.runtime": ["data/*.json"],
     },
-    ext_modules=[core],
+    ext_modules=[core, trie],
     cmdclass={"build_ext": BuildExt},
     install_requires=[
         "numpy>=1.26,<3",

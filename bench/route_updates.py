@@ -5,8 +5,9 @@
 
 For IPv4 and IPv6 separately: the full real table (../shared/data/routes/
 full-table-2024.txt.gz by default, next hops by the documented rule of npkit.runtime.routes)
-is bulk-loaded into a host trie (npkit.runtime.lpm, the structure the microengines read),
-then a stream of --updates route updates is applied, in equal parts:
+is bulk-loaded through the route manager (npkit.runtime.route_manager, whose C++ updater
+writes the trie words the microengines read), then a stream of --updates route updates is
+applied, in equal parts:
 
 * delete a prefix of the table, later add it back with its next hop;
 * add a prefix from the seeded generator (npkit.runtime.routes.generate_routes) that the
@@ -16,15 +17,16 @@ then a stream of --updates route updates is applied, in equal parts:
 The first halves of these pairs come first (shuffled), then the second halves (shuffled),
 so every run starts from and ends at the same table.  Two ways to apply them:
 
-* one update per call: `add`/`delete` then `reclaim()` (end of the grace period) each time;
-* batched: one call per --batch updates, one `reclaim()` per batch.  runtime/lpm.py has no
-  bulk-update path yet (issue 5 item 2, the route table manager), so the batched figure
-  differs only by call and grace-period overhead.
+* one update per call: `mgr.add`/`mgr.delete` then `mgr.reclaim()` (end of the grace
+  period) each time;
+* batched: one `mgr.apply(batch)` per --batch updates (one C++ call), one `reclaim()` each.
 
 Reported: updates per second in host time, median of --runs, beside the IXP2800's published
-figures and the issue's goal.  Modelled XScale time is not available yet: there is no
-control-processor model (issue 5 item 1).  After the runs the trie is checked against a
-freshly built one on random addresses.  This is a benchmark, not a test.  Results go to
+figures and the issue's goal; and, from a manager with a write log (the chip's shadow
+copy), the mean number of 32-bit words written to chip memory per update, which is what
+the XScale pays for.  Modelled XScale time: `modelled_xscale_rate` (not available until the
+control-processor model is wired in).  After the runs the trie is checked against a freshly
+built one on random addresses.  This is a benchmark, not a test.  Results go to
 docs/performance.md, "Route updates (host time)".
 """
 
@@ -39,8 +41,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from npkit.runtime.lpm import MultibitTrie
+import numpy as np
+
+from npkit.runtime.lpm import IPV4, IPV6
+from npkit.runtime.route_manager import RouteManager, RouteUpdate
 from npkit.runtime.routes import (
     DEFAULT_NEXT_HOPS,
     DEFAULT_SEED,
@@ -58,40 +64,48 @@ CHECK_ADDRESSES = 20_000
 Prefix = tuple[int, int]
 
 
-@dataclass(frozen=True)
-class Update:
-    """One route update: next_hop None deletes the prefix, else adds or replaces it."""
-
-    prefix: Prefix
-    next_hop: int | None
+TRIE_WORDS = {4: 1 << 23, 6: 1 << 24}  # microblocks/lpm.mbl's fib4_trie / fib6_trie
 
 
-def apply_update(trie: MultibitTrie, update: Update) -> None:
-    if update.next_hop is None:
-        trie.delete(*update.prefix)
-    else:
-        trie.add(*update.prefix, update.next_hop)
+def new_manager(family: int, log: bool = False) -> RouteManager:
+    words = np.zeros(TRIE_WORDS[family], dtype=np.uint32)  # zero-filled lazily
+    return RouteManager(words if family == 4 else None, words if family == 6 else None, log)
 
 
-def one_per_call(trie: MultibitTrie, updates: list[Update], _batch: int) -> None:
-    for update in updates:
-        apply_update(trie, update)
-        trie.reclaim()
+Row = tuple[int, int, int, int | None]  # family, network, length, next hop (None: delete)
 
 
-def batched(trie: MultibitTrie, updates: list[Update], batch: int) -> None:
+def one_per_call(mgr: RouteManager, rows: list[Row], _batch: int) -> None:
+    add, delete, reclaim = mgr.add, mgr.delete, mgr.reclaim
+    for family, network, length, next_hop in rows:
+        if next_hop is None:
+            delete(family, network, length)
+        else:
+            add(family, network, length, next_hop)
+        reclaim()
+
+
+def rows_of(updates: list[RouteUpdate]) -> list[Row]:
+    """The updates as the arguments of one call each, built before the clock starts."""
+    return [(u.family, u.network, u.length, u.next_hop) for u in updates]
+
+
+def batched(mgr: RouteManager, updates: list[RouteUpdate], batch: int) -> None:
     for start in range(0, len(updates), batch):
-        apply_batch(trie, updates[start:start + batch])
+        mgr.apply(updates[start:start + batch])
+        mgr.reclaim()
 
 
-def apply_batch(trie: MultibitTrie, updates: list[Update]) -> None:
-    for update in updates:
-        apply_update(trie, update)
-    trie.reclaim()
+def modelled_xscale_rate(words_per_update: float) -> float | None:
+    """Updates/s of the modelled XScale, which pays per word written to SRAM.  Left for the
+    integrator: the control-processor model (runtime/xscale.py) provides the cost of one
+    posted SRAM write; until it is wired in here there is no figure."""
+    del words_per_update
+    return None
 
 
 def update_stream(table: dict[Prefix, int], family: int, count: int,
-                  seed: int) -> list[Update]:
+                  seed: int) -> list[RouteUpdate]:
     """`count` updates (rounded down to a multiple of 6) that leave `table` as it was."""
     rng = random.Random(seed)
     pairs = max(1, count // 6)
@@ -101,12 +115,19 @@ def update_stream(table: dict[Prefix, int], family: int, count: int,
     fresh = generate_routes(family, 2 * pairs + len(table) // 10, seed + 1,  # type: ignore
                             histogram)
     added = [p for p in fresh if p not in table][:pairs]
-    first = ([Update(p, None) for p in deleted]
-             + [Update(p, fresh[p]) for p in added]
-             + [Update(p, (table[p] + 1) % DEFAULT_NEXT_HOPS) for p in replaced])
-    second = ([Update(p, table[p]) for p in deleted]
-              + [Update(p, None) for p in added]
-              + [Update(p, table[p]) for p in replaced])
+
+    def add(prefix: Prefix, next_hop: int) -> RouteUpdate:
+        return RouteUpdate("add", family, *prefix, next_hop)  # type: ignore[arg-type]
+
+    def delete(prefix: Prefix) -> RouteUpdate:
+        return RouteUpdate("delete", family, *prefix)  # type: ignore[arg-type]
+
+    first = ([delete(p) for p in deleted]
+             + [add(p, fresh[p]) for p in added]
+             + [add(p, (table[p] + 1) % DEFAULT_NEXT_HOPS) for p in replaced])
+    second = ([add(p, table[p]) for p in deleted]
+              + [delete(p) for p in added]
+              + [add(p, table[p]) for p in replaced])
     rng.shuffle(first)
     rng.shuffle(second)
     return first + second
@@ -120,58 +141,77 @@ class Result:
     updates: int
     per_call: float  # median updates/s
     batched: float
+    per_call_logged: float  # one per call, with the write log (the chip's shadow)
+    words_per_update: float  # mean words written per update (write log)
+    barriers_per_update: float
     check: str
 
 
-def median_rate(trie: MultibitTrie, updates: list[Update], batch: int, runs: int,
-                apply: Callable[[MultibitTrie, list[Update], int], None]) -> float:
+def median_rate(mgr: RouteManager, work: list[Any], batch: int, runs: int,
+                apply: Callable[[RouteManager, list[Any], int], None]) -> float:
     rates = []
     for _ in range(runs):
         start = time.perf_counter()
-        apply(trie, updates, batch)
-        rates.append(len(updates) / (time.perf_counter() - start))
+        apply(mgr, work, batch)
+        rates.append(len(work) / (time.perf_counter() - start))
     return statistics.median(rates)
 
 
-def check_against_rebuild(trie: MultibitTrie, table: dict[Prefix, int], family: int,
+def check_against_rebuild(mgr: RouteManager, table: dict[Prefix, int], family: int,
                           seed: int) -> str:
     """Compare lookups with a trie built from scratch, on addresses inside table prefixes."""
-    if trie.routes != table:
+    if mgr.routes(family) != table:  # type: ignore[arg-type]
         return "FAILED: the route set differs from the table after the runs"
     fresh = build_trie(table, family)  # type: ignore[arg-type]
     rng = random.Random(seed)
-    bits = trie.shape.key_bits
+    bits = (IPV4 if family == 4 else IPV6).key_bits
     for value, length in rng.sample(sorted(table), min(CHECK_ADDRESSES, len(table))):
         address = value | rng.getrandbits(bits - length) if length < bits else value
-        if trie.lookup(address) != fresh.lookup(address):
+        if mgr.lookup(family, address) != fresh.lookup(address):  # type: ignore[arg-type]
             return f"FAILED at address {address:#x}"
     return f"ok ({min(CHECK_ADDRESSES, len(table)):,} addresses agree with a rebuilt trie)"
 
 
+def load(family: int, table: dict[Prefix, int], log: bool) -> tuple[RouteManager, float]:
+    mgr = new_manager(family, log)
+    start = time.perf_counter()
+    mgr.reload(table if family == 4 else None, table if family == 6 else None)
+    return mgr, time.perf_counter() - start
+
+
 def measure(family: int, table: dict[Prefix, int], count: int, batch: int, runs: int,
             seed: int) -> Result:
-    start = time.perf_counter()
-    trie = build_trie(table, family)  # type: ignore[arg-type]
-    load = time.perf_counter() - start
+    mgr, load_seconds = load(family, table, log=False)
     updates = update_stream(table, family, count, seed)
-    per_call = median_rate(trie, updates, batch, runs, one_per_call)
-    in_batches = median_rate(trie, updates, batch, runs, batched)
-    check = check_against_rebuild(trie, table, family, seed)
-    return Result(family, len(table), load, len(updates), per_call, in_batches, check)
+    per_call = median_rate(mgr, rows_of(updates), batch, runs, one_per_call)
+    in_batches = median_rate(mgr, updates, batch, runs, batched)
+    check = check_against_rebuild(mgr, table, family, seed)
+    del mgr
+    shadow, _ = load(family, table, log=True)
+    shadow.take_log(family)  # type: ignore[arg-type]  # the bulk load's writes
+    logged = median_rate(shadow, rows_of(updates), batch, runs, one_per_call)
+    log = shadow.take_log(family)  # type: ignore[arg-type]
+    applied = runs * len(updates)
+    return Result(family, len(table), load_seconds, len(updates), per_call, in_batches, logged,
+                  len(log.indices) / applied, len(log.barriers) / applied, check)
 
 
 def report(results: list[Result], table: Path, batch: int, runs: int) -> None:
     print(f"route updates on {table.name}; Python {platform.python_version()}, "
           f"{platform.machine()}, one thread; host time, median of {runs} runs")
-    print("modelled XScale time: not available yet (no control-processor model, "
-          "issue 5 item 1)")
     print(f"{'':5} {'routes':>9} {'full load':>10} {'updates':>8} {'per call /s':>12} "
-          f"{'batched /s':>11} {'IXP2800 /s':>11} {'goal /s':>10}")
+          f"{'batched /s':>11} {'logged /s':>10} {'IXP2800 /s':>11} {'goal /s':>10}")
     for r in results:
         print(f"IPv{r.family:<2} {r.routes:>9,} {r.load_seconds:>8.2f} s {r.updates:>8,} "
-              f"{r.per_call:>12,.0f} {r.batched:>11,.0f} {IXP2800_RATE[r.family]:>11,} "
-              f"{GOAL_RATE[r.family]:>10,}")
-    print(f"batched = {batch:,} updates per call and one reclaim per batch")
+              f"{r.per_call:>12,.0f} {r.batched:>11,.0f} {r.per_call_logged:>10,.0f} "
+              f"{IXP2800_RATE[r.family]:>11,} {GOAL_RATE[r.family]:>10,}")
+    print(f"batched = {batch:,} updates per mgr.apply call and one reclaim per batch; "
+          f"logged = one per call with the write log (chip shadow)")
+    for r in results:
+        modelled = modelled_xscale_rate(r.words_per_update)
+        shown = "not available yet" if modelled is None else f"{modelled:,.0f} updates/s"
+        print(f"IPv{r.family} words written per update: {r.words_per_update:.1f} "
+              f"({r.barriers_per_update:.2f} barriers); modelled XScale: {shown}")
     for r in results:
         print(f"IPv{r.family} check: {r.check}")
 

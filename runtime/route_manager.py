@@ -1,0 +1,113 @@
+"""The route table manager of the control plane (docs/control-plane.md, "Route manager").
+
+IPv4 and IPv6 routes in the tries of npkit.runtime.lpm, updated in place and safe for
+concurrent lookups (docs/lpm.md, "Safety"): add (also replace), delete, batches, full
+reloads, grace-period reclaim.  The updates run in C++ (npkit.runtime._trie); the calls
+that must be cheap (`add`, `delete`, `reclaim`, `apply`) are the C++ base class's own
+methods, so one update costs one call into C++ and no Python frame.
+
+With `log=False` the word arrays are the live memory the lookups read (native target).
+With `log=True` they are the control plane's host shadow of chip memory, and every word
+write is also appended, in order, to the family's write log, which the XScale model
+replays into the chip's SRAM (`take_log`).  The shadow must start equal to the chip memory
+(both zero).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from npkit.runtime._trie import Sequence, Tables
+from npkit.runtime.lpm import IPV4, IPV6, LpmError, MultibitTrie, WriteLog, route_columns
+
+Family = Literal[4, 6]
+Routes = dict[tuple[int, int], int]  # (network, length) -> next hop
+
+
+@dataclass(frozen=True, slots=True)
+class RouteUpdate:
+    """One update: add (or replace) a route with its next hop, or delete it."""
+
+    op: Literal["add", "delete"]
+    family: Family
+    network: int
+    length: int
+    next_hop: int | None = None
+
+
+class RouteManager(Tables):
+    """The IPv4 and IPv6 route tables over two uint32 word arrays (either may be None).
+
+    Inherited from the C++ base (npkit.runtime._trie.Tables), with LpmError on bad input:
+    `add(family, network, length, next_hop)` adds or replaces a route;
+    `delete(family, network, length)` deletes one; `apply(updates)` applies a batch of
+    RouteUpdate in order in one call and returns how many (on an error, the updates before
+    it stay applied); `reclaim(upto=None)` ends the grace period of the updates numbered
+    <= upto (default: all so far): the plies they unlinked become reusable.  Call it only
+    once every lookup that started before update `upto` has finished (with a log: once the
+    log up to that update is on the chip and a lookup's worth of time has passed)."""
+
+    def __init__(self, v4_words: np.ndarray | None, v6_words: np.ndarray | None,
+                 log: bool = False) -> None:
+        self._sequence = Sequence()  # one numbering for the updates of both families
+        self._tries: dict[int, MultibitTrie] = {}
+        for family, shape, words in ((4, IPV4, v4_words), (6, IPV6, v6_words)):
+            if words is not None:
+                self._tries[family] = MultibitTrie(shape, words, log, self._sequence)
+        super().__init__(*(t.core if (t := self._tries.get(f)) else None for f in (4, 6)))
+        self.log = log
+
+    def reload(self, v4: Routes | None, v6: Routes | None) -> int:
+        """Make the tables exactly `v4` and `v6` (None: leave that family alone) while
+        lookups run: the difference is applied as single updates (adds and replaces
+        shortest first, then deletes); into an empty table that is a plain bulk build.
+        Both families are checked before either changes.  Returns how many updates."""
+        columns = {}
+        for family, routes in ((4, v4), (6, v6)):
+            if routes is None:
+                continue
+            if family not in self._tries:
+                if routes:
+                    raise LpmError(self._no_table(family))
+                continue
+            columns[family] = route_columns(routes, self._tries[family].shape.key_bits)
+            self._tries[family].core.check(*columns[family])
+        return sum(self._tries[family].core.load(*cols) for family, cols in columns.items())
+
+    # ---- reading ----
+    @property
+    def sequence(self) -> int:
+        """How many updates have been applied (numbered 1, 2, ...)."""
+        return self._sequence.value
+
+    def lookup(self, family: Family, address: int) -> int | None:
+        """The next hop for an address, walking the words as the microengines do."""
+        return self.trie(family).lookup(address)
+
+    def take_log(self, family: Family) -> WriteLog:
+        """The family's word writes since the last take, in order (log=True)."""
+        return self.trie(family).take_log()
+
+    def stats(self, family: Family) -> dict[str, int]:
+        """routes, words_used, plies_live / plies_retired / plies_free, words_high_water."""
+        return self.trie(family).stats()
+
+    def routes(self, family: Family) -> Routes:
+        """A copy of the family's routes."""
+        return self.trie(family).routes
+
+    def trie(self, family: Family) -> MultibitTrie:
+        """The family's trie (npkit.runtime.lpm)."""
+        try:
+            return self._tries[family]
+        except KeyError:
+            raise LpmError(self._no_table(family)) from None
+
+    @staticmethod
+    def _no_table(family: object) -> str:
+        if family in (4, 6):
+            return f"there is no IPv{family} table (no trie memory was given for it)"
+        return f"family {family!r} is not 4 or 6"

@@ -1,0 +1,323 @@
+// npkit.runtime._trie: the LPM trie updater (trie.hpp) for npkit.runtime.lpm and
+// npkit.runtime.route_manager.  Keys cross as Python ints (IPv6: 128 bits), arrays as numpy.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "trie.hpp"
+
+namespace py = pybind11;
+
+namespace npkit::trie {
+namespace {
+
+constexpr uint64_t kLow64 = ~uint64_t{0};
+
+// A Python int -> 128-bit value; TrieError naming the prefix if it is not a non-negative
+// int below 2^128 (the trie then reports values >= 2^key_bits).
+u128 to_value(py::handle value, py::handle length, int key_bits) {
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    if (key_bits <= 64) {
+      const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
+      if (!(v == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return v;
+    } else {
+      py::object high = py::reinterpret_steal<py::object>(
+          PyNumber_Rshift(value.ptr(), py::int_(64).ptr()));
+      if (high) {
+        const unsigned long long hi = PyLong_AsUnsignedLongLong(high.ptr());
+        if (!(hi == static_cast<unsigned long long>(-1) && PyErr_Occurred()))
+          return (u128{hi} << 64) | PyLong_AsUnsignedLongLongMask(value.ptr());
+      }
+    }
+    PyErr_Clear();
+  }
+  throw TrieError(py::str("bad prefix {!r}/{} for {}-bit keys")
+                      .format(value, length, key_bits)
+                      .cast<std::string>());
+}
+
+int64_t to_int(py::handle value, const char* what) {
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow == 0 && !(v == -1 && PyErr_Occurred())) return v;
+    PyErr_Clear();
+  }
+  throw TrieError(std::string(what) + " " + py::repr(value).cast<std::string>() +
+                  " is not a small integer");
+}
+
+int to_length(py::handle length, int key_bits) {
+  const int64_t v = to_int(length, "prefix length");
+  if (v < 0 || v > key_bits)
+    throw TrieError("bad prefix length /" + std::to_string(v) + " for " +
+                    std::to_string(key_bits) + "-bit keys");
+  return static_cast<int>(v);
+}
+
+template <class T>
+py::array_t<T> to_array(const std::vector<T>& v) {
+  py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
+  return out;
+}
+
+// The Python-facing trie: the updater plus a reference to the numpy words it writes.
+class PyTrie {
+ public:
+  PyTrie(int key_bits, int root_bits, int ply_bits, py::array words, bool log,
+         std::shared_ptr<Sequence> sequence)
+      : words_(checked(words)),
+        trie_(key_bits, root_bits, ply_bits, static_cast<uint32_t*>(words_.mutable_data()),
+              static_cast<size_t>(words_.size()), log, std::move(sequence)) {}
+
+  void add(py::handle value, py::handle length, py::handle next_hop) {
+    const int bits = trie_.key_bits();
+    const u128 v = to_value(value, length, bits);
+    trie_.add(v, to_length(length, bits), to_int(next_hop, "next hop"));
+  }
+  void remove(py::handle value, py::handle length) {
+    const int bits = trie_.key_bits();
+    const u128 v = to_value(value, length, bits);
+    trie_.remove(v, to_length(length, bits));
+  }
+  py::object lookup(py::handle value) const {
+    const int bits = trie_.key_bits();
+    const u128 v = to_value(value, py::int_(bits), bits);
+    if (bits < 128 && v >> bits != 0)
+      throw TrieError("address " + py::repr(value).cast<std::string>() + " is wider than " +
+                      std::to_string(bits) + " bits");
+    const auto hop = trie_.lookup(v);
+    return hop ? py::object(py::int_(*hop)) : py::object(py::none());
+  }
+
+  // Bulk: routes as right-aligned (hi, lo) uint64 halves, lengths, next hops.
+  using U64s = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>;
+  using I64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  size_t load(U64s hi, U64s lo, I64s lengths, I64s next_hops) {
+    return trie_.load(columns(hi, lo, lengths, next_hops));
+  }
+  void check(U64s hi, U64s lo, I64s lengths, I64s next_hops) const {
+    trie_.check(columns(hi, lo, lengths, next_hops));
+  }
+
+  py::tuple routes() const {
+    const size_t n = trie_.route_count();
+    py::array_t<uint64_t> hi(static_cast<py::ssize_t>(n)), lo(static_cast<py::ssize_t>(n));
+    py::array_t<int64_t> lengths(static_cast<py::ssize_t>(n)),
+        hops(static_cast<py::ssize_t>(n));
+    size_t i = 0;
+    uint64_t* h = hi.mutable_data();
+    uint64_t* l = lo.mutable_data();
+    int64_t* len = lengths.mutable_data();
+    int64_t* nh = hops.mutable_data();
+    trie_.for_each_route([&](u128 value, int length, uint32_t next_hop) {
+      h[i] = static_cast<uint64_t>(value >> 64);
+      l[i] = static_cast<uint64_t>(value);
+      len[i] = length;
+      nh[i] = next_hop;
+      ++i;
+    });
+    return py::make_tuple(hi, lo, lengths, hops);
+  }
+
+  py::tuple take_log() {
+    WriteLog log = trie_.take_log();
+    std::vector<int64_t> barriers(log.barriers.begin(), log.barriers.end());
+    return py::make_tuple(to_array(log.indices), to_array(log.values), to_array(barriers));
+  }
+
+  py::tuple retired() const {
+    const auto items = trie_.retired();
+    std::vector<uint32_t> plies;
+    std::vector<uint64_t> numbers;
+    for (const auto& [ply, number] : items) {
+      plies.push_back(ply);
+      numbers.push_back(number);
+    }
+    return py::make_tuple(to_array(plies), to_array(numbers));
+  }
+
+  py::dict stats() const {
+    const TrieStats s = trie_.stats();
+    py::dict out;
+    out["routes"] = s.routes;
+    out["words_used"] = s.words_used;
+    out["plies_live"] = s.plies_live;
+    out["plies_retired"] = s.plies_retired;
+    out["plies_free"] = s.plies_free;
+    out["words_high_water"] = s.words_high_water;
+    return out;
+  }
+
+  Trie& core() { return trie_; }
+  const Trie& core() const { return trie_; }
+
+ private:
+  std::vector<Route> columns(U64s hi, U64s lo, I64s lengths, I64s next_hops) const {
+    const auto n = static_cast<size_t>(lengths.size());
+    if (static_cast<size_t>(hi.size()) != n || static_cast<size_t>(lo.size()) != n ||
+        static_cast<size_t>(next_hops.size()) != n)
+      throw TrieError("load: the route columns differ in length");
+    std::vector<Route> routes(n);
+    const int bits = trie_.key_bits();
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t length = lengths.data()[i];
+      if (length < 0 || length > bits)
+        throw TrieError("bad prefix length /" + std::to_string(length) + " for " +
+                        std::to_string(bits) + "-bit keys");
+      routes[i] = Route{(u128{hi.data()[i]} << 64) | lo.data()[i], static_cast<int>(length),
+                        next_hops.data()[i]};
+    }
+    return routes;
+  }
+
+  static py::array checked(py::array words) {
+    if (!py::isinstance<py::array_t<uint32_t>>(words) || words.ndim() != 1 ||
+        !(words.flags() & py::array::c_style) || !words.writeable())
+      throw TrieError("the trie needs a writable, contiguous, one-dimensional uint32 array");
+    if (reinterpret_cast<uintptr_t>(words.data()) % alignof(uint32_t) != 0)
+      throw TrieError("the trie's uint32 array is not 4-byte aligned");
+    return words;
+  }
+
+  py::array words_;
+  Trie trie_;
+};
+
+// The IPv4 and IPv6 tries of a route manager (either may be None), with the calls that
+// must be cheap (one update per call) dispatched here rather than in Python.
+class Tables {
+ public:
+  Tables(py::object v4, py::object v6) : v4_obj_(v4), v6_obj_(v6) {
+    v4_ = v4.is_none() ? nullptr : v4.cast<PyTrie*>();
+    v6_ = v6.is_none() ? nullptr : v6.cast<PyTrie*>();
+  }
+
+  PyTrie& table(py::handle family) const {
+    const int64_t f = to_int(family, "family");
+    PyTrie* trie = f == 4 ? v4_ : f == 6 ? v6_ : nullptr;
+    if (trie != nullptr) return *trie;
+    if (f == 4 || f == 6)
+      throw TrieError("there is no IPv" + std::to_string(f) +
+                      " table (no trie memory was given for it)");
+    throw TrieError("family " + std::to_string(f) + " is not 4 or 6");
+  }
+
+  void add(py::handle family, py::handle network, py::handle length, py::handle next_hop) {
+    table(family).add(network, length, next_hop);
+  }
+  void remove(py::handle family, py::handle network, py::handle length) {
+    table(family).remove(network, length);
+  }
+  void reclaim(py::handle upto) {
+    for (PyTrie* trie : {v4_, v6_}) {
+      if (trie == nullptr) continue;
+      Trie& core = trie->core();
+      core.reclaim(upto.is_none() ? core.sequence()
+                                  : static_cast<uint64_t>(to_int(upto, "upto")));
+    }
+  }
+
+  // A batch of RouteUpdate-like objects (op, family, network, length, next_hop), in order.
+  // Returns how many were applied; on an error, the updates before the failing one stay.
+  size_t apply(py::iterable updates) {
+    const py::str op_name("op"), family_name("family"), network_name("network"),
+        length_name("length"), next_hop_name("next_hop");
+    size_t applied = 0;
+    for (py::handle update : updates) {
+      try {
+        const py::object op = update.attr(op_name);
+        PyTrie& trie = table(update.attr(family_name));
+        const py::object network = update.attr(network_name);
+        const py::object length = update.attr(length_name);
+        if (PyUnicode_Check(op.ptr()) &&
+            PyUnicode_CompareWithASCIIString(op.ptr(), "add") == 0) {
+          const py::object next_hop = update.attr(next_hop_name);
+          if (next_hop.is_none()) throw TrieError("an add needs a next hop");
+          trie.add(network, length, next_hop);
+        } else if (PyUnicode_Check(op.ptr()) &&
+                   PyUnicode_CompareWithASCIIString(op.ptr(), "delete") == 0) {
+          trie.remove(network, length);
+        } else {
+          throw TrieError("op " + py::repr(op).cast<std::string>() +
+                          " is not 'add' or 'delete'");
+        }
+      } catch (const TrieError& e) {
+        throw TrieError("update " + std::to_string(applied) + " of the batch: " + e.what() +
+                        " (the " + std::to_string(applied) +
+                        " update(s) before it stay applied)");
+      }
+      ++applied;
+    }
+    return applied;
+  }
+
+ private:
+  py::object v4_obj_, v6_obj_;  // keep the tries alive
+  PyTrie* v4_;
+  PyTrie* v6_;
+};
+
+}  // namespace
+}  // namespace npkit::trie
+
+PYBIND11_MODULE(_trie, m) {
+  using namespace npkit::trie;
+  m.doc() = "npkit LPM trie updater: route updates in place on the trie words (docs/lpm.md)";
+  py::register_exception<TrieError>(m, "LpmError", PyExc_ValueError);
+
+  py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
+      .def(py::init<>())
+      .def_property_readonly("value", [](const Sequence& s) { return s.value; });
+
+  py::class_<PyTrie>(m, "Trie")
+      .def(py::init<int, int, int, py::array, bool, std::shared_ptr<Sequence>>(),
+           py::arg("key_bits"), py::arg("root_bits"), py::arg("ply_bits"), py::arg("words"),
+           py::arg("log") = false, py::arg("sequence") = nullptr)
+      .def("add", &PyTrie::add, py::arg("network"), py::arg("length"), py::arg("next_hop"))
+      .def("delete", &PyTrie::remove, py::arg("network"), py::arg("length"))
+      .def("lookup", &PyTrie::lookup, py::arg("address"))
+      .def("load", &PyTrie::load, py::arg("hi"), py::arg("lo"), py::arg("lengths"),
+           py::arg("next_hops"))
+      .def("check", &PyTrie::check, py::arg("hi"), py::arg("lo"), py::arg("lengths"),
+           py::arg("next_hops"))
+      .def("clear", [](PyTrie& t) { t.core().clear(); })
+      .def(
+          "reclaim",
+          [](PyTrie& t, py::handle upto) {
+            // None: every update so far (the common call, kept cheap)
+            t.core().reclaim(upto.is_none() ? t.core().sequence()
+                                            : static_cast<uint64_t>(to_int(upto, "upto")));
+          },
+          py::arg("upto") = py::none())
+      .def("routes", &PyTrie::routes)
+      .def("take_log", &PyTrie::take_log)
+      .def("retired", &PyTrie::retired)
+      .def("stats", &PyTrie::stats)
+      .def_property_readonly("route_count", [](const PyTrie& t) { return t.core().route_count(); })
+      .def_property_readonly("words_used",
+                             [](const PyTrie& t) { return t.core().stats().words_used; })
+      .def_property_readonly("max_length", [](const PyTrie& t) { return t.core().max_length(); })
+      .def_property_readonly("logging", [](const PyTrie& t) { return t.core().logging(); })
+      .def_property_readonly("sequence", [](const PyTrie& t) { return t.core().sequence(); });
+
+  py::class_<Tables>(m, "Tables")
+      .def(py::init<py::object, py::object>(), py::arg("v4"), py::arg("v6"))
+      .def("add", &Tables::add, py::arg("family"), py::arg("network"), py::arg("length"),
+           py::arg("next_hop"), "Add a route, or give an existing one a new next hop.")
+      .def("delete", &Tables::remove, py::arg("family"), py::arg("network"), py::arg("length"),
+           "Delete a route (LpmError if there is none); its addresses fall back to the next "
+           "shorter covering route.")
+      .def("reclaim", &Tables::reclaim, py::arg("upto") = py::none(),
+           "The grace period of updates numbered <= upto (default: all so far) is over: the "
+           "plies they unlinked become reusable.")
+      .def("apply", &Tables::apply, py::arg("updates"),
+           "Apply a batch in order, in one call; returns how many were applied.  On an "
+           "error (LpmError naming the update) the updates before it stay applied.");
+
+}

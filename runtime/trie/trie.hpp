@@ -1,0 +1,193 @@
+// The multibit LPM trie's updater (docs/lpm.md): single-route adds and deletes, reloads,
+// grace-period reclaim and an ordered write log, in place on the trie's 32-bit words.
+//
+// Word format (read by microblocks/lpm.mbl): bit 31 CHILD (low 31 bits: a ply's word
+// offset), bit 30 ROUTE (low 16 bits: next hop), 0: no route.  The root indexes the top
+// root_bits of the key, every ply the next ply_bits.  Leaves are pushed: every slot holds
+// the answer of the longest prefix covering it.  Host-side only, `depth` keeps 1 + the
+// length of the prefix behind each slot (0: none), which updates need and lookups do not.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace npkit::trie {
+
+using u128 = unsigned __int128;
+
+inline constexpr uint32_t kChild = 1u << 31;
+inline constexpr uint32_t kRoute = 1u << 30;
+inline constexpr uint32_t kNextHopMask = 0xFFFF;
+inline constexpr uint32_t kPointerMask = kChild - 1;
+inline constexpr int kMaxLevels = 128;
+
+// A bad prefix, a missing route, a full memory: raised to Python as LpmError.
+struct TrieError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Updates applied so far; shared by the tries of one route manager, so that one number
+// orders the updates of both families (retired plies are tagged with it).
+struct Sequence {
+  uint64_t value = 0;
+};
+
+// One route of a bulk load: `value` right-aligned (< 2^key_bits).
+struct Route {
+  u128 value;
+  int length;
+  int64_t next_hop;
+};
+
+struct WriteLog {
+  std::vector<uint32_t> indices;
+  std::vector<uint32_t> values;
+  std::vector<uint64_t> barriers;  // every write before position p is visible before p
+};
+
+struct TrieStats {
+  size_t routes;
+  size_t words_used;
+  size_t plies_live;
+  size_t plies_retired;
+  size_t plies_free;
+  size_t words_high_water;
+};
+
+// The route map: prefix -> next hop, open addressing with linear probing in one flat array
+// (a lookup is about one cache miss; deletes shift entries back, so there are no
+// tombstones).  Keys are left-aligned 128-bit values as two 64-bit halves.
+class RouteMap {
+ public:
+  static constexpr size_t kNone = ~size_t{0};
+  struct Entry {
+    uint64_t hi = 0, lo = 0;
+    int16_t length = -1;  // -1: empty
+    uint16_t next_hop = 0;
+  };
+
+  RouteMap() { clear(); }
+  size_t size() const { return size_; }
+  size_t find(u128 key, int length) const;
+  // Start loading a key's home slot while the trie walk runs (both are cache misses).
+  void prefetch(u128 key, int length) const {
+    __builtin_prefetch(&entries_[home(static_cast<uint64_t>(key >> 64),
+                                      static_cast<uint64_t>(key), length)]);
+  }
+  const Entry& entry(size_t slot) const { return entries_[slot]; }
+  bool insert_or_assign(u128 key, int length, uint16_t next_hop);  // true: inserted
+  void erase(size_t slot);
+  void clear() {
+    entries_.assign(16, Entry{});
+    mask_ = 15;
+    size_ = 0;
+  }
+  void reserve(size_t n);
+  template <class Visit>
+  void for_each(Visit&& visit) const {
+    for (const Entry& e : entries_)
+      if (e.length >= 0) visit((u128{e.hi} << 64) | e.lo, int{e.length}, e.next_hop);
+  }
+
+ private:
+  size_t home(uint64_t hi, uint64_t lo, int length) const;
+  void rehash(size_t capacity);
+
+  std::vector<Entry> entries_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+class Trie {
+ public:
+  Trie(int key_bits, int root_bits, int ply_bits, uint32_t* words, size_t size, bool log,
+       std::shared_ptr<Sequence> sequence);
+
+  // Single updates; each is one sequence number.  Throw TrieError (and change nothing) on
+  // a bad prefix or next hop, a missing route, or a full memory.
+  void add(u128 value, int length, int64_t next_hop);
+  void remove(u128 value, int length);
+  // Make the routes exactly `routes` by single updates (adds and replaces, shortest first,
+  // then deletes, longest first), each safe for concurrent lookups; returns how many.
+  // Everything is validated before the first write.
+  size_t load(const std::vector<Route>& routes);
+  void check(const std::vector<Route>& routes) const;  // load's checks, no change
+  // Not safe for concurrent lookups: zero the table (the start of a bulk build).
+  void clear();
+  // Plies retired by updates numbered <= upto become reusable (the grace period is over).
+  void reclaim(uint64_t upto);
+
+  std::optional<uint32_t> lookup(u128 value) const;
+  void check_prefix(u128 value, int length) const;  // throws TrieError
+  std::string show(u128 value, int length) const;   // "10.0.0.0/8", "2001:db8::/32"
+
+  TrieStats stats() const;
+  size_t route_count() const { return routes_.size(); }
+  int max_length() const;  // longest prefix present, -1 if none
+  void for_each_route(const std::function<void(u128, int, uint32_t)>& visit) const;
+  std::vector<std::pair<uint32_t, uint64_t>> retired() const {
+    return {retired_.begin(), retired_.end()};
+  }
+  bool logging() const { return logging_; }
+  WriteLog take_log();
+  uint64_t sequence() const { return sequence_->value; }
+  int key_bits() const { return key_bits_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const noexcept { std::free(p); }
+  };
+
+  u128 align(u128 value) const { return value << (128 - key_bits_); }
+  uint32_t chunk(u128 key, int level) const;
+  int level_of(int length) const;  // the level whose stride holds the prefix's last bit
+  size_t available_plies() const;
+  uint32_t alloc_ply();
+
+  void add_aligned(u128 key, int length, uint32_t next_hop);
+  void remove_aligned(u128 key, int length);
+  std::pair<uint32_t, uint8_t> covering(u128 key, int length, int level, uint32_t base,
+                                        uint32_t first, uint32_t span,
+                                        uint8_t parent_depth) const;
+  std::pair<uint32_t, uint8_t> covering_by_probes(u128 key, int longest) const;
+  std::pair<uint32_t, uint8_t> route_leaf(u128 key, int length) const;
+  void grow(int level, uint32_t slot, u128 key, int length, uint32_t leaf, uint8_t depth);
+  void paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth);
+  void paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth,
+                    uint8_t deleted_depth);
+  bool collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number);
+
+  void write(uint32_t index, uint32_t value);
+  void publish(uint32_t index, uint32_t value);  // a barrier, then the linking write
+  void barrier();
+
+  int key_bits_;
+  int root_bits_;
+  int ply_bits_;
+  int levels_;
+  uint32_t root_words_;
+  uint32_t ply_words_;
+  std::array<int, kMaxLevels> end_bit_{};  // last key bit (exclusive) each level indexes
+  uint32_t* words_;
+  size_t size_;
+  std::unique_ptr<uint8_t, FreeDeleter> depth_;
+  RouteMap routes_;
+  std::array<uint32_t, 129> length_count_{};
+  uint32_t next_free_;
+  std::vector<uint32_t> free_;
+  std::deque<std::pair<uint32_t, uint64_t>> retired_;  // (ply, update number), in order
+  bool logging_;
+  WriteLog log_;
+  std::shared_ptr<Sequence> sequence_;
+};
+
+}  // namespace npkit::trie
