@@ -56,7 +56,7 @@ from npkit.runtime.icmp import (
     time_exceeded6,
     upper_layer6,
 )
-from npkit.runtime.neighbours import NextHop, PortConfig
+from npkit.runtime.neighbours import NextHop, PortConfig, is_glean
 
 
 class Exc(IntEnum):
@@ -405,7 +405,9 @@ class ExceptionHandler:
         index = self.route_lookup(family, address)
         if index is None or index in self.prohibited:
             return None
-        return self.next_hop(index)
+        nh = self.next_hop(index)
+        # a connected prefix's glean record has no MAC: the neighbour is unresolved
+        return None if nh is None or is_glean(nh) else nh
 
     def _source4(self, out_port: int, in_port: int) -> int | None:
         """RFC 1812 4.3.2.4: an address of the interface the message goes out on; else of

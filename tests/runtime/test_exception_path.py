@@ -46,7 +46,7 @@ from npkit.runtime.exception_path import (
     fragment_ipv4,
 )
 from npkit.runtime.icmp import IcmpRateLimiter
-from npkit.runtime.neighbours import NextHop, PortConfig, mac_to_int, mac_to_str
+from npkit.runtime.neighbours import NextHop, PortConfig, glean_record, mac_to_int, mac_to_str
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -777,3 +777,13 @@ def test_random_traffic_through_tshark(tmp_path):
     assert handler.received() == handler.outcomes() == 400
     assert len(frames) > 200
     tshark_clean(frames, tmp_path)
+
+
+def test_no_icmp_toward_an_unresolved_neighbour():
+    """A source on a connected prefix whose host has no MAC yet routes to the port's glean
+    record (neighbours.glean_record: no MAC, MTU 0): no frame to MAC 0, counted."""
+    glean = 9
+    hops = dict(NEXT_HOPS) | {glean: glean_record(0, mac_to_int(PORT0_MAC))}
+    handler = ExceptionHandler(PORTS, hops.get, lambda family, address: glean, None)
+    emits = run(handler, Exc.ttl_expired, from_host4(*UDP_PROBE, ttl=1))
+    assert emits == [] and one_outcome(handler) == "suppressed.no_route_back"

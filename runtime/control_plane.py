@@ -1,0 +1,177 @@
+"""The router's control plane: the XScale core components behind one façade.
+
+`ControlPlane` owns the route manager, the next-hop table, the neighbours, the ports, the
+router's own addresses and the exception handler of one router program, and writes their
+words into the program's memories (`regions(name)`).  It does not know which target runs
+the data plane:
+
+* `NativeRouter` runs the MBL router natively (npkit.compiler.mbl.NativeProgram) and hands
+  its exceptions to the handler synchronously;
+* `npkit.runtime.chip_router.ChipRouter` runs the hand-written microcode router on the
+  simulated chip, with the control plane inside the XScale model in simulated time.
+
+Counters (`RouterCounters`) are per port: frames received, transmitted (forwarded plus
+injected by the control plane), dropped by reason, and exceptions by code.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from npkit.runtime.exception_path import NOT_IP, Emit, Exc, ExceptionHandler
+from npkit.runtime.icmp import IcmpRateLimiter
+from npkit.runtime.neighbours import LocalAddresses, Neighbours, NextHopTable, Ports, Writer
+from npkit.runtime.route_manager import RouteManager, RouteUpdate
+from npkit.runtime.router_config import RouterConfig
+
+Regions = Callable[[str], "np.ndarray | None"]
+
+
+def exception_name(code: int) -> str:
+    if code in Exc._value2member_map_:
+        return Exc(code).name
+    return "not_ip" if code == NOT_IP else f"code_{code:#x}"
+
+
+def parse_prefix(text: str) -> tuple[int, int, int]:
+    """'10.0.0.0/8' -> (family, network, length); a clear error for bad text."""
+    try:
+        net = ipaddress.ip_network(text, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"bad prefix {text!r}: {exc}") from None
+    return net.version, int(net.network_address), net.prefixlen
+
+
+@dataclass
+class PortCounters:
+    rx: int = 0
+    tx: int = 0
+    injected: int = 0                                   # of tx: frames the control plane sent
+    drops: Counter[str] = field(default_factory=Counter)      # reason -> frames
+    exceptions: Counter[str] = field(default_factory=Counter)  # code name -> frames
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rx": self.rx, "tx": self.tx, "injected": self.injected,
+                "drops": dict(self.drops), "exceptions": dict(self.exceptions)}
+
+
+@dataclass
+class RouterCounters:
+    ports: dict[int, PortCounters] = field(default_factory=dict)
+
+    def port(self, port: int) -> PortCounters:
+        return self.ports.setdefault(port, PortCounters())
+
+    def as_dict(self) -> dict[int, dict[str, Any]]:
+        return {p: c.as_dict() for p, c in sorted(self.ports.items())}
+
+
+class ControlPlane:
+    """Route manager, next hops, neighbours, ports, own addresses and exception handler of
+    one router program.  `regions(name)` gives a memory's words (or None when the program
+    lacks it); `writer` (optional) receives every next-hop / own-address word write in
+    order, for a target that replays them in simulated time; `log_routes` makes the route
+    manager keep its write log (the chip target replays it)."""
+
+    def __init__(self, regions: Regions, ports: int, *, writer: Writer | None = None,
+                 log_routes: bool = False, limiter: IcmpRateLimiter | None = None,
+                 trie_regions: Regions | None = None) -> None:
+        nexthop_words = regions(NextHopTable.MEMORY)
+        if nexthop_words is None:
+            raise ValueError("the program has no nexthops memory "
+                             "(import microblocks/router_common.mbl)")
+        tries = trie_regions or regions
+        self.routes = RouteManager(tries("fib4_trie"), tries("fib6_trie"), log=log_routes)
+        self.nexthops = NextHopTable(nexthop_words, ports=ports, writer=writer)
+        self.local = LocalAddresses(regions("local4"), regions("local6"), writer)
+        self.ports = Ports(count=ports)
+        self.neighbours = Neighbours(self.ports, self.nexthops)
+        self.limiter = limiter if limiter is not None else IcmpRateLimiter.of()
+        self.exceptions = self._handler()
+
+    def _handler(self) -> ExceptionHandler:
+        return ExceptionHandler(list(self.ports), self.nexthops.get, self.routes.lookup,
+                                self.limiter)
+
+    # ---- configuration ----
+    def configure(self, config: RouterConfig) -> int:
+        """Apply a router config: ports, own addresses, neighbours, next hops, and load its
+        routes (a full reload).  Returns the number of routes."""
+        routes = config.apply(self.nexthops, self.local, self.neighbours)
+        if config.icmp:
+            self.limiter = IcmpRateLimiter.of(float(config.icmp.get("rate", 10.0)),
+                                              int(config.icmp.get("burst", 10)))
+        self.exceptions = self._handler()
+        self.routes.reload(routes.v4, routes.v6)
+        return len(routes.v4) + len(routes.v6)
+
+    # ---- routes ----
+    def add_route(self, prefix: str, next_hop: int) -> None:
+        family, network, length = parse_prefix(prefix)
+        if self.nexthops.get(next_hop) is None:
+            raise ValueError(f"route {prefix}: next hop {next_hop} is not in the next-hop "
+                             "table (add the neighbour / next hop first)")
+        self.routes.add(family, network, length, next_hop)
+
+    def delete_route(self, prefix: str) -> None:
+        family, network, length = parse_prefix(prefix)
+        self.routes.delete(family, network, length)
+
+    def apply(self, updates: Iterable[RouteUpdate]) -> int:
+        return self.routes.apply(updates)
+
+
+@dataclass
+class Forwarded:
+    """What a batch of frames became: frames out per port (forwarded in order, then the
+    control plane's injections), and the per-packet verdicts of the data plane."""
+
+    out: dict[int, list[bytes]]
+    verdicts: list[Any]
+
+
+class NativeRouter:
+    """The MBL router on the native target with its control plane: exceptions go to the
+    handler at once, and the frames it returns are transmitted after the batch."""
+
+    def __init__(self, native: Any, ports: int, config: RouterConfig | None = None,
+                 limiter: IcmpRateLimiter | None = None) -> None:
+        self.native = native
+        self.control = ControlPlane(lambda name: native.region(name, missing_ok=True), ports,
+                                    limiter=limiter)
+        if config is not None:
+            self.control.configure(config)
+        self.counters = RouterCounters()
+
+    def forward(self, frames: Sequence[bytes], in_ports: Sequence[int] | int = 0,
+                now_ns: int = 0) -> Forwarded:
+        ports = [in_ports] * len(frames) if isinstance(in_ports, int) else list(in_ports)
+        verdicts = self.native.run(list(frames), ports)
+        out: dict[int, list[bytes]] = {}
+        emits: list[Emit] = []
+        for frame, port, verdict in zip(frames, ports, verdicts, strict=True):
+            counters = self.counters.port(port)
+            counters.rx += 1
+            if verdict.kind == "forward":
+                out.setdefault(verdict.port, []).append(verdict.data)
+                self.counters.port(verdict.port).tx += 1
+            elif verdict.kind == "drop":
+                counters.drops[verdict.reason] += 1
+            elif verdict.kind == "exception":
+                counters.exceptions[exception_name(verdict.code)] += 1
+                emits += self.control.exceptions.handle(verdict.code, frame, port,
+                                                        verdict.next_hop, now_ns)
+            else:
+                counters.drops[f"verdict_{verdict.kind}"] += 1
+        for emit in emits:
+            out.setdefault(emit.port, []).append(emit.frame)
+            counters = self.counters.port(emit.port)
+            counters.tx += 1
+            counters.injected += 1
+        return Forwarded(out, verdicts)

@@ -1,0 +1,100 @@
+"""The control plane driving the MBL router on the native target: the config's tables,
+the exception path (ICMP out of the right port, quoting the offending packet), live route
+changes and the per-port counters.  Expected packets are built with scapy from the RFCs,
+independently of the code under test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import ICMP, IP, UDP
+from scapy.layers.l2 import Ether
+
+from npkit.runtime.control_plane import NativeRouter
+from npkit.runtime.router_config import RouterConfig
+
+REPO = Path(__file__).resolve().parents[2]
+PORT_MAC = {p: f"02:00:00:00:00:1{p}" for p in range(4)}
+HOST = "192.0.2.2"                      # a neighbour on port 0
+HOST_MAC = "02:00:00:00:10:02"
+
+
+@pytest.fixture(scope="module")
+def native_program():
+    from npkit.compiler.mbl import NativeProgram, compile_file
+
+    return NativeProgram(compile_file(REPO / "examples/router/router.mbl"))
+
+
+@pytest.fixture
+def router(native_program):
+    return NativeRouter(native_program, ports=4,
+                        config=RouterConfig.load(REPO / "examples/router/control.toml"))
+
+
+def from_host(dst: str, ttl: int = 64, size: int = 64, df: bool = False, **kw) -> bytes:
+    ip = IP(src=HOST, dst=dst, ttl=ttl, id=7, flags="DF" if df else 0)
+    payload = kw.get("l4", UDP(sport=1234, dport=5678))
+    frame = Ether(src=HOST_MAC, dst=PORT_MAC[0]) / ip / payload
+    return bytes(frame / bytes(max(0, size - len(frame))))
+
+
+def test_forwarding_uses_the_configured_next_hop(router):
+    out = router.forward([from_host("10.1.2.3")], 0).out
+    (frame,) = out[2]
+    eth = Ether(frame)
+    assert (eth.dst, eth.src, eth[IP].ttl) == ("02:00:00:00:12:02", PORT_MAC[2], 63)
+
+
+def test_ttl_expired_becomes_time_exceeded_back_to_the_source(router):
+    original = from_host("10.1.2.3", ttl=1)
+    out = router.forward([original], 0).out
+    assert list(out) == [0]
+    reply = Ether(out[0][0])
+    assert (reply.dst, reply.src) == (HOST_MAC, PORT_MAC[0])
+    ip = reply[IP]
+    assert (ip.src, ip.dst, ip[ICMP].type, ip[ICMP].code) == ("192.0.2.1", HOST, 11, 0)
+    quoted = bytes(ip[ICMP].payload)
+    assert quoted == original[14:14 + len(quoted)] and len(quoted) >= 28
+    counters = router.counters.as_dict()
+    assert counters[0]["exceptions"] == {"ttl_expired": 1}
+    assert counters[0]["injected"] == 1 and counters[0]["tx"] == 1
+
+
+def test_frag_needed_quotes_the_next_hop_mtu(router):
+    out = router.forward([from_host("172.16.0.9", size=1400, df=True)], 0).out
+    icmp = Ether(out[0][0])[ICMP]
+    assert (icmp.type, icmp.code, icmp.nexthopmtu) == (3, 4, 1280)   # port 3's MTU
+
+
+def test_echo_to_the_router_is_answered(router):
+    request = from_host("198.51.100.1", l4=ICMP(type=8, id=3, seq=9) / b"ping")
+    reply = Ether(router.forward([request], 0).out[0][0])
+    assert (reply[IP].src, reply[IP].dst) == ("198.51.100.1", HOST)
+    assert (reply[ICMP].type, reply[ICMP].id, reply[ICMP].seq) == (0, 3, 9)
+
+
+def test_live_route_changes_take_effect(router):
+    probe = from_host("10.1.2.3")
+    router.control.delete_route("10.0.0.0/8")
+    assert list(router.forward([probe], 0).out) == [1]              # the default route
+    hop = router.control.neighbours.next_hop_for(3, "192.0.2.130")
+    router.control.add_route("10.0.0.0/8", hop)
+    assert list(router.forward([probe], 0).out) == [3]
+    router.control.add_route("10.1.0.0/16", hop)
+    router.control.delete_route("10.1.0.0/16")
+    assert list(router.forward([probe], 0).out) == [3]
+    with pytest.raises(ValueError, match="next hop 999"):
+        router.control.add_route("10.2.0.0/16", 999)
+    with pytest.raises(ValueError, match="bad prefix"):
+        router.control.delete_route("10.2.0.1/16")
+
+
+def test_drops_are_counted_by_reason(router):
+    bad = bytearray(from_host("10.1.2.3"))
+    bad[24] ^= 0xFF                                                   # header checksum
+    router.forward([bytes(bad), from_host("10.1.2.3")], 0)
+    counters = router.counters.as_dict()
+    assert counters[0]["rx"] == 2 and counters[0]["drops"] == {"bad_checksum": 1}
+    assert counters[2]["tx"] == 1
