@@ -36,11 +36,6 @@ from npkit.runtime.manifest import parse_manifest
 from npkit.runtime.router_config import RouterConfig
 from npkit.runtime.xscale import ControlProcessor, XScaleTiming
 
-# [U] modelled XScale work, in XScale cycles, besides its memory accesses: the route
-# manager's host-side work per update and the exception handler's per packet.  No public
-# figure; ~1-2 us of a 700 MHz core each, the order of the IXA core components' path.
-UPDATE_CYCLES = 1000
-EXCEPTION_CYCLES = 2000
 # [U] grace period before an unlinked ply is reused: a lookup makes at most 3 dependent
 # SRAM reads (~150 cycles each unloaded); 20,000 ME cycles (14 us) leaves a wide margin
 # for queueing.
@@ -142,7 +137,7 @@ class ChipRouter:
             start = self.cp.now
             sequence_before = self.control.routes.sequence
             change(self.control)
-            yield from self.cp.compute(UPDATE_CYCLES)
+            yield from self.cp.compute(self.cp.timing.route_update_cycles)
             end, words = yield from self._replay()
             self.records.append(ChangeRecord(label, start, max(end, start), words))
             if self.control.routes.sequence != sequence_before:
@@ -183,7 +178,7 @@ class ChipRouter:
         yield from cp.enqueue(channel, lw2 & 0xFFFF, handle)
         in_port, code = lw3 >> 16, word >> 16
         self.port_counters.port(in_port).exceptions[exception_name(code)] += 1
-        yield from cp.compute(EXCEPTION_CYCLES)
+        yield from cp.compute(cp.timing.exception_cycles)
         now_ns = int(cp.now / self.chip.config.clock_hz * 1e9)
         emits = self.control.exceptions.handle(code, frame, in_port, word & 0xFFFF, now_ns)
         for emit in emits:

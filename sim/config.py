@@ -105,7 +105,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "scratch_read_cycles": "int0", "dram_read_cycles": "int0", "sram_write_cycles": "int0",
         "scratch_write_cycles": "int0", "dram_write_cycles": "int0",
         "write_issue_cycles": "int0", "max_posted_writes": "int+", "read_burst_words": "int+",
-        "poll_period_cycles": "int+",
+        "poll_period_cycles": "int+", "route_update_cycles": "int0", "exception_cycles": "int0",
     },
     "sram": {
         "channels": "int+", "channel_bytes": "int+", "latency": "int0",
