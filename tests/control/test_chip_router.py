@@ -140,7 +140,7 @@ def test_route_changes_under_full_load_never_misroute_or_lose():
     router.load_tables()
 
     # traffic: 64-byte frames at LOAD of line rate on both ports
-    frames_per_port = 6000
+    frames_per_port = 12000
     gap_s = (64 + 20) * 8 / LINE_BPS / LOAD
     sources, sent = {}, {}
     for port in (0, 1):
@@ -158,7 +158,7 @@ def test_route_changes_under_full_load_never_misroute_or_lose():
     history = VersionHistory(table)
     tables_after: list[dict[tuple[int, int], int]] = []
     cycle, end_cycle = 20_000, int(frames_per_port * gap_s * CLOCK_HZ)
-    while cycle < end_cycle - 40_000:
+    while cycle < end_cycle - 300_000:
         name = rng.choice(list(classes))
         hops = classes[name][2]
         net = rng.choice(sixteens[name])
@@ -168,7 +168,7 @@ def test_route_changes_under_full_load_never_misroute_or_lose():
         elif kind < 0.6 and (net, 16) in table:          # delete: falls back to the cover
             update = RouteUpdate("delete", 4, net, 16)
         else:                                            # a /24 below: a new ply, or gone
-            sub = net | rng.randrange(3) << 8              # few, so they come and go
+            sub = sixteens[name][rng.randrange(4)] | rng.randrange(3) << 8   # few: they come and go
             update = (RouteUpdate("delete", 4, sub, 24) if (sub, 24) in table
                       else RouteUpdate("add", 4, sub, 24, rng.choice(hops)))
         if update.op == "add":
@@ -177,12 +177,14 @@ def test_route_changes_under_full_load_never_misroute_or_lose():
             del table[(update.network, update.length)]
         tables_after.append(dict(table))
         router.at(cycle, lambda c, u=update: c.routes.apply([u]), label=f"{update}")
-        cycle += 5_000
-    assert len(tables_after) > 100          # about 110 changes in 0.4 ms
+        cycle += 13_000                                  # the XScale needs ~6-16 us each
+    assert len(tables_after) > 100
 
     router.run(cycles=end_cycle + 300_000)
 
     assert len(router.records) == len(tables_after)
+    last_departure = max(f.last_bit_cycle for sink in sinks.values() for f in sink.frames)
+    assert router.records[-1].end < last_departure       # every change landed under traffic
     for record, after in zip(router.records, tables_after, strict=True):
         history.record(after, record.start, record.end)
 
