@@ -3,28 +3,14 @@ plane, driven from the command line; output pcaps checked with scapy."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from click.testing import CliRunner
+from cli_invoke import invoke
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
 
-from npkit.cli import main
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        result.exception
-    assert "Traceback" not in result.output
-    return result.exit_code, result.output
-
 
 def test_check_lists_the_ports():
-    code, out = _invoke("router", "check")
+    code, out = invoke("router", "check")
     assert code == 0, out
     assert "198.51.100.1/24" in out and "is ok" in out
 
@@ -35,7 +21,7 @@ def test_run_answers_exceptions_and_applies_updates(tmp_path):
                        "5 add 10.1.0.0/16 via 198.51.100.2\n"
                        "20 delete 10.1.0.0/16\n")
     out0 = tmp_path / "out0.pcap"
-    code, out = _invoke("router", "run", "--updates", str(updates), "--count", "200",
+    code, out = invoke("router", "run", "--updates", str(updates), "--count", "200",
                         "--out", f"0={out0}")
     assert code == 0, out
     assert "2 route changes applied" in out
@@ -50,15 +36,15 @@ def test_run_answers_exceptions_and_applies_updates(tmp_path):
 def test_bad_update_lines_name_file_and_line(tmp_path):
     updates = tmp_path / "updates.txt"
     updates.write_text("5 add 10.1.0.0/16 via 198.51.100.2\n7 replace 10.1.0.0/16\n")
-    code, out = _invoke("router", "run", "--updates", str(updates))
+    code, out = invoke("router", "run", "--updates", str(updates))
     assert code == 1 and f"{updates}:2: expected" in out
     updates.write_text("5 add 10.1.0.1/16 via 198.51.100.2\n")
-    code, out = _invoke("router", "run", "--updates", str(updates))
+    code, out = invoke("router", "run", "--updates", str(updates))
     assert code == 1 and f"{updates}:1:" in out and "host bits" in out
 
 
 def test_an_update_the_control_plane_refuses_is_reported(tmp_path):
     updates = tmp_path / "updates.txt"
     updates.write_text("5 delete 10.99.0.0/16\n")
-    code, out = _invoke("router", "run", "--updates", str(updates), "--count", "50")
+    code, out = invoke("router", "run", "--updates", str(updates), "--count", "50")
     assert code == 1 and "update line 1" in out and "Traceback" not in out

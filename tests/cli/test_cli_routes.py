@@ -8,17 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from npkit.cli import main
-
-
-def _invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        result.exception
-    assert "Traceback" not in result.output
-    return result.exit_code, result.output
+from cli_invoke import invoke
 
 
 def _route_lines(path: Path) -> list[tuple[str, int]]:
@@ -32,7 +22,7 @@ def _route_lines(path: Path) -> list[tuple[str, int]]:
 def test_gen_writes_valid_unique_prefixes(tmp_path: Path, family: str, count: int,
                                           name: str) -> None:
     out = tmp_path / name
-    code, output = _invoke("routes", "gen", "--family", family, "--count", str(count),
+    code, output = invoke("routes", "gen", "--family", family, "--count", str(count),
                            "--seed", "5", "--next-hops", "4", "-o", str(out))
     assert code == 0, output
     assert f"wrote {count:,} IPv{family} routes" in output
@@ -42,13 +32,13 @@ def test_gen_writes_valid_unique_prefixes(tmp_path: Path, family: str, count: in
     assert {n.version for n in networks} == {int(family)}
     assert {nh for _, nh in rows} <= set(range(4))
     again = tmp_path / ("again" + name)
-    _invoke("routes", "gen", "--family", family, "--count", str(count), "--seed", "5",
+    invoke("routes", "gen", "--family", family, "--count", str(count), "--seed", "5",
             "--next-hops", "4", "-o", str(again))
     assert _route_lines(again) == rows
 
 
 def test_gen_outside_the_npf_range_says_so(tmp_path: Path) -> None:
-    code, output = _invoke("routes", "gen", "--family", "6", "--count", "50",
+    code, output = invoke("routes", "gen", "--family", "6", "--count", "50",
                            "-o", str(tmp_path / "x.txt"))
     assert code == 0 and "outside the NPF range 400-1,200" in output
 
@@ -58,7 +48,7 @@ def test_stats_counts_lengths_and_sizes_the_trie(tmp_path: Path) -> None:
                 "192.0.2.0/24", "2001:db8::/32", "2001:db8:1::/48"]
     path = tmp_path / "t.txt"
     path.write_text("".join(f"{p} {i}\n" for i, p in enumerate(prefixes)))
-    code, output = _invoke("routes", "stats", str(path))
+    code, output = invoke("routes", "stats", str(path))
     assert code == 0, output
     assert "5 IPv4 + 2 IPv6 routes" in output
     lengths = Counter(ipaddress.ip_network(p).prefixlen for p in prefixes if ":" not in p)
@@ -76,7 +66,7 @@ def test_stats_reads_pyasn_tables(tmp_path: Path) -> None:
     with gzip.open(path, "wt") as fh:
         fh.write("; IP-ASN32-DAT file\n; Prefixes-v4: 2\n1.0.0.0/24\t15169\n"
                  "12.0.0.0/8\t7018\n")
-    code, output = _invoke("routes", "stats", "--no-trie", str(path))
+    code, output = invoke("routes", "stats", "--no-trie", str(path))
     assert code == 0, output
     assert "2 IPv4 + 0 IPv6 routes" in output and "trie" not in output
 
@@ -88,7 +78,7 @@ def test_stats_reads_pyasn_tables(tmp_path: Path) -> None:
 def test_stats_bad_line_names_file_and_line(tmp_path: Path, body: str, fragment: str) -> None:
     path = tmp_path / "t.txt"
     path.write_text(body)
-    code, output = _invoke("routes", "stats", str(path))
+    code, output = invoke("routes", "stats", str(path))
     assert code == 1 and fragment in output and output.startswith("Error: ")
 
 
@@ -99,18 +89,18 @@ def test_stats_bad_line_names_file_and_line(tmp_path: Path, body: str, fragment:
     (["routes", "gen", "--family", "4", "--count", "99999999", "-o", "x"], "count must be"),
 ])
 def test_bad_arguments_are_clear_errors(args: list[str], fragment: str) -> None:
-    code, output = _invoke(*args)
+    code, output = invoke(*args)
     assert code != 0 and fragment in output
 
 
 def test_gen_with_a_table_that_cannot_hold_the_count(tmp_path: Path) -> None:
     table = tmp_path / "eights.txt"
     table.write_text("10.0.0.0/8\n11.0.0.0/8\n")
-    code, output = _invoke("routes", "gen", "--family", "4", "--count", "300", "--table",
+    code, output = invoke("routes", "gen", "--family", "4", "--count", "300", "--table",
                            str(table), "-o", str(tmp_path / "o.txt"))
     assert code == 1 and "cannot make 300 distinct IPv4 prefixes" in output
 
 
 def test_routes_group_is_registered() -> None:
-    code, output = _invoke("routes", "--help")
+    code, output = invoke("routes", "--help")
     assert code == 0 and "gen" in output and "stats" in output
