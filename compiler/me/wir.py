@@ -1,0 +1,403 @@
+"""WIR, the ME backend's word IR: the contract between the front end (optimized LLVM IR ->
+WIR, `compiler/me/front/`) and the back end (WIR -> microcode, `compiler/me/back/`).
+
+Every value is a 32-bit word.  Wider MBL integers are already split into words (most
+significant word first) and `i1` values are 0/1 words.  Registers are virtual and may be
+assigned more than once (WIR is not SSA: phis became copies in the predecessors).  The
+header window is the first `window_bytes` bytes of the packet, read by the dispatch loop
+before the function runs, as big-endian words.  docs/me-backend.md has the full contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MASK32 = 0xFFFF_FFFF
+
+# Spaces of MBL memories (the same numbers as npu.mem.* in the lowering contract).
+SRAM, SCRATCH, LOCAL = 0, 1, 2
+
+BIN_OPS = ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul")
+PREDICATES = ("eq", "ne", "ult", "ule", "ugt", "uge", "slt", "sle", "sgt", "sge")
+
+
+@dataclass(frozen=True)
+class Loc:
+    """An MBL source position."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Reg:
+    """A virtual 32-bit register."""
+
+    id: int
+    hint: str = ""          # the MBL/LLVM name it came from, for listings only
+
+    def __str__(self) -> str:
+        return f"%{self.id}" + (f".{self.hint}" if self.hint else "")
+
+
+Operand = Reg | int         # an int is a constant word 0 .. 2**32 - 1
+
+
+def opnd(o: Operand) -> str:
+    return str(o) if isinstance(o, Reg) else hex(o)
+
+
+@dataclass
+class Instr:
+    loc: Loc | None = field(default=None, kw_only=True)
+
+    def defs(self) -> tuple[Reg, ...]:
+        return ()
+
+    def uses(self) -> tuple[Operand, ...]:
+        return ()
+
+
+@dataclass
+class Bin(Instr):
+    """dst = a op b (mod 2**32).  Shifts by a constant take 0..31; by a register, an
+    amount >= 32 gives 0.  `mul` keeps the low 32 bits."""
+
+    dst: Reg
+    op: str
+    a: Operand
+    b: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.a, self.b)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = {self.op} {opnd(self.a)}, {opnd(self.b)}"
+
+
+@dataclass
+class Fsh(Instr):
+    """dst = (hi:lo) >> amount, the low word of the 64-bit concatenation, amount 1..31
+    (a funnel shift: dbl_shf)."""
+
+    dst: Reg
+    hi: Operand
+    lo: Operand
+    amount: int
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.hi, self.lo)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = fsh {opnd(self.hi)}:{opnd(self.lo)} >> {self.amount}"
+
+
+@dataclass
+class Cmp(Instr):
+    """dst = 1 if `a pred b` else 0 (s* predicates compare as two's complement)."""
+
+    dst: Reg
+    pred: str
+    a: Operand
+    b: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.a, self.b)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = cmp {self.pred} {opnd(self.a)}, {opnd(self.b)}"
+
+
+@dataclass
+class Select(Instr):
+    """dst = a if cond != 0 else b."""
+
+    dst: Reg
+    cond: Operand
+    a: Operand
+    b: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.cond, self.a, self.b)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = select {opnd(self.cond)}, {opnd(self.a)}, {opnd(self.b)}"
+
+
+@dataclass
+class Copy(Instr):
+    dst: Reg
+    src: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.src,)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = {opnd(self.src)}"
+
+
+@dataclass
+class HdrRead(Instr):
+    """dst = header-window word `word` (packet bytes 4*word .. 4*word+3, big-endian), as
+    last written by HdrWrite, else as received."""
+
+    dst: Reg
+    word: int
+
+    def defs(self):
+        return (self.dst,)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = hdr[{self.word}]"
+
+
+@dataclass
+class HdrWrite(Instr):
+    """Header-window word `word` = src; the dispatch writes dirty words back to the packet."""
+
+    word: int
+    src: Operand
+
+    def uses(self):
+        return (self.src,)
+
+    def __str__(self) -> str:
+        return f"hdr[{self.word}] = {opnd(self.src)}"
+
+
+@dataclass
+class PktLoad8(Instr):
+    """dst = packet byte at `offset` (any offset the MBL code has bounds-checked; for bytes
+    outside the header window or at a variable offset)."""
+
+    dst: Reg
+    offset: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.offset,)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = pkt8[{opnd(self.offset)}]"
+
+
+@dataclass
+class PktStore8(Instr):
+    """Packet byte at `offset` = src & 0xFF (outside the window or at a variable offset)."""
+
+    offset: Operand
+    src: Operand
+
+    def uses(self):
+        return (self.offset, self.src)
+
+    def __str__(self) -> str:
+        return f"pkt8[{opnd(self.offset)}] = {opnd(self.src)}"
+
+
+@dataclass
+class MetaRead(Instr):
+    """dst = metadata word `word` (npkit.compiler.mbl.types.META_FIELDS, META_VERDICT...)."""
+
+    dst: Reg
+    word: int
+
+    def defs(self):
+        return (self.dst,)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = meta[{self.word}]"
+
+
+@dataclass
+class MetaWrite(Instr):
+    word: int
+    src: Operand
+
+    def uses(self):
+        return (self.src,)
+
+    def __str__(self) -> str:
+        return f"meta[{self.word}] = {opnd(self.src)}"
+
+
+@dataclass
+class MemRead(Instr):
+    """dsts[i] = memory word `addr + i` of `space` (word addresses as in the lowering:
+    MBL memory base word + offset).  1..8 consecutive words, one memory command."""
+
+    dsts: tuple[Reg, ...]
+    space: int
+    addr: Operand
+
+    def defs(self):
+        return self.dsts
+
+    def uses(self):
+        return (self.addr,)
+
+    def __str__(self) -> str:
+        d = ", ".join(map(str, self.dsts))
+        return f"{d} = mem{self.space}[{opnd(self.addr)}]"
+
+
+@dataclass
+class MemWrite(Instr):
+    """Memory words `addr + i` of `space` = srcs[i]; 1..8 words, one memory command."""
+
+    space: int
+    addr: Operand
+    srcs: tuple[Operand, ...]
+
+    def uses(self):
+        return (self.addr, *self.srcs)
+
+    def __str__(self) -> str:
+        return f"mem{self.space}[{opnd(self.addr)}] = {', '.join(map(opnd, self.srcs))}"
+
+
+@dataclass
+class MemAdd(Instr):
+    """Atomic: memory word `addr` of `space` += value; dst (if any) gets the old value."""
+
+    dst: Reg | None
+    space: int
+    addr: Operand
+    value: Operand
+
+    def defs(self):
+        return (self.dst,) if self.dst is not None else ()
+
+    def uses(self):
+        return (self.addr, self.value)
+
+    def __str__(self) -> str:
+        d = f"{self.dst} = " if self.dst is not None else ""
+        return f"{d}memadd{self.space}[{opnd(self.addr)}] += {opnd(self.value)}"
+
+
+@dataclass
+class Hash(Instr):
+    """The chip's hash unit on one key of `width` 48/64/128 bits: srcs are the key's words
+    most significant first (2, 2 or 4 words), dsts the result's words likewise."""
+
+    dsts: tuple[Reg, ...]
+    width: int
+    srcs: tuple[Operand, ...]
+
+    def defs(self):
+        return self.dsts
+
+    def uses(self):
+        return self.srcs
+
+    def __str__(self) -> str:
+        return (f"{', '.join(map(str, self.dsts))} = hash{self.width} "
+                f"{', '.join(map(opnd, self.srcs))}")
+
+
+@dataclass
+class Jump(Instr):
+    target: str
+
+    def __str__(self) -> str:
+        return f"jump {self.target}"
+
+
+@dataclass
+class Branch(Instr):
+    """if `a pred b` goto then_ else goto else_."""
+
+    pred: str
+    a: Operand
+    b: Operand
+    then_: str
+    else_: str
+
+    def uses(self):
+        return (self.a, self.b)
+
+    def __str__(self) -> str:
+        return (f"if {self.pred} {opnd(self.a)}, {opnd(self.b)} goto {self.then_} "
+                f"else {self.else_}")
+
+
+@dataclass
+class Ret(Instr):
+    """The packet's processing ends; the verdict is in meta words 8 and 9."""
+
+    def __str__(self) -> str:
+        return "ret"
+
+
+TERMINATORS = (Jump, Branch, Ret)
+
+
+@dataclass
+class Block:
+    label: str
+    instrs: list[Instr] = field(default_factory=list)
+    # loop header: at most this many entries per packet (from MBL `for` bounds and table
+    # sizes); None when the block is not a loop header
+    max_trips: int | None = None
+
+    @property
+    def terminator(self) -> Instr:
+        return self.instrs[-1]
+
+    def successors(self) -> tuple[str, ...]:
+        t = self.instrs[-1] if self.instrs else None
+        if isinstance(t, Jump):
+            return (t.target,)
+        if isinstance(t, Branch):
+            return (t.then_, t.else_)
+        return ()
+
+
+@dataclass
+class Function:
+    """One compiled entry (a pipeline or a block): blocks[0] is the entry."""
+
+    name: str
+    blocks: list[Block]
+    window_bytes: int                       # header window: 0 .. 56, a multiple of 8
+    next_reg: int = 0                       # ids below this are in use
+    loc: Loc | None = None                  # the block/pipeline declaration
+
+    def new_reg(self, hint: str = "") -> Reg:
+        self.next_reg += 1
+        return Reg(self.next_reg - 1, hint)
+
+    def block(self, label: str) -> Block:
+        return next(b for b in self.blocks if b.label == label)
+
+    def __str__(self) -> str:
+        lines = [f"function {self.name} (window {self.window_bytes} bytes)"]
+        for b in self.blocks:
+            trips = f"  ; loop, at most {b.max_trips} trips" if b.max_trips else ""
+            lines.append(f"{b.label}:{trips}")
+            for i in b.instrs:
+                at = f"    ; {i.loc}" if i.loc else ""
+                lines.append(f"    {i}{at}")
+        return "\n".join(lines) + "\n"
