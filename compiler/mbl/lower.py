@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from . import ast as A
+from .debuginfo import DebugInfoBuilder
+from .diagnostics import Span
 from .sema import Program
 from .types import (
     META_CODE,
@@ -131,6 +133,8 @@ class Lowerer:
             elif name in PURE:
                 fn.attributes.add("readnone")
         self.functions: dict[str, ir.Function] = {}
+        # every instruction carries its MBL location (!dbg) for the ME backend's listings
+        self.debug = DebugInfoBuilder(self.module, next(iter(program.sources), "<input>"))
         self.b: ir.IRBuilder | None = None
         self.ctx: ir.Value | None = None
         self.scope = _Scope()
@@ -152,6 +156,7 @@ class Lowerer:
         first stage, then follows `next(label)` verdicts along the (acyclic) connections."""
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), f"mbl.pipeline.{pl.name}")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.debug.begin_function(fn, pl.name, pl.span, b)
         ctx = fn.args[0]
         edges = self.p.pipeline_edges.get(pl.name, {})
         stage_blocks = {st.name: fn.append_basic_block(f"stage.{st.name}") for st in pl.stages}
@@ -159,6 +164,7 @@ class Lowerer:
         read, write = self.npu["npu.meta.read"], self.npu["npu.meta.write"]
         for st in pl.stages:
             b.position_at_end(stage_blocks[st.name])
+            b.debug_metadata = self.debug.location(st.span)
             b.call(write, [ctx, ir.Constant(I32, META_VERDICT), ir.Constant(I32, 0)])
             b.call(self.module.get_global(f"mbl.block.{st.block}"), [ctx])
             outputs = edges.get(st.name, {})
@@ -202,7 +208,7 @@ class Lowerer:
 
     def lower_function(self, f: A.Function) -> None:
         fn = self.functions[f.name]
-        self.begin(fn)
+        self.begin(fn, f.name, f.span)
         for prm, arg in zip(f.params, fn.args[1:], strict=True):
             t = self.resolve(prm.type)
             if isinstance(t, View):
@@ -214,12 +220,13 @@ class Lowerer:
 
     def lower_block(self, blk: A.Microblock) -> None:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), f"mbl.block.{blk.name}")
-        self.begin(fn)
+        self.begin(fn, blk.name, blk.span)
         self.stmt(blk.body)
         self.finish(fn)
 
-    def begin(self, fn: ir.Function) -> None:
+    def begin(self, fn: ir.Function, name: str, span: Span) -> None:
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.debug.begin_function(fn, name, span, self.b)
         self.ctx = fn.args[0]
         self.scope = _Scope()
 
@@ -248,7 +255,8 @@ class Lowerer:
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:
         self.fresh_block_if_terminated()
-        getattr(self, "stmt_" + type(s).__name__.rstrip("_"))(s)
+        with self.debug.at(self.b, s.span):
+            getattr(self, "stmt_" + type(s).__name__.rstrip("_"))(s)
 
     def stmt_Block(self, s: A.Block) -> None:  # noqa: N802
         self.scope.push()
@@ -438,7 +446,8 @@ class Lowerer:
         t = self.p.type_of(e)
         if id(e) in self.p.values and isinstance(t, Bits | Bool):
             return ir.Constant(llvm_type(t), self.p.values[id(e)])
-        return getattr(self, "expr_" + type(e).__name__)(e)
+        with self.debug.at(self.b, e.span):
+            return getattr(self, "expr_" + type(e).__name__)(e)
 
     def expr_Name(self, e: A.Name) -> object:  # noqa: N802
         v = self.scope.get(e.name)

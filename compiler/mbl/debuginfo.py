@@ -1,0 +1,170 @@
+"""MBL source locations through LLVM: the lowering attaches them, the ME backend reads them.
+
+Writing (`DebugInfoBuilder`, used by lower.py): one DICompileUnit per module, a DIFile per
+MBL source file (its name exactly as the checker's `Span.file`, directory empty), a
+DISubprogram per lowered function, block and pipeline, and a DILocation on every
+instruction (line = Span.line, column = Span.col + 1: 1-based, as diagnostics print it).
+
+Reading (`DebugLocations`, for the ME front end): built from an optimized module,
+
+    locs = DebugLocations(module_ref)
+    locs.loc_of(instr)          # -> wir.Loc("lib.mbl", 12, 5) or None
+
+gives the innermost location of an instruction: where its code is written, even when it
+was inlined (the call site is the DILocation's inlinedAt, which we do not report).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..me.wir import Loc
+from .diagnostics import Span
+
+PRODUCER = "npkit mbl"
+
+
+class DebugInfoBuilder:
+    """Creates the debug metadata of one module and sets the builder's current location."""
+
+    def __init__(self, module: ir.Module, root_file: str) -> None:
+        self.module = module
+        self.files: dict[str, ir.DIValue] = {}
+        self.unit = module.add_debug_info("DICompileUnit", {
+            "language": ir.DIToken("DW_LANG_C99"),    # DWARF has no code for MBL
+            "file": self.file(root_file),
+            "producer": PRODUCER,
+            "isOptimized": True,
+            "runtimeVersion": 0,
+            "emissionKind": ir.DIToken("LineTablesOnly"),
+        }, is_distinct=True)
+        module.add_named_metadata("llvm.dbg.cu", self.unit)
+        module.add_named_metadata("llvm.module.flags", [
+            ir.Constant(ir.IntType(32), 2), "Debug Info Version", ir.Constant(ir.IntType(32), 3)])
+        self.no_types = module.add_debug_info("DISubroutineType", {
+            "types": module.add_metadata([])})
+        self.scope: ir.DIValue | None = None
+
+    def file(self, name: str) -> ir.DIValue:
+        if name not in self.files:
+            self.files[name] = self.module.add_debug_info(
+                "DIFile", {"filename": name, "directory": ""})
+        return self.files[name]
+
+    def begin_function(self, fn: ir.Function, name: str, span: Span,
+                       b: ir.IRBuilder) -> None:
+        """Give fn its DISubprogram and point b's location at the declaration."""
+        f = self.file(span.file)
+        self.scope = self.module.add_debug_info("DISubprogram", {
+            "name": name,
+            "scope": f,
+            "file": f,
+            "line": span.line,
+            "scopeLine": span.line,
+            "type": self.no_types,
+            "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+            "unit": self.unit,
+        }, is_distinct=True)
+        fn.set_metadata("dbg", self.scope)
+        b.debug_metadata = self.location(span)
+
+    def location(self, span: Span) -> ir.DIValue:
+        assert self.scope is not None, "begin_function first"
+        return self.module.add_debug_info("DILocation", {
+            "line": span.line, "column": span.col + 1, "scope": self.scope})
+
+    @contextmanager
+    def at(self, b: ir.IRBuilder, span: Span) -> Iterator[None]:
+        """Instructions b emits inside the block are at span; the previous location after."""
+        saved = b.debug_metadata
+        b.debug_metadata = self.location(span)
+        try:
+            yield
+        finally:
+            b.debug_metadata = saved
+
+
+# ---- reading an optimized module ----
+_NODE = re.compile(r"^!(\d+) = (?:distinct )?!(DILocation|DISubprogram|DIFile|DILexicalBlock"
+                   r"(?:File)?)\((.*)\)\s*$", re.MULTILINE)
+_FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
+# an instruction's attachments: `, !name !N` or `, !name !{...}` after its operands
+_ATTACHED_DBG = re.compile(r"(?:, ![\w.]+ !(?:\d+|\{[^}]*\}))*?, !dbg !(\d+)")
+
+
+def _unescape(quoted: str) -> str:
+    """An LLVM metadata string: quotes, then bytes \\XX-escaped when not printable."""
+    raw = quoted[1:-1].encode("latin-1")
+    out = re.sub(rb"\\([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]), raw)
+    return out.decode("utf-8", errors="replace")
+
+
+def _fields(text: str) -> dict[str, str]:
+    return {k: v.strip() for k, v in _FIELD.findall(text)}
+
+
+def _ref(value: str | None) -> int | None:
+    return int(value[1:]) if value and value.startswith("!") and value[1:].isdigit() else None
+
+
+class DebugLocations:
+    """The MBL location of each instruction of an (optimized) module with our debug info.
+
+    `str(instr)` numbers metadata on its own (it disagrees with the module's numbering
+    after the first function), so the `!dbg` of each instruction is read from its
+    function's text, where the numbering is the module's: instructions appear there in
+    iteration order, each as `str(instr)` up to its attachments."""
+
+    def __init__(self, module: llvm.ModuleRef) -> None:
+        self.nodes: dict[int, tuple[str, dict[str, str]]] = {
+            int(n): (kind, _fields(body)) for n, kind, body in _NODE.findall(str(module))}
+        self.dbg: dict[llvm.ValueRef, int] = {}
+        for fn in module.functions:
+            if not fn.is_declaration:
+                self._read_function(fn)
+
+    def _read_function(self, fn: llvm.ValueRef) -> None:
+        text = str(fn)
+        cursor = 0
+        for block in fn.blocks:
+            for instr in block.instructions:
+                own = str(instr).strip()
+                head = own[:own.find(", !")] if ", !" in own else own
+                at = text.find(head, cursor)
+                if at < 0:      # cannot happen for a module LLVM printed; stay safe
+                    continue
+                cursor = at + len(head)
+                found = _ATTACHED_DBG.match(text, cursor)
+                if found:
+                    self.dbg[instr] = int(found.group(1))
+
+    def file_of_scope(self, scope: int | None) -> str | None:
+        """The file of a subprogram or lexical block (following scopes up if needed)."""
+        for _ in range(64):     # scope chains are short; a bound guards bad input
+            if scope is None or scope not in self.nodes:
+                return None
+            kind, f = self.nodes[scope]
+            if kind == "DIFile":
+                return _unescape(f["filename"]) if "filename" in f else None
+            scope = _ref(f.get("file")) or _ref(f.get("scope"))
+        return None
+
+    def loc_at(self, node: int) -> Loc | None:
+        """The location DILocation !node stands for; None for line 0 (LLVM's "no line",
+        e.g. where it merged code from several lines)."""
+        kind, f = self.nodes.get(node, ("", {}))
+        line = int(f.get("line", "0"))
+        if kind != "DILocation" or line == 0:
+            return None
+        file = self.file_of_scope(_ref(f.get("scope")))
+        return Loc(file, line, int(f.get("column", "0"))) if file is not None else None
+
+    def loc_of(self, instr: llvm.ValueRef) -> Loc | None:
+        """Where instr's code is written (the innermost location); None without one."""
+        node = self.dbg.get(instr)
+        return self.loc_at(node) if node is not None else None
