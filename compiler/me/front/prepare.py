@@ -1,0 +1,119 @@
+"""Pass 1: lower the program, make the entry one function (a pipeline's blocks inlined),
+run the fixed optimization pipeline, then fully unroll the bounded loops (the ME has no
+use for a loop whose trip count is a compile-time constant: unrolled, its shifts and
+indexes become constants)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from npkit.compiler.mbl import ast as A
+from npkit.compiler.mbl.lower import lower
+from npkit.compiler.mbl.passes import optimize, target_machine
+from npkit.compiler.mbl.sema import Program
+
+from .. import wir
+from .errors import FrontError
+
+# LLVM's full-unroll size limit (its default, 300 at -O2, leaves the 14-step IPv6 trie walk
+# rolled).  A process-wide LLVM option; only loop-unroll passes read it.
+UNROLL_THRESHOLD = 4000
+POST_UNROLL = ("instcombine", "sccp", "gvn", "simplifycfg", "jump-threading", "instcombine",
+               "dce", "simplifycfg")
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    kind: str                       # "pipeline" | "block"
+    loc: wir.Loc | None
+
+    @property
+    def symbol(self) -> str:
+        return f"mbl.{self.kind}.{self.name}"
+
+
+def choose_entry(program: Program, entry: str | None) -> Entry:
+    """The named pipeline or block; by default the root file's only pipeline, else its only
+    block."""
+    if entry is not None:
+        if entry in program.pipelines:
+            return _entry(program.pipelines[entry], "pipeline")
+        if entry in program.blocks:
+            return _entry(program.blocks[entry], "block")
+        raise FrontError(f"no pipeline or block named '{entry}'; choose from "
+                         + _choices(program))
+    root = program.modules[-1].decls if program.modules else []
+    pipelines = [d for d in root if isinstance(d, A.Pipeline)]
+    blocks = [d for d in root if isinstance(d, A.Microblock)]
+    if len(pipelines) == 1:
+        return _entry(pipelines[0], "pipeline")
+    if not pipelines and len(blocks) == 1:
+        return _entry(blocks[0], "block")
+    raise FrontError("name the pipeline or block to compile; choose from " + _choices(program))
+
+
+def _entry(decl: A.Decl, kind: str) -> Entry:
+    s = decl.span
+    return Entry(decl.name, kind, wir.Loc(s.file, s.line, s.col + 1))
+
+
+def _choices(program: Program) -> str:
+    names = [f"pipeline {p}" for p in program.pipelines] + \
+        [f"block {b}" for b in program.blocks]
+    return ", ".join(names) or "(none: the program has no block)"
+
+
+def _pass(mpm, name: str) -> None:
+    {"instcombine": mpm.add_instruction_combine_pass, "sccp": mpm.add_sccp_pass,
+     "gvn": mpm.add_new_gvn_pass, "simplifycfg": mpm.add_simplify_cfg_pass,
+     "jump-threading": mpm.add_jump_threading_pass, "dce": mpm.add_aggressive_dce_pass,
+     "loop-simplify": mpm.add_loop_simplify_pass, "lcssa": mpm.add_lcssa_pass,
+     "loop-rotate": mpm.add_loop_rotate_pass, "loop-unroll": mpm.add_loop_unroll_pass,
+     "instnamer": mpm.add_instruction_namer_pass}[name]()
+
+
+def unroll(ref: llvm.ModuleRef) -> None:
+    """Fully unroll constant-trip loops, clean up, and name every value and block."""
+    llvm.set_option("", f"-unroll-threshold={UNROLL_THRESHOLD}")
+    pto = llvm.create_pipeline_tuning_options(speed_level=2)
+    pto.loop_vectorization = False
+    pto.slp_vectorization = False
+    pb = llvm.create_pass_builder(target_machine(), pto)
+    mpm = llvm.create_new_module_pass_manager()
+    for name in ("loop-simplify", "lcssa", "loop-rotate", "loop-unroll", *POST_UNROLL,
+                 "instnamer"):
+        _pass(mpm, name)
+    mpm.run(ref, pb)
+    ref.verify()
+
+
+@dataclass
+class Prepared:
+    module: llvm.ModuleRef
+    function: llvm.ValueRef
+    entry: Entry
+    locate: Callable[[llvm.ValueRef], wir.Loc | None]
+
+
+def prepare(program: Program, entry: str | None = None) -> Prepared:
+    chosen = choose_entry(program, entry)
+    module = lower(program)
+    if chosen.kind == "pipeline":
+        for stage in program.pipelines[chosen.name].stages:
+            module.get_global(f"mbl.block.{stage.block}").attributes.add("alwaysinline")
+    ref = optimize(module)
+    unroll(ref)
+    return Prepared(ref, ref.get_function(chosen.symbol), chosen, _locator(ref))
+
+
+def _locator(ref: llvm.ModuleRef) -> Callable[[llvm.ValueRef], wir.Loc | None]:
+    """MBL locations from the !dbg metadata, when the lowering emits it."""
+    try:
+        from npkit.compiler.mbl.debuginfo import DebugLocations
+    except ImportError:
+        return lambda _: None
+    return DebugLocations(ref).loc_of
