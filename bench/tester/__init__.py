@@ -1,0 +1,41 @@
+"""The simulated lab's tester: a traffic generator and analyzer (the Spirent/Ixia of npkit).
+
+    from npkit.bench.tester import (Stream, Sizes, pick_destinations, generate, Analyzer,
+                                    RouteReference, PassThrough)
+
+    dests = {4: pick_destinations(routes.v4, 4, 2000, seed=1)}
+    stream = Stream(id=1, port=0, framing="pos", sizes=Sizes.fixed(40), count=10_000,
+                    destinations=dests)
+    traffic = generate([stream], {0: "oc192pos", 1: "oc192pos"})
+    # ... run the device (npkit.bench.tester.chip.attach / received for the simulated chip)
+    report = Analyzer(ports, RouteReference(...)).analyze(traffic.records(), rx_records)
+
+Modules: ``media`` (port kinds, sizes, exact wire time), ``packet`` (packets, signature),
+``destinations``, ``stream``, ``generator``, ``reference`` (expected output), ``analyzer``,
+``chip`` (the simulated chip adapter; imports npkit.sim).
+"""
+
+from npkit.bench.tester.analyzer import Analyzer, Latency, Report, RxRecord, StreamStats
+from npkit.bench.tester.destinations import DestinationSet, Prefix, pick_destinations
+from npkit.bench.tester.generator import Traffic, TxRecord, generate
+from npkit.bench.tester.media import (
+    ETHERNET_SIZES,
+    IMIX_SIZES,
+    IMIX_WEIGHTS,
+    PORT_MODELS,
+    POS_IPV4_SIZES,
+    PortModel,
+    port_model,
+    standard_sizes,
+)
+from npkit.bench.tester.packet import parse, read_signature, smallest_ip
+from npkit.bench.tester.reference import Expected, PassThrough, RouteReference, forwarded_ip
+from npkit.bench.tester.stream import FixedDestinations, Sizes, Stream
+
+__all__ = [
+    "ETHERNET_SIZES", "IMIX_SIZES", "IMIX_WEIGHTS", "POS_IPV4_SIZES", "PORT_MODELS", "Analyzer",
+    "DestinationSet", "Expected", "FixedDestinations", "Latency", "PassThrough", "PortModel",
+    "Prefix", "Report", "RouteReference", "RxRecord", "Sizes", "Stream", "StreamStats",
+    "Traffic", "TxRecord", "forwarded_ip", "generate", "parse", "pick_destinations",
+    "port_model", "read_signature", "smallest_ip", "standard_sizes",
+]
