@@ -44,7 +44,7 @@ from .source import Arg, LineError, Reader, SourceSet, Stmt, parse_line, split_a
 CONTROL_STORE_WORDS = 8192  # IXP2800 (chip parameter; see FACTS.md §1)
 PSEUDO_MNEMONICS = ("immed32",)
 DIRECTIVES = (".reg", ".areg", ".breg", ".sig", ".const", ".me", ".ctx_mode", ".xfer_order",
-              ".word", ".line")
+              ".word", ".line", ".loc")
 # the control-flow instructions that may not sit in a defer shadow
 NO_DEFER_TIMING = ("branch", "ctx")
 

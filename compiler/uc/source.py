@@ -1,4 +1,4 @@
-"""Reading microcode source: files, #include, #define, comments, .line, statements.
+"""Reading microcode source: files, #include, #define, comments, .line, .loc, statements.
 
 The reader turns files into ``Stmt`` objects (labels, directives, instructions) with the
 column of every operand, so later passes can point at the exact text of an error.
@@ -22,6 +22,9 @@ _LABEL = re.compile(rf"\s*({IDENT})#?\s*:(?!:)")
 _MNEMONIC = re.compile(r"[^\s\[\],;]+")
 _OPTION = re.compile(r"([\w!=]+)\s*")
 _LINE_DIRECTIVE = re.compile(r'\s*\.line\s+"((?:[^"\\]|\\.)*)"\s+(\d+)(?:\s+(\d+))?\s*$')
+# .loc "file" LINE [COL]: every following instruction comes from that one position (a
+# compiler's source line); .loc / .loc none: back to the text's own (or .line) lines
+_LOC_DIRECTIVE = re.compile(r'\s*\.loc(?:\s+"((?:[^"\\]|\\.)*)"\s+(\d+)(?:\s+(\d+))?|\s+none)?\s*$')
 _MAX_EXPANSIONS = 32
 
 
@@ -144,6 +147,7 @@ class Reader:
         src_name, src_base, src_from = name, 1, 1  # .line mapping: line src_from -> src_base
         col_override: int | None = None
         override_line = 0
+        fixed_loc: tuple[str, int, int] | None = None  # set by .loc
         for lineno, raw in enumerate(self.sources.texts[name], start=1):
             text = strip_comment(raw)
             stripped = text.strip()
@@ -164,12 +168,31 @@ class Reader:
                 col_override = int(m.group(3)) if m.group(3) else None
                 override_line = lineno + 1
                 continue
+            if re.match(r"\s*\.loc\b", text):
+                fixed_loc = self._loc_directive(name, lineno, text, fixed_loc)
+                continue
+            if fixed_loc is not None:
+                self.sources.lines.append(Line(name, lineno, text, fixed_loc[0], fixed_loc[1],
+                                               fixed_loc[2], self.defines))
+                continue
             self.sources.lines.append(Line(
                 name, lineno, text, src_name, src_base + lineno - src_from,
                 col_override if lineno == override_line else None, self.defines))
         for _, opened in conditions:
             self.sources.error(name, opened, 1, "#ifdef without #endif",
                                "close the conditional block with #endif")
+
+    def _loc_directive(self, name: str, lineno: int, text: str,
+                       current: tuple[str, int, int] | None) -> tuple[str, int, int] | None:
+        """The fixed source position a .loc line sets (None: the text's own lines)."""
+        m = _LOC_DIRECTIVE.match(text)
+        if not m:
+            self.sources.error(name, lineno, text.index(".loc") + 1, "malformed .loc directive",
+                               'write .loc "file" LINE [COLUMN], or .loc none')
+            return current
+        if m.group(1) is None:
+            return None
+        return unquote(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
 
     def _preprocessor(self, name: str, lineno: int, text: str, directory: str,
                       conditions: list[tuple[bool, int]], active: bool) -> None:

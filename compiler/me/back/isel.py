@@ -1,0 +1,874 @@
+"""Instruction selection: WIR -> machine IR on virtual registers.
+
+One pass over each WIR block.  Constants 0..63 fold into operands, others are loaded with
+`immed`/`immed32` right before their use.  Single-use constant shifts fold into the B
+operand of the ALU instruction that consumes them (`alu_shf`); `(x >> s) & bytes` becomes
+`ld_field_w_clr`; a compare feeding a branch becomes `alu[--, a, -, b]` plus the right
+condition; a single-bit test against 0 becomes `br_bset`/`br_bclr`.
+
+Memory, hash and packet commands are issued with `sig_done` and their results collected
+(one `ctx_arb` for all of them, then the copies out of the transfer registers) only just
+before the first instruction that needs one, at the latest before the block's terminator:
+the latency of independent commands overlaps (latency hiding, docs/me-backend.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import wir
+from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
+from ..wir import MASK32, Loc
+from .errors import unsupported
+from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
+
+IMM_MAX = 63
+XFER_REGS = 16
+RET_LABEL = LABEL_PREFIX + "ret"
+UNSIGNED_BRANCH = {"eq": "beq", "ne": "bne", "ult": "bcc", "uge": "bcs", "ugt": "bhi",
+                   "ule": "bls", "slt": "blt", "sge": "bge", "sgt": "bgt", "sle": "ble"}
+NEGATED = {"eq": "ne", "ne": "eq", "ult": "uge", "uge": "ult", "ugt": "ule", "ule": "ugt",
+           "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt"}
+ALU_OP = {"add": "+", "sub": "-", "and": "AND", "or": "OR", "xor": "XOR"}
+COMMUTATIVE = ("add", "and", "or", "xor", "mul")
+# signed compares with 0 / -1 that the sign bit alone decides (N after alu B)
+SIGN_TESTS = {("slt", 0): "bmi", ("sge", 0): "bpl", ("sgt", MASK32): "bpl",
+              ("sle", MASK32): "bmi"}
+
+
+def immed_fits(value: int) -> bool:
+    """One `immed` loads it: v16 << 0/8/16/24, or the complement of one."""
+    for v in (value, ~value & MASK32):
+        for shift in (0, 8, 16, 24):
+            if v & ~(0xFFFF << shift) & MASK32 == 0:
+                return True
+    return False
+
+
+def byte_mask(value: int) -> int | None:
+    """The ld_field byte mask (bit i = byte i) when `value` is whole bytes of 0xFF."""
+    mask = 0
+    for i in range(4):
+        byte = (value >> (8 * i)) & 0xFF
+        if byte == 0xFF:
+            mask |= 1 << i
+        elif byte:
+            return None
+    return mask or None
+
+
+def fold_bin(op: str, a: int, b: int) -> int:
+    """A WIR Bin on constants (the reference semantics of wir.Bin)."""
+    if op in ("shl", "lshr"):
+        if b >= 32:
+            return 0
+        return (a << b) & MASK32 if op == "shl" else a >> b
+    return {"add": a + b, "sub": a - b, "and": a & b, "or": a | b, "xor": a ^ b,
+            "mul": a * b}[op] & MASK32
+
+
+def signed(v: int) -> int:
+    return v - (1 << 32) if v & 0x8000_0000 else v
+
+
+def fold_cmp(pred: str, a: int, b: int) -> bool:
+    if pred.startswith("s"):
+        a, b = signed(a), signed(b)
+        pred = "u" + pred[1:]
+    return {"eq": a == b, "ne": a != b, "ult": a < b, "ule": a <= b, "ugt": a > b,
+            "uge": a >= b}[pred]
+
+
+@dataclass
+class Shifted:
+    """A B operand with the shifter applied: `x <<k` / `x >>k` (folded single-use shift)."""
+
+    src: wir.Operand
+    direction: str
+    amount: int
+
+
+@dataclass
+class Pending:
+    """A unit command issued with sig_done whose results are not collected yet."""
+
+    signal: int
+    xfer: range                       # transfer registers it uses ($ or $$ numbers)
+    copies: list[tuple[VReg, str]]    # (vreg, "$k") to copy after the wait
+
+
+@dataclass
+class BlockState:
+    instrs: list[MInstr] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    next_xfer: int = 0
+
+
+class Selector:
+    """Selects one function.  `select()` returns the machine function."""
+
+    def __init__(self, fn: wir.Function, abi: BodyABI) -> None:
+        self.fn = fn
+        self.abi = abi
+        self.vregs: dict[int, VReg] = {}
+        self.next_vreg = 0
+        self.labels = self._block_labels()
+        self.def_loc: dict[VReg, Loc | None] = {}
+        self.signals_used: set[int] = set()
+        self.label_count = 0
+        self.counts_def, self.counts_use = self._count_defs_uses()
+        self.hdr_written = sorted({i.word for b in fn.blocks for i in b.instrs
+                                   if isinstance(i, wir.HdrWrite)})
+        self.meta_written = {i.word for b in fn.blocks for i in b.instrs
+                             if isinstance(i, wir.MetaWrite)}
+        self.fixed = self._fixed_operands()
+        self.hdr_vregs = {k: self._new(f"hdr{k}") for k in self.hdr_written}
+        self.state = BlockState()
+        self.loc: Loc | None = None
+        self.lm_base: VReg | None = None
+        self.index = 0                  # of the WIR instruction being selected
+
+    # ------------------------------------------------------------------ analysis
+    def _block_labels(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for b in self.fn.blocks:
+            name = LABEL_PREFIX + re.sub(r"\W", "_", b.label)
+            while name in out.values() or name == RET_LABEL:
+                name += "_"
+            out[b.label] = name
+        return out
+
+    def _count_defs_uses(self) -> tuple[dict[int, int], dict[int, int]]:
+        defs: dict[int, int] = {}
+        uses: dict[int, int] = {}
+        for b in self.fn.blocks:
+            for i in b.instrs:
+                for d in i.defs():
+                    defs[d.id] = defs.get(d.id, 0) + 1
+                for u in i.uses():
+                    if isinstance(u, wir.Reg):
+                        uses[u.id] = uses.get(u.id, 0) + 1
+        return defs, uses
+
+    def _fixed_operands(self) -> dict[int, str]:
+        """Registers defined once by a read of a header/meta word that is never written:
+        the transfer register / local memory word itself is used as the operand."""
+        fixed: dict[int, str] = {}
+        for b in self.fn.blocks:
+            for i in b.instrs:
+                if isinstance(i, wir.HdrRead | wir.MetaRead) and self.counts_def[i.dst.id] == 1:
+                    if isinstance(i, wir.HdrRead) and i.word not in self.hdr_written:
+                        fixed[i.dst.id] = f"$${i.word}"
+                    elif isinstance(i, wir.MetaRead) and i.word not in self.meta_written:
+                        fixed[i.dst.id] = f"*l$index1[{i.word}]"
+        return fixed
+
+    # ------------------------------------------------------------------ helpers
+    def _new(self, hint: str = "", gpr_only: bool = False) -> VReg:
+        v = VReg(self.next_vreg, hint, gpr_only)
+        self.next_vreg += 1
+        return v
+
+    def vreg(self, r: wir.Reg) -> VReg:
+        if r.id not in self.vregs:
+            self.vregs[r.id] = self._new(r.hint)
+        return self.vregs[r.id]
+
+    def label(self, what: str) -> str:
+        """A fresh label inside a macro (never one of the block labels)."""
+        blocks = set(self.labels.values())
+        while True:
+            self.label_count += 1
+            name = f"{LABEL_PREFIX}{what}{self.label_count}"
+            if name not in blocks:
+                return name
+
+    def emit(self, ins: MInstr) -> None:
+        if ins.loc is None:
+            ins.loc = self.loc
+        for v in ins.vdefs():
+            self.def_loc.setdefault(v, ins.loc)
+        self.state.instrs.append(ins)
+
+    def op(self, template: str, ops: list[MOpnd], defs: tuple[int, ...] = (),
+           uses: tuple[int, ...] = (), pairs: tuple[tuple[int, int], ...] = (),
+           **kw: object) -> MInstr:
+        late = [ops[i] for i in kw.get("late_uses", ())]  # type: ignore[attr-defined]
+        clash = [i for i in defs if isinstance(ops[i], VReg) and any(ops[i] is u for u in late)]
+        if clash:       # a macro writes its result before its last read: via a temporary
+            ops = list(ops)
+            final = ops[clash[0]]
+            ops[clash[0]] = temp = self._new("t")
+            ins = self.op(template, ops, defs, uses, pairs, **kw)
+            self.move(final, temp)
+            return ins
+        ins = MInstr(template, ops, defs, uses, pairs, **kw)  # type: ignore[arg-type]
+        self.before(ins)
+        self.emit(ins)
+        return ins
+
+    def before(self, ins: MInstr) -> None:
+        """Collect pending results this instruction reads or overwrites."""
+        if not self.state.pending:
+            return
+        touched = set(ins.vuses()) | set(ins.vdefs())
+        waiting = {v for p in self.state.pending for v, _ in p.copies}
+        if touched & waiting:
+            self.flush()
+
+    def value(self, o: wir.Operand) -> MOpnd:
+        """An operand as an instruction source: immediate, fixed operand or register
+        (constants above 63 are loaded into a fresh register first)."""
+        if isinstance(o, wir.Reg):
+            return self.fixed.get(o.id) or self.vreg(o)
+        if o <= IMM_MAX:
+            return str(o)
+        t = self._new("k")
+        self.load_const(t, o)
+        return t
+
+    def reg_value(self, o: wir.Operand) -> MOpnd:
+        """Like `value`, but never an immediate."""
+        if isinstance(o, int):
+            t = self._new("k")
+            self.load_const(t, o)
+            return t
+        return self.value(o)
+
+    def load_const(self, dst: MOpnd, value: int) -> None:
+        value &= MASK32
+        if value <= IMM_MAX:
+            self.op("alu[{0}, --, B, " + str(value) + "]", [dst], defs=(0,))
+        elif immed_fits(value):
+            self.op("immed[{0}, " + hex(value) + "]", [dst], defs=(0,))
+        else:
+            self.op(f"immed_w0[{{0}}, {value & 0xFFFF:#x}]\nimmed_w1[{{0}}, {value >> 16:#x}]",
+                    [dst], defs=(0,))     # the two halves together define the word
+
+    def move(self, dst: MOpnd, src: wir.Operand | MOpnd) -> None:
+        if isinstance(src, int):
+            self.load_const(dst, src)
+            return
+        s = self.value(src) if isinstance(src, wir.Reg) else src
+        if s is dst:
+            return
+        self.op("alu[{0}, --, B, {1}]", [dst, s], defs=(0,), uses=(1,), copy=True,
+                sets_cc=True)
+
+    def distinct(self, a: MOpnd, b: MOpnd) -> MOpnd:
+        """b, copied when it is the same register as a (a pair needs two banks)."""
+        if isinstance(a, VReg) and a is b:
+            t = self._new("dup")
+            self.op("alu[{0}, --, B, {1}]", [t, b], defs=(0,), uses=(1,))
+            return t
+        return b
+
+    def source(self, o: wir.Operand | MOpnd) -> MOpnd:
+        """A WIR operand or an already selected machine operand as a source."""
+        return o if isinstance(o, VReg | str) else self.value(o)
+
+    def alu(self, dst: MOpnd, a: wir.Operand | MOpnd | None, op: str,
+            b: wir.Operand | MOpnd | Shifted) -> None:
+        """alu / alu_shf with the bank rule recorded."""
+        shift = ""
+        if isinstance(b, Shifted):
+            shift = f", {'<<' if b.direction == 'shl' else '>>'}{b.amount}"
+            bop: MOpnd = self.reg_value(b.src)
+        else:
+            bop = self.source(b)
+        aop: MOpnd = "--" if a is None else self.source(a)
+        bop = self.distinct(aop, bop)
+        mnem = "alu_shf" if shift else "alu"
+        self.op(f"{mnem}[{{0}}, {{1}}, {op}, {{2}}{shift}]", [dst, aop, bop], defs=(0,),
+                uses=(1, 2), pairs=((1, 2),), sets_cc=True)
+
+    # ------------------------------------------------------------------ pending commands
+    def xfer_range(self, count: int) -> range:
+        if self.state.next_xfer + count > XFER_REGS:
+            self.flush()
+        start = self.state.next_xfer
+        self.state.next_xfer += count
+        return range(start, start + count)
+
+    def signal(self) -> int:
+        busy = {p.signal for p in self.state.pending}
+        free = [s for s in self.abi.signals if s not in busy]
+        if not free:
+            self.flush()
+            free = list(self.abi.signals)
+        self.signals_used.add(free[0])
+        return free[0]
+
+    def flush(self) -> None:
+        """Wait for every pending command, then copy their results out."""
+        pend, self.state.pending = self.state.pending, []
+        self.state.next_xfer = 0
+        if not pend:
+            return
+        sigs = ", ".join(str(p.signal) for p in pend)
+        self.emit(MInstr(f"ctx_arb[{sigs}]", [], kind="wait",
+                         signals=tuple(p.signal for p in pend)))
+        for p in pend:
+            for v, x in p.copies:
+                self.emit(MInstr("alu[{0}, --, B, {1}]", [v, x], (0,), (1,)))
+
+    def address(self, space: int, addr: wir.Operand) -> tuple[MOpnd, MOpnd]:
+        """The (a, b) address operands of a unit command for a WIR word address."""
+        if isinstance(addr, int):
+            byte = (4 * addr) & MASK32
+            if byte <= IMM_MAX:
+                return "0", str(byte)
+            return self.reg_value(byte), "0"
+        t = self._new("addr")
+        self.alu(t, None, "B", Shifted(addr, "shl", 2))
+        return t, "0"
+
+    # ------------------------------------------------------------------ selection
+    def select(self) -> MFunction:
+        blocks = [self._prologue()]
+        for index, b in enumerate(self.fn.blocks):
+            following = (self.fn.blocks[index + 1].label if index + 1 < len(self.fn.blocks)
+                         else None)
+            blocks.append(self._block(b, following))
+        blocks.append(self._epilogue())
+        return MFunction(self.fn.name, blocks, self.fn.window_bytes,
+                         tuple(sorted(self.signals_used)))
+
+    def _prologue(self) -> MBlock:
+        self.state = BlockState()
+        self.loc = self.fn.loc
+        if self._uses_local_memory():
+            self.lm_base = self._new("lm_base", gpr_only=True)
+            self.emit(MInstr("local_csr_rd[ACTIVE_LM_ADDR_0]\nimmed[{0}, 0]", [self.lm_base],
+                             (0,)))
+        for k, v in self.hdr_vregs.items():
+            self.move(v, f"$${k}")
+        first = self.labels[self.fn.blocks[0].label]
+        return MBlock("body_entry#", self.state.instrs, (first,), "")
+
+    def _uses_local_memory(self) -> bool:
+        return any(isinstance(i, wir.MemRead | wir.MemWrite | wir.MemAdd)
+                   and i.space == wir.LOCAL for b in self.fn.blocks for i in b.instrs)
+
+    def _epilogue(self) -> MBlock:
+        self.state = BlockState()
+        self.loc = None
+        if self.hdr_written:
+            lo = self.hdr_written[0] // 2 * 2
+            hi = self.hdr_written[-1] // 2 * 2 + 1
+            for j in range(lo, hi + 1):
+                self.move(f"$${j}", self.hdr_vregs.get(j, f"$${j}"))
+            sig = self.abi.signals[0]
+            self.signals_used.add(sig)
+            self.emit(MInstr(f"dram[write, $${lo}, *l$index1[{META_DRAM_ADDR}], {4 * lo}, "
+                             f"{(hi - lo + 1) // 2}], ctx_swap[{sig}]", [], kind="mem"))
+        self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
+        return MBlock(RET_LABEL, self.state.instrs, (), "")
+
+    def _block(self, b: wir.Block, following: str | None) -> MBlock:
+        self.state = BlockState()
+        folds = self._shift_folds(b)
+        for index, ins in enumerate(b.instrs):
+            self.loc, self.index = ins.loc, index
+            if index in folds.skip:
+                continue
+            if isinstance(ins, wir.Jump | wir.Branch | wir.Ret):
+                self.flush()
+            self._instr(ins, folds, following)
+        self.flush()
+        succs = tuple(self.labels[s] for s in b.successors())
+        if isinstance(b.instrs[-1], wir.Ret):
+            succs = (RET_LABEL,)
+        return MBlock(self.labels[b.label], self.state.instrs, succs, b.label)
+
+    def _shift_folds(self, b: wir.Block) -> Folds:
+        return find_folds(b, self.counts_def, self.counts_use)
+
+    def _instr(self, ins: wir.Instr, folds: Folds, following: str | None) -> None:
+        handler = getattr(self, "_sel_" + type(ins).__name__, None)
+        if handler is None:
+            raise unsupported(type(ins).__name__, ins.loc)
+        # results still in flight that this instruction reads or overwrites: collect them
+        # first (before it claims transfer registers or signals of its own)
+        touched = {self.vregs[r.id] for r in (*ins.defs(), *ins.uses())
+                   if isinstance(r, wir.Reg) and r.id in self.vregs}
+        if touched & {v for p in self.state.pending for v, _ in p.copies}:
+            self.flush()
+        handler(ins, folds, following)
+
+    # --- data
+    def _dst(self, r: wir.Reg) -> VReg:
+        return self.vreg(r)
+
+    def _sel_Copy(self, ins: wir.Copy, folds: Folds, _: str | None) -> None:
+        self.move(self._dst(ins.dst), ins.src)
+
+    def _sel_HdrRead(self, ins: wir.HdrRead, folds: Folds, _: str | None) -> None:
+        if ins.dst.id in self.fixed:
+            return
+        src = self.hdr_vregs.get(ins.word, f"$${ins.word}")
+        self.move(self._dst(ins.dst), src)
+
+    def _sel_HdrWrite(self, ins: wir.HdrWrite, folds: Folds, _: str | None) -> None:
+        self.move(self.hdr_vregs[ins.word], ins.src)
+
+    def _sel_MetaRead(self, ins: wir.MetaRead, folds: Folds, _: str | None) -> None:
+        if ins.dst.id not in self.fixed:
+            self.move(self._dst(ins.dst), f"*l$index1[{ins.word}]")
+
+    def _sel_MetaWrite(self, ins: wir.MetaWrite, folds: Folds, _: str | None) -> None:
+        self.move(f"*l$index1[{ins.word}]", ins.src)
+
+    def _operand_b(self, o: wir.Operand, folds: Folds) -> wir.Operand | Shifted:
+        if isinstance(o, wir.Reg) and o.id in folds.shifted:
+            return folds.shifted[o.id]
+        return o
+
+    def _sel_Bin(self, ins: wir.Bin, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        a, b, op = ins.a, ins.b, ins.op
+        if isinstance(a, int) and isinstance(b, int):
+            self.load_const(d, fold_bin(op, a, b))
+            return
+        if self.index in folds.byte_fields:
+            x, shift, mask = folds.byte_fields[self.index]
+            self.op(f"ld_field_w_clr[{{0}}, {mask:04b}, {{1}}{shift}]",
+                    [d, self.reg_value(x)], defs=(0,), uses=(1,))
+            return
+        if op in COMMUTATIVE:
+            a_shifted = isinstance(a, wir.Reg) and a.id in folds.shifted
+            b_shifted = isinstance(b, wir.Reg) and b.id in folds.shifted
+            if a_shifted or (isinstance(a, int) and not b_shifted):
+                a, b = b, a         # the shifted operand or the constant goes to B
+        if op in ("shl", "lshr"):
+            self._shift(d, op, a, b)
+        elif op == "mul":
+            self._mul(d, a, b)
+        else:
+            self._logic_arith(d, op, a, self._operand_b(b, folds))
+
+    def _logic_arith(self, d: VReg, op: str, a: wir.Operand, b: wir.Operand | Shifted) -> None:
+        if isinstance(b, int) and b > IMM_MAX:
+            neg = -b & MASK32
+            inv = ~b & MASK32
+            if op in ("add", "sub") and neg <= IMM_MAX:
+                op, b = ("sub" if op == "add" else "add"), neg
+            elif op == "and" and inv <= IMM_MAX:
+                self.alu(d, a, "AND~", inv)
+                return
+            elif op == "and" and byte_mask(b) is not None:
+                self.op(f"ld_field_w_clr[{{0}}, {byte_mask(b):04b}, {{1}}]",
+                        [d, self.reg_value(a)], defs=(0,), uses=(1,))
+                return
+            elif op == "xor" and b == MASK32:
+                self.alu(d, None, "~B", a)
+                return
+        if isinstance(a, int) and op == "sub":
+            if isinstance(b, Shifted):
+                self.alu(d, self.reg_value(a), "-", b)
+            else:
+                self.alu(d, b, "B-A", a)        # a - b
+            return
+        self.alu(d, a, ALU_OP[op], b)
+
+    def _shift(self, d: VReg, op: str, x: wir.Operand, amount: wir.Operand) -> None:
+        if isinstance(amount, int):
+            if amount >= 32:
+                self.load_const(d, 0)
+            elif amount == 0:
+                self.move(d, x)
+            else:
+                self.alu(d, None, "B", Shifted(x, op, amount))
+            return
+        n = self.reg_value(amount)
+        src = self.reg_value(x)
+        done = self.label("sh")
+        if op == "lshr":
+            # dbl_shf takes its amount from the previous ALU result's low 5 bits
+            self.op("alu[--, --, B, {2}]\ndbl_shf[{0}, 0, {1}, >>indirect]\n"
+                    f"alu[--, {{2}}, -, 32]\nbcc[{done}#]\nalu[{{0}}, --, B, 0]\n{done}#:",
+                    [d, src, n], defs=(0,), uses=(1, 2), late_uses=(2,), sets_cc=True)
+            return
+        # x << n = low word of (x >> 1 : x << 31) >> (31 - n), for n = 0..31
+        hi, lo = self._new("shi"), self._new("slo")
+        self.op("alu_shf[{0}, --, B, {2}, >>1]\nalu_shf[{1}, --, B, {2}, <<31]",
+                [hi, lo, src], defs=(0, 1), uses=(2,), late_uses=(2,))
+        self.op("alu[--, 31, -, {3}]\ndbl_shf[{0}, {1}, {2}, >>indirect]\n"
+                f"alu[--, {{3}}, -, 32]\nbcc[{done}#]\nalu[{{0}}, --, B, 0]\n{done}#:",
+                [d, hi, lo, n], defs=(0,), uses=(1, 2, 3), pairs=((1, 2),), late_uses=(3,),
+                sets_cc=True)
+
+    def _mul(self, d: VReg, a: wir.Operand, b: wir.Operand) -> None:
+        if isinstance(b, int) and b & (b - 1) == 0:
+            if b == 0:
+                self.load_const(d, 0)
+            else:
+                self._shift(d, "shl", a, b.bit_length() - 1)
+            return
+        if isinstance(b, int) and bin(b).count("1") == 2 and isinstance(a, wir.Reg):
+            # x * (2^hi + 2^lo) = (x << hi) + (x << lo): two ALU instructions
+            low = (b & -b).bit_length() - 1
+            high = b.bit_length() - 1
+            t = self._new("m")
+            self._shift(t, "shl", a, high)
+            self.alu(d, t, "+", Shifted(a, "shl", low) if low else a)
+            return
+        x, y = self.value(a), self.value(b)
+        y = self.distinct(x, y)
+        steps = "\n".join(f"mul_step[{{1}}, {{2}}], 32x32_{s}"
+                          for s in ("start", "step1", "step2", "step3", "step4"))
+        self.op(steps + "\nmul_step[{0}, --], 32x32_last", [d, x, y], defs=(0,), uses=(1, 2),
+                pairs=((1, 2),))
+
+    def _sel_Fsh(self, ins: wir.Fsh, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        if isinstance(ins.hi, int) and isinstance(ins.lo, int):
+            self.load_const(d, (((ins.hi << 32) | ins.lo) >> ins.amount) & MASK32)
+            return
+        if isinstance(ins.hi, wir.Reg) and ins.hi == ins.lo:    # a rotation
+            self.op(f"alu_shf[{{0}}, --, B, {{1}}, >>rot{ins.amount}]", [d, self.value(ins.lo)],
+                    defs=(0,), uses=(1,), sets_cc=True)
+            return
+        hi, lo = self.value(ins.hi), self.value(ins.lo)
+        lo = self.distinct(hi, lo)
+        self.op(f"dbl_shf[{{0}}, {{1}}, {{2}}, >>{ins.amount}]", [d, hi, lo], defs=(0,),
+                uses=(1, 2), pairs=((1, 2),))
+
+    def _compare(self, pred: str, a: wir.Operand, b: wir.Operand | Shifted) -> str:
+        """Set the condition codes for `a pred b`; returns the branch mnemonic."""
+        if b == 0 and pred in ("eq", "ne"):
+            self.alu("--", None, "B", a)
+            return UNSIGNED_BRANCH[pred]
+        sign = SIGN_TESTS.get((pred, b)) if isinstance(b, int) else None
+        if sign is not None:                        # x < 0, x >= 0, x > -1, x <= -1
+            self.alu("--", None, "B", a)
+            return sign
+        if pred in ("eq", "ne") and isinstance(b, int) and b > IMM_MAX and \
+                -b & MASK32 <= IMM_MAX:
+            self.alu("--", a, "+", -b & MASK32)     # x == -k  <=>  x + k == 0
+            return UNSIGNED_BRANCH[pred]
+        if isinstance(a, int) and a > IMM_MAX and isinstance(b, wir.Reg):
+            mirrored = {"ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule", "slt": "sgt",
+                        "sgt": "slt", "sle": "sge", "sge": "sle"}
+            a, b, pred = b, a, mirrored.get(pred, pred)
+        self.alu("--", a, "-", b)
+        return UNSIGNED_BRANCH[pred]
+
+    def _sel_Cmp(self, ins: wir.Cmp, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        a, b, pred = ins.a, ins.b, ins.pred
+        if isinstance(a, int) and isinstance(b, int):
+            self.load_const(d, int(fold_cmp(pred, a, b)))
+            return
+        carry = "alu[{0}, 0, +carry, 0]"
+        if pred in ("uge", "ule", "ult", "ugt"):
+            if pred in ("ule", "ugt"):
+                a, b = b, a
+            self._flag_then(d, a, "-", b, carry + ("\nalu[{0}, {0}, XOR, 1]"
+                                                   if pred in ("ult", "ugt") else ""))
+            return
+        if pred in ("eq", "ne") and b == 0:
+            self._flag_then(d, 0 if pred == "eq" else a, "-", a if pred == "eq" else 1, carry)
+            return
+        if pred in ("eq", "ne"):
+            t = self._new("x")
+            self._logic_arith(t, "sub", a, b)       # 0 <=> equal
+            self._flag_then(d, 0 if pred == "eq" else t, "-", t if pred == "eq" else 1, carry)
+            return
+        x, y = self.value(a), self.value(b)
+        y = self.distinct(x, y)
+        done = self.label("c")
+        self.op(f"alu[--, {{1}}, -, {{2}}]\n{UNSIGNED_BRANCH[pred]}[{done}#], defer[1]\n"
+                f"alu[{{0}}, --, B, 1]\nalu[{{0}}, --, B, 0]\n{done}#:",
+                [d, x, y], defs=(0,), uses=(1, 2), pairs=((1, 2),), sets_cc=True)
+
+    def _flag_then(self, d: VReg, a: wir.Operand | MOpnd, op: str, b: wir.Operand | MOpnd,
+                   then: str) -> None:
+        """`alu[--, a, op, b]` then `then` (which reads the carry), kept together."""
+        x, y = self.source(a), self.source(b)
+        y = self.distinct(x, y)
+        self.op(f"alu[--, {{1}}, {op}, {{2}}]\n" + then, [d, x, y], defs=(0,), uses=(1, 2),
+                pairs=((1, 2),), sets_cc=True)
+
+    def _sel_Select(self, ins: wir.Select, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        if isinstance(ins.cond, int):
+            self.move(d, ins.a if ins.cond else ins.b)
+            return
+        if ins.a == ins.b:
+            self.move(d, ins.a)
+            return
+        c = self.value(ins.cond)
+        a, b = self.value(ins.a), self.value(ins.b)
+        done = self.label("s")
+        self.op(f"alu[--, --, B, {{1}}]\nbeq[{done}#], defer[1]\nalu[{{0}}, --, B, {{3}}]\n"
+                f"alu[{{0}}, --, B, {{2}}]\n{done}#:", [d, c, a, b], defs=(0,),
+                uses=(1, 2, 3), late_uses=(2,), sets_cc=True)
+
+    # --- memory
+    def _sel_MemRead(self, ins: wir.MemRead, folds: Folds, _: str | None) -> None:
+        n = len(ins.dsts)
+        if ins.space == wir.LOCAL:
+            self._local(ins.addr, [self._dst(r) for r in ins.dsts], None)
+            return
+        a, b = self.address(ins.space, ins.addr)
+        xs = self.xfer_range(n)
+        unit = "sram" if ins.space == wir.SRAM else "scratch"
+        self._issue(f"{unit}[read, ${xs.start}, {{0}}, {{1}}, {n}]", [a, b], xs,
+                    [(self._dst(r), f"${x}") for r, x in zip(ins.dsts, xs, strict=True)])
+
+    def _issue(self, template: str, ops: list[MOpnd], xs: range,
+               copies: list[tuple[VReg, str]]) -> None:
+        sig = self.signal()
+        self.op(template + f", sig_done[{sig}]", ops, uses=tuple(range(len(ops))),
+                pairs=((0, 1),) if len(ops) == 2 else (), kind="mem", signals=(sig,))
+        self.state.pending.append(Pending(sig, xs, copies))
+
+    def _sel_MemWrite(self, ins: wir.MemWrite, folds: Folds, _: str | None) -> None:
+        if ins.space == wir.LOCAL:
+            self._local(ins.addr, None, list(ins.srcs))
+            return
+        n = len(ins.srcs)
+        a, b = self.address(ins.space, ins.addr)
+        xs = self.xfer_range(n)
+        for src, x in zip(ins.srcs, xs, strict=True):
+            self.move(f"${x}", src)
+        unit = "sram" if ins.space == wir.SRAM else "scratch"
+        self._issue(f"{unit}[write, ${xs.start}, {{0}}, {{1}}, {n}]", [a, b], xs, [])
+
+    def _sel_MemAdd(self, ins: wir.MemAdd, folds: Folds, _: str | None) -> None:
+        unit = "sram" if ins.space == wir.SRAM else "scratch"
+        if ins.space == wir.LOCAL:
+            old = self._new("old", gpr_only=True)
+            self._local(ins.addr, [old], None)
+            new = self._new("new", gpr_only=True)
+            self.alu(new, old, "+", ins.value)
+            self._local(ins.addr, None, [new])
+            if ins.dst is not None:
+                self.move(self._dst(ins.dst), old)
+            return
+        a, b = self.address(ins.space, ins.addr)
+        if ins.dst is None and ins.value == 1:
+            self._issue(f"{unit}[incr, --, {{0}}, {{1}}, 1]", [a, b], range(0), [])
+            return
+        xs = self.xfer_range(1)
+        self.move(f"${xs.start}", ins.value)
+        cmd = "add" if ins.dst is None else "test_and_add"
+        copies = [] if ins.dst is None else [(self._dst(ins.dst), f"${xs.start}")]
+        self._issue(f"{unit}[{cmd}, ${xs.start}, {{0}}, {{1}}, 1]", [a, b], xs, copies)
+
+    def _local(self, addr: wir.Operand, dsts: list[VReg] | None,
+               srcs: list[wir.Operand] | None) -> None:
+        """Local memory through LM_ADDR_0 (moved, then restored to the spill area): the
+        operands of this sequence must be GPRs (the spill area is out of reach)."""
+        assert self.lm_base is not None
+        self.flush()
+        words = len(dsts) if dsts is not None else len(srcs or [])
+        t = self._new("lm", gpr_only=True)
+        if isinstance(addr, int):
+            self.load_const(t, 4 * addr)
+        else:
+            self.alu(t, None, "B", Shifted(addr, "shl", 2))
+        vals: list[MOpnd] = []
+        if srcs is not None:
+            for s in srcs:
+                v = self._new("lmv", gpr_only=True)
+                self.move(v, s)
+                vals.append(v)
+        else:
+            vals = [self._new("lmv", gpr_only=True) for _ in range(words)]
+        lines = ["local_csr_wr[ACTIVE_LM_ADDR_0, {0}]", "nop", "nop", "nop"]
+        for i in range(words):
+            lines.append(f"alu[*l$index0[{i}], --, B, {{{i + 2}}}]" if srcs is not None
+                         else f"alu[{{{i + 2}}}, --, B, *l$index0[{i}]]")
+        lines += ["local_csr_wr[ACTIVE_LM_ADDR_0, {1}]", "nop", "nop", "nop"]
+        idx = tuple(range(2, 2 + words))
+        self.op("\n".join(lines), [t, self.lm_base, *vals],
+                defs=idx if srcs is None else (), uses=(0, 1) + (idx if srcs else ()),
+                late_uses=(1,), sets_cc=True)
+        if dsts is not None:
+            for d, v in zip(dsts, vals, strict=True):
+                self.move(d, v)
+
+    def _sel_Hash(self, ins: wir.Hash, folds: Folds, _: str | None) -> None:
+        n = len(ins.srcs)
+        xs = self.xfer_range(n)
+        for src, x in zip(ins.srcs, xs, strict=True):
+            self.move(f"${x}", src)
+        size = {48: "hash_48", 64: "hash_64", 128: "hash_128"}[ins.width]
+        self._issue(f"{size}[${xs.start}, 1]", [], xs,
+                    [(self._dst(r), f"${x}") for r, x in zip(ins.dsts, xs, strict=True)])
+
+    def _pkt_address(self, offset: wir.Operand) -> tuple[VReg, VReg]:
+        """(byte address of the packet byte, its quadword address)."""
+        t, q = self._new("pa"), self._new("pq")
+        self.alu(t, f"*l$index1[{META_DRAM_ADDR}]", "+", offset)
+        self.alu(q, t, "AND~", 7)
+        return t, q
+
+    def _sel_PktLoad8(self, ins: wir.PktLoad8, folds: Folds, _: str | None) -> None:
+        self.flush()
+        t, q = self._pkt_address(ins.offset)
+        sig = self.signal()
+        d = self._dst(ins.dst)
+        hi = self.label("pk")
+        # the byte is in $$14 (offset bit 2 clear) or $$15, at bits 8 * (3 - offset % 4)
+        self.op(f"dram[read, $$14, {{1}}, 0, 1], ctx_swap[{sig}]\n"
+                "alu_shf[{1}, --, B, {2}, <<3]\nalu[--, 24, -, {1}]\n"
+                f"br_bclr[{{2}}, 2, {hi}#], defer[1]\n"
+                "dbl_shf[{1}, 0, $$14, >>indirect]\ndbl_shf[{1}, 0, $$15, >>indirect]\n"
+                f"{hi}#:\nld_field_w_clr[{{0}}, 0001, {{1}}]", [d, q, t], defs=(0, 1),
+                uses=(1, 2), late_uses=(2,), sets_cc=True, kind="op")
+
+    def _sel_PktStore8(self, ins: wir.PktStore8, folds: Folds, _: str | None) -> None:
+        self.flush()
+        t, q = self._pkt_address(ins.offset)
+        v = self.reg_value(ins.src)
+        sig = self.signal()
+        w = self._new("pw")
+        lab = [self.label("ps") for _ in range(8)]
+        put = [f"ld_field[{{3}}, {1 << (3 - k):04b}, {{2}}, <<{24 - 8 * k}]" for k in range(4)]
+        lines = [
+            f"dram[read, $$14, {{0}}, 0, 1], ctx_swap[{sig}]",
+            f"br_bset[{{1}}, 2, {lab[0]}#]",
+            "alu[{3}, --, B, $$14]", f"br[{lab[1]}#]",
+            f"{lab[0]}#:", "alu[{3}, --, B, $$15]",
+            f"{lab[1]}#:",
+            f"br_bset[{{1}}, 1, {lab[2]}#]",
+            f"br_bset[{{1}}, 0, {lab[3]}#]", put[0], f"br[{lab[4]}#]",
+            f"{lab[3]}#:", put[1], f"br[{lab[4]}#]",
+            f"{lab[2]}#:", f"br_bset[{{1}}, 0, {lab[5]}#]", put[2], f"br[{lab[4]}#]",
+            f"{lab[5]}#:", put[3],
+            f"{lab[4]}#:",
+            "alu[$$14, --, B, $$14]", "alu[$$15, --, B, $$15]",
+            f"br_bset[{{1}}, 2, {lab[6]}#]", "alu[$$14, --, B, {3}]", f"br[{lab[7]}#]",
+            f"{lab[6]}#:", "alu[$$15, --, B, {3}]",
+            f"{lab[7]}#:",
+            f"dram[write, $$14, {{0}}, 0, 1], ctx_swap[{sig}]",
+        ]
+        self.op("\n".join(lines), [q, t, v, w], defs=(3,), uses=(0, 1, 2),
+                late_uses=(0, 1, 2), sets_cc=True)
+
+    # --- control
+    def _sel_Jump(self, ins: wir.Jump, folds: Folds, following: str | None) -> None:
+        if ins.target != following:
+            target = self.labels[ins.target]
+            self.emit(MInstr(f"br[{target}#]", [], kind="branch", targets=(target,)))
+
+    def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
+        self.emit(MInstr(f"br[{RET_LABEL}#]", [], kind="branch", targets=(RET_LABEL,)))
+
+    def _sel_Branch(self, ins: wir.Branch, folds: Folds, following: str | None) -> None:
+        then, other = ins.then_, ins.else_
+        pred, a, b = ins.pred, ins.a, ins.b
+        if then == other or isinstance(a, int) and isinstance(b, int):
+            taken = then if then == other or fold_cmp(pred, a, b) else other  # type: ignore
+            self._sel_Jump(wir.Jump(taken), folds, following)
+            return
+        if then == following:
+            then, other, pred = other, then, NEGATED[pred]
+        target = self.labels[then]
+        bit = folds.bit_tests.get(a.id) if isinstance(a, wir.Reg) and b == 0 else None
+        if bit is not None and pred in ("eq", "ne"):
+            x, k = bit
+            mnem = "br_bclr" if pred == "eq" else "br_bset"
+            self.op(f"{mnem}[{{0}}, {k}, {target}#]", [self.reg_value(x)], uses=(0,),
+                    kind="branch", targets=(target,))
+        else:
+            cond = self._compare(pred, a, self._operand_b(b, folds))
+            self.emit(MInstr(f"{cond}[{target}#]", [], kind="branch", reads_cc=True,
+                             targets=(target,)))
+        if other != following:
+            t2 = self.labels[other]
+            self.emit(MInstr(f"br[{t2}#]", [], kind="branch", targets=(t2,)))
+
+
+@dataclass
+class Folds:
+    """What one block's selection folds: shifts into B operands, byte fields, bit tests."""
+
+    skip: set[int] = field(default_factory=set)                 # instr indices not emitted
+    shifted: dict[int, Shifted] = field(default_factory=dict)   # reg id -> its shift
+    # instr index of an `and` -> (x, shift, byte mask) of its ld_field_w_clr
+    byte_fields: dict[int, tuple[wir.Operand, str, int]] = field(default_factory=dict)
+    bit_tests: dict[int, tuple[wir.Operand, int]] = field(default_factory=dict)
+    users: set[int] = field(default_factory=set)               # instrs with a folded shift
+
+
+def _single_use_in_block(b: wir.Block, index: int, reg: wir.Reg, defs: dict[int, int],
+                         uses: dict[int, int]) -> int | None:
+    """The index of the one instruction using `reg` (defined once at `index`) when it is
+    later in this block and the defining instruction's sources are unchanged until then."""
+    if defs.get(reg.id) != 1 or uses.get(reg.id) != 1:
+        return None
+    sources = {u.id for u in b.instrs[index].uses() if isinstance(u, wir.Reg)}
+    for j in range(index + 1, len(b.instrs)):
+        ins = b.instrs[j]
+        if any(isinstance(u, wir.Reg) and u.id == reg.id for u in ins.uses()):
+            return j
+        if sources & {d.id for d in ins.defs()}:
+            return None
+    return None
+
+
+def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int]) -> Folds:
+    folds = Folds()
+    for i, ins in enumerate(b.instrs):
+        if not (isinstance(ins, wir.Bin) and isinstance(ins.b, int)
+                and isinstance(ins.a, wir.Reg)):
+            continue
+        j = _single_use_in_block(b, i, ins.dst, defs, uses)
+        if j is None:
+            continue
+        user = b.instrs[j]
+        if ins.op in ("shl", "lshr") and 0 < ins.b < 32:
+            _fold_shift(folds, i, j, ins, user)
+        elif ins.op == "and" and ins.b and ins.b & (ins.b - 1) == 0 and \
+                isinstance(user, wir.Branch) and user.a == ins.dst and user.b == 0 and \
+                user.pred in ("eq", "ne"):
+            _fold_bit_test(folds, i, ins, ins.b.bit_length() - 1)
+    return folds
+
+
+def _fold_bit_test(folds: Folds, i: int, ins: wir.Bin, bit: int) -> None:
+    """`(x & 1 << bit) ==/!= 0` as br_bset/br_bclr; through a folded shift of x too."""
+    x = ins.a
+    if isinstance(x, wir.Reg) and x.id in folds.shifted:
+        sh = folds.shifted[x.id]
+        bit = bit + sh.amount if sh.direction == "lshr" else bit - sh.amount
+        if not 0 <= bit < 32:
+            return              # the and consumes the shift as usual
+        x = sh.src
+    folds.bit_tests[ins.dst.id] = (x, bit)
+    folds.skip.add(i)
+
+
+def _fold_shift(folds: Folds, i: int, j: int, ins: wir.Bin, user: wir.Instr) -> None:
+    shifted = Shifted(ins.a, ins.op, int(ins.b))  # type: ignore[arg-type]
+    if isinstance(user, wir.Bin) and user.op == "and" and user.a == ins.dst and \
+            isinstance(user.b, int) and ins.op == "lshr" and byte_mask(user.b) is not None \
+            and user.b > IMM_MAX:
+        folds.byte_fields[j] = (ins.a, f", >>{ins.b}", byte_mask(user.b) or 0)
+        folds.skip.add(i)
+        return
+    ok = False
+    if j in folds.users:
+        return
+    if isinstance(user, wir.Bin) and user.op in ALU_OP:
+        other = user.a if user.b == ins.dst else user.b
+        ok = other != ins.dst and (user.b == ins.dst or user.op != "sub")
+    elif isinstance(user, wir.Branch):
+        ok = user.b == ins.dst and user.a != ins.dst and not (
+            user.pred in ("eq", "ne") and user.a == 0)
+    if ok:
+        folds.shifted[ins.dst.id] = shifted
+        folds.skip.add(i)
+        folds.users.add(j)
+
+
+def select(fn: wir.Function, abi: BodyABI) -> tuple[MFunction, dict[VReg, Loc | None]]:
+    """WIR -> machine IR; also the MBL location where each virtual register is set."""
+    s = Selector(fn, abi)
+    mfn = s.select()
+    return mfn, s.def_loc
