@@ -41,7 +41,16 @@
 //     dram_buffer = ((handle & 0x03FFFFFF) - BUF_DESC_BASE) * (BUF_BYTES / DESC_BYTES)
 //                 = K_BUFFER + (handle << BUF_SHIFT)            (mod 2^32)
 // and the frame starts BUF_DATA_OFFSET bytes into it (K_DATA + (handle << BUF_SHIFT)).
+// The numbers under #ifndef are the ones the ME backend's linker (compiler/me/link.py)
+// moves for a compiled pipeline, whose own memories come first; the generated header that
+// defines them is included before this one.  RX_FL_CHANNEL: port p's freelist is on SRAM
+// channel RX_FL_CHANNEL + p.
+#ifndef RX_FL_CHANNEL
+#define RX_FL_CHANNEL 0
+#endif
+#ifndef BUF_DESC_BASE
 #define BUF_DESC_BASE 0x10000         // SRAM offset of descriptor 0 of port 0's freelist
+#endif
 #define DESC_BYTES 32                 // 8 longwords of metadata per buffer
 #define BUF_BYTES 2048                // DRAM bytes per buffer
 #define BUF_SHIFT 6                   // log2(BUF_BYTES / DESC_BYTES)
@@ -122,9 +131,15 @@
 #define CNT_MARTIAN_DESTINATION 0x3020
 #define CNT_IP_FORWARDED 0x3024       // ip_forwarded[0] of the MBL block
 #define CNT_BAD_PORT 0x3028           // next hop names a port the chip does not have
+#ifndef CNT_RX_NO_BUFFER
 #define CNT_RX_NO_BUFFER 0x3030       // + 4 * port: freelist empty, frame dropped
+#endif
+#ifndef CNT_RX_TOO_LONG
 #define CNT_RX_TOO_LONG 0x3038        // + 4 * port: frame longer than BUF_MAX_FRAME
+#endif
+#ifndef CNT_TX_RACE
 #define CNT_TX_RACE 0x3040            // + 4 * port: TX ring emptied between test and get
+#endif
 #define CNT_WORDS 18
 
 // ---------------------------------------------------------------- SRAM tables

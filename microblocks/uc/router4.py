@@ -37,7 +37,8 @@ class Layout:
     ports: int = 2
     fwd_first_me: int = 2
     tx_first_me: int = 6
-    # buffers
+    # buffers (port p's freelist: SRAM channel rx_fl_channel + p)
+    rx_fl_channel: int = 0
     buf_desc_base: int = 0x10000
     desc_bytes: int = 32
     buf_bytes: int = 2048

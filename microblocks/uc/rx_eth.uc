@@ -82,7 +82,8 @@ init:
     alu_shf[port, 1, AND, t_b, >>3]     // receive port = ME & 1
     alu_shf[ring, RX_RING_BASE, +, port, <<1]
     alu[fl_csr, port, +, MSF_RX_THREAD_FREELIST_BASE]
-    alu_shf[fl_qaddr, FREELIST_QUEUE, OR, port, <<26]   // SRAM channel = port
+    alu[t_b2, port, +, RX_FL_CHANNEL]
+    alu_shf[fl_qaddr, FREELIST_QUEUE, OR, t_b2, <<26]   // SRAM channel RX_FL_CHANNEL + port
     alu_shf[t_b2, --, B, port, <<2]
     immed[cnt_no_buf, CNT_RX_NO_BUFFER]
     alu[cnt_no_buf, cnt_no_buf, +, t_b2]

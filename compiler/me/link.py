@@ -1,0 +1,376 @@
+"""The ME backend's linker: a compiled body + the dispatch loop + router4's media stages ->
+ME images, a memory map and the runtime's layout (docs/me-backend.md, "Dispatch and link").
+
+The program's memories keep the addresses the checker gave them (SRAM and scratch byte
+address = 4 x MemoryInfo.word_offset, `in local` memories at local-memory word
+word_offset).  The runtime's own structures go where those are not: buffer descriptors and
+freelists on SRAM channels (and offsets) free of program memories, the scratch rings and
+counters after the program's scratch memories, the dispatch's per-context local-memory
+areas after the program's `in local` memories.  The numbers are written as a generated
+header (`layout.h`) that rx_eth.uc, tx_eth.uc (through router4.h's #ifndef overrides) and
+dispatch/fwd.uc include.
+
+Mapping (two ports): ME 0, 1 receive (rx_eth.uc), ME 2, 3 forward port 0, 1 (fwd.uc + the
+body; one ME per input port), ME 6, 7 transmit (tx_eth.uc).  Ring numbers are router4's:
+RX rings 2p, 2p + 1, TX ring 4 + q, exception ring 6.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npkit.compiler.mbl.sema import Program
+from npkit.compiler.mbl.types import (
+    META_CODE,
+    META_FIELDS,
+    META_VERDICT,
+    VERDICT_DROP,
+    VERDICT_EXCEPTION,
+    VERDICT_FORWARD,
+)
+from npkit.compiler.me.abi import META_DRAM_ADDR, WINDOW_MAX_BYTES, Mapping, MEAssignment
+from npkit.compiler.uc import Image, assemble_file
+from npkit.microblocks.uc import router4
+from npkit.runtime.manifest import FreelistSpec
+from npkit.sim.config import ChipConfig, Port
+
+DISPATCH_DIR = Path(__file__).resolve().parent / "dispatch"
+MEDIA_DIR = router4.FOLDER
+CHANNEL_SHIFT = 26                  # SRAM byte address bits 27..26: the channel
+BIG_CHANNEL_BYTES = 1 << CHANNEL_SHIFT
+RX_MES, FWD_FIRST_ME, TX_FIRST_ME = (0, 1), 2, 6
+CONTEXTS = 8
+LM_WORDS_PER_CONTEXT = 32           # 16 metadata words (LM_ADDR_1) + 16 spill (LM_ADDR_0)
+DESC_ALIGN = 0x1000
+# counter index of the drops the program did not name (fwd.uc): 0 and reasons + 1
+NO_VERDICT, BAD_PORT = "no_verdict", "bad_port"
+
+
+class LinkError(ValueError):
+    """The program and the runtime's structures do not fit the chip together."""
+
+
+@dataclass(frozen=True)
+class MemoryPlacement:
+    """One MBL memory on the chip: `address` is the byte address in its space (SRAM:
+    channel << 26 | offset; scratch; local memory, in every forwarding ME)."""
+
+    name: str
+    space: str
+    address: int
+    bytes: int
+
+    @property
+    def word(self) -> int:
+        return self.address // 4
+
+
+@dataclass(frozen=True)
+class RingPlacement:
+    number: int
+    base_word: int
+    size_words: int
+    what: str
+
+
+@dataclass(frozen=True)
+class RuntimeLayout:
+    """Where the runtime's structures are for one linked program."""
+
+    layout: router4.Layout              # router4's numbers, the moved ones replaced
+    rings: tuple[RingPlacement, ...]
+    freelists: tuple[FreelistSpec, ...]
+    drop_cnt_base: int                  # scratch byte address of drop counter index 0
+    drop_counters: int
+    dispatch_lm_word: int               # context c's metadata: word + 32 c; spill: + 16
+    fwd_mes: tuple[int, ...]
+    rx_mes: tuple[int, ...]
+    tx_mes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LinkedImage:
+    name: str
+    image: Image
+    mes: tuple[int, ...]
+
+
+@dataclass
+class LinkedProgram:
+    program: Program
+    pipeline: str
+    window_bytes: int
+    ports: int
+    chip: str
+    images: tuple[LinkedImage, ...]
+    memory_map: tuple[MemoryPlacement, ...]
+    runtime: RuntimeLayout
+    header: str                                  # the generated layout.h
+    body: str
+    chip_overrides: dict[str, dict[str, Any]]
+    reasons: dict[int, str]                      # drop counter index -> reason name
+    exceptions: dict[int, str]                   # exception code -> name (enum Exc)
+    mapping: Mapping
+    symbols: dict[str, int] = field(default_factory=dict)   # fwd image labels
+
+    def chip_config(self) -> ChipConfig:
+        """The chip this program runs on: the preset with the overrides, `ports` 10GbE."""
+        base = ChipConfig.load(self.chip)
+        raw = copy.deepcopy(base.raw)
+        for section, values in self.chip_overrides.items():
+            raw.setdefault(section, {}).update(values)
+        cfg = ChipConfig(raw=raw, source=f"{base.source} (linked {self.pipeline})")
+        cfg.ports = [Port.ethernet_10g() for _ in range(self.ports)]
+        return cfg
+
+    def memory(self, name: str) -> MemoryPlacement:
+        return next(m for m in self.memory_map if m.name == name)
+
+
+# --------------------------------------------------------------------------- memory map
+def memory_map(program: Program) -> tuple[MemoryPlacement, ...]:
+    return tuple(MemoryPlacement(m.name, m.space, 4 * m.word_offset, 4 * m.words)
+                 for m in program.memories.values())
+
+
+def _space_end(placements: tuple[MemoryPlacement, ...], space: str) -> int:
+    """First byte after the program's memories of a space (0 when it has none)."""
+    return max((m.address + m.bytes for m in placements if m.space == space), default=0)
+
+
+def _align(value: int, unit: int) -> int:
+    return -(-value // unit) * unit
+
+
+def _sram_channel_bytes(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig) -> int:
+    end = _space_end(placements, "sram")
+    if end <= cfg.sram_channel_bytes:
+        return cfg.sram_channel_bytes
+    if end > cfg.sram_channels * BIG_CHANNEL_BYTES:
+        raise LinkError(f"the program's SRAM memories need {end:#x} bytes, more than "
+                        f"{cfg.sram_channels} channels of 64 MB")
+    return BIG_CHANNEL_BYTES
+
+
+def _channel_ends(placements: tuple[MemoryPlacement, ...], channels: int) -> list[int]:
+    """Per SRAM channel, the first offset after every program memory on it."""
+    ends = [0] * channels
+    for m in placements:
+        if m.space != "sram" or not m.bytes:
+            continue
+        first, last = m.address, m.address + m.bytes - 1
+        for ch in range(first >> CHANNEL_SHIFT, (last >> CHANNEL_SHIFT) + 1):
+            top = min(last, ((ch + 1) << CHANNEL_SHIFT) - 1) - (ch << CHANNEL_SHIFT) + 1
+            ends[ch] = max(ends[ch], top)
+    return ends
+
+
+def _place_descriptors(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig,
+                       channel_bytes: int, ports: int, lay: router4.Layout) -> tuple[int, int]:
+    """(first channel, descriptor base): port p's freelist on channel first + p, its
+    descriptors at base + p x (buffers x 32) on it, clear of the program's memories.  The
+    lowest base wins (router4's own 0x10000 when the channels are free)."""
+    ends = _channel_ends(placements, cfg.sram_channels)
+    size = ports * lay.bufs_per_port * lay.desc_bytes
+    options = []
+    for first in range(cfg.sram_channels - ports + 1):
+        used = ends[first:first + ports]
+        base = max(lay.buf_desc_base, _align(max(used), DESC_ALIGN))
+        if base + size <= channel_bytes:
+            options.append((base, first))
+    if not options:
+        raise LinkError("no SRAM channel has room for the buffer descriptors beside the "
+                        "program's SRAM memories")
+    base, first = min(options)
+    return first, base
+
+
+def _place_scratch(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig, ports: int,
+                   reasons: int, lay: router4.Layout) -> tuple[list[RingPlacement], dict]:
+    """Rings after the program's scratch memories, then the counters."""
+    word = _align(_align(_space_end(placements, "scratch"), 4) // 4, 16)
+    rings = []
+    for p in range(ports):
+        for half in (0, 1):
+            rings.append(RingPlacement(lay.rx_ring(p, half), word, lay.rx_ring_words,
+                                       f"RX ring of port {p}, half {'AB'[half]}"))
+            word += lay.rx_ring_words
+    for q in range(ports):
+        rings.append(RingPlacement(lay.tx_ring(q), word, lay.tx_ring_words, f"TX ring {q}"))
+        word += lay.tx_ring_words
+    rings.append(RingPlacement(lay.exc_ring, word, lay.exc_ring_words, "exception ring"))
+    word += lay.exc_ring_words
+    counters = {"cnt_rx_no_buffer": 4 * word, "cnt_rx_too_long": 4 * (word + ports),
+                "cnt_tx_race": 4 * (word + 2 * ports), "drop_cnt_base": 4 * (word + 3 * ports)}
+    end = word + 3 * ports + reasons + 2
+    if 4 * end > cfg.scratch_bytes:
+        raise LinkError(f"the program's scratch memories ({_space_end(placements, 'scratch')} "
+                        f"bytes) leave no room for the runtime's rings and counters "
+                        f"({4 * end} of {cfg.scratch_bytes} bytes needed)")
+    return rings, counters
+
+
+def _place_local(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig) -> int:
+    word = _align(_space_end(placements, "local") // 4, 16)
+    if word + CONTEXTS * LM_WORDS_PER_CONTEXT > cfg.local_memory_words:
+        raise LinkError(f"the program's local memories ({word} words) leave no room for "
+                        f"the dispatch's {CONTEXTS * LM_WORDS_PER_CONTEXT} words of "
+                        f"metadata and spill areas ({cfg.local_memory_words} words)")
+    return word
+
+
+def plan_runtime(program: Program, ports: int, cfg: ChipConfig,
+                 channel_bytes: int) -> RuntimeLayout:
+    if ports != 2:
+        raise LinkError(f"{ports} ports: the linker maps exactly 2 (router4's media stages)")
+    placements = memory_map(program)
+    base = router4.LAYOUT
+    first, desc_base = _place_descriptors(placements, cfg, channel_bytes, ports, base)
+    rings, counters = _place_scratch(placements, cfg, ports, len(program.reasons.ids), base)
+    freelists = tuple(
+        FreelistSpec(channel=first + p, queue=base.freelist_queue,
+                     descriptor_base=desc_base + p * base.bufs_per_port * base.desc_bytes,
+                     descriptor_bytes=base.desc_bytes, count=base.bufs_per_port,
+                     dram_base=p * base.bufs_per_port * base.buf_bytes,
+                     buffer_bytes=base.buf_bytes, where=f"receive port {p}")
+        for p in range(ports))
+    ring_word = {r.number: r.base_word for r in rings}
+    layout = dataclasses.replace(
+        base, rx_fl_channel=first, buf_desc_base=desc_base,
+        xs_desc_base=desc_base + ports * base.bufs_per_port * base.desc_bytes,
+        rx_ring_word0=ring_word[base.rx_ring(0, 0)], tx_ring_word0=ring_word[base.tx_ring(0)],
+        exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
+        cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],
+        cnt_rx_too_long=counters["cnt_rx_too_long"], cnt_tx_race=counters["cnt_tx_race"])
+    return RuntimeLayout(layout, tuple(rings), freelists, counters["drop_cnt_base"],
+                         len(program.reasons.ids) + 2, _place_local(placements, cfg),
+                         tuple(range(FWD_FIRST_ME, FWD_FIRST_ME + ports)), RX_MES,
+                         tuple(range(TX_FIRST_ME, TX_FIRST_ME + ports)))
+
+
+# --------------------------------------------------------------------------- the header
+def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
+                  pipeline: str) -> str:
+    lay = runtime.layout
+    lines = [f"// layout.h -- generated by compiler/me/link.py for '{pipeline}': do not edit.",
+             "// The runtime's structures, placed where the program's memories are not.",
+             "#ifndef LINKED_LAYOUT_H", "#define LINKED_LAYOUT_H", "",
+             "// router4.h overrides (its #ifndef numbers)"]
+    defines: list[tuple[str, int | str]] = [
+        ("RX_FL_CHANNEL", lay.rx_fl_channel), ("BUF_DESC_BASE", lay.buf_desc_base),
+        ("CNT_RX_NO_BUFFER", lay.cnt_rx_no_buffer), ("CNT_RX_TOO_LONG", lay.cnt_rx_too_long),
+        ("CNT_TX_RACE", lay.cnt_tx_race)]
+    dispatch: list[tuple[str, int | str]] = [
+        ("FWD_FIRST_ME", runtime.fwd_mes[0]),
+        ("DISPATCH_LM_BYTE", 4 * runtime.dispatch_lm_word),
+        ("DROP_CNT_BASE", runtime.drop_cnt_base), ("DROP_REASON_MAX", reasons),
+        ("BAD_PORT_INDEX", reasons + 1),
+        ("META_IN_PORT", META_FIELDS["in_port"].word), ("META_LEN", META_FIELDS["len"].word),
+        ("META_OUT_PORT", META_FIELDS["out_port"].word),
+        ("META_NEXT_HOP", META_FIELDS["next_hop"].word), ("META_VERDICT", META_VERDICT),
+        ("META_CODE", META_CODE), ("META_DRAM_ADDR", META_DRAM_ADDR),
+        ("VERDICT_FORWARD", VERDICT_FORWARD), ("VERDICT_DROP", VERDICT_DROP),
+        ("VERDICT_EXCEPTION", VERDICT_EXCEPTION)]
+    if window_bytes:
+        dispatch.append(("WINDOW_QW", window_bytes // 8))
+    rx_rings = [r for r in runtime.rings if r.what.startswith("RX")]
+    dispatch += [(f"RX_EMPTY_{r.number - lay.rx_ring_base}", f"SCR_Ring{r.number}_Empty")
+                 for r in rx_rings]
+    for name, value in defines:
+        lines.append(f"#define {name} {value:#x}" if isinstance(value, int) else
+                     f"#define {name} {value}")
+    lines += ["", "// the dispatch loop (compiler/me/dispatch/fwd.uc)"]
+    for name, value in dispatch:
+        lines.append(f"#define {name} {value:#x}" if isinstance(value, int) else
+                     f"#define {name} {value}")
+    lines += ["", "#endif", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- images
+RX_WRAPPER = '#include "layout.h"\n#include "rx_eth.uc"\n'
+TX_WRAPPER = '#include "layout.h"\n#include "tx_eth.uc"\n'
+
+
+def _assemble(build: Path, header: str, body: str, window_bytes: int,
+              runtime: RuntimeLayout, pipeline: str) -> tuple[LinkedImage, ...]:
+    (build / "layout.h").write_text(header, encoding="utf-8")
+    (build / "body.uc").write_text(body, encoding="utf-8")
+    (build / "rx.uc").write_text(RX_WRAPPER, encoding="utf-8")
+    (build / "tx.uc").write_text(TX_WRAPPER, encoding="utf-8")
+    dirs = (str(build), str(MEDIA_DIR))
+    return (LinkedImage("rx_eth.uc", assemble_file(build / "rx.uc", dirs), runtime.rx_mes),
+            LinkedImage(f"fwd.uc + {pipeline}",
+                        assemble_file(DISPATCH_DIR / "fwd.uc", dirs), runtime.fwd_mes),
+            LinkedImage("tx_eth.uc", assemble_file(build / "tx.uc", dirs), runtime.tx_mes))
+
+
+def _stages(program: Program, pipeline: str) -> tuple[str, ...]:
+    edges = program.pipeline_edges.get(pipeline)
+    return tuple(edges) if edges else (pipeline,)
+
+
+def _mapping(program: Program, pipeline: str, runtime: RuntimeLayout,
+             images: tuple[LinkedImage, ...]) -> Mapping:
+    lay = runtime.layout
+    ports = len(runtime.fwd_mes)
+    tx_rings = tuple(f"ring {lay.tx_ring(q)}" for q in range(ports))
+    mes = []
+    for p, me in enumerate(runtime.rx_mes[:ports]):
+        mes.append(MEAssignment(me, "rx", (), (f"port {p}",),
+                                (f"ring {lay.rx_ring(p, 0)}", f"ring {lay.rx_ring(p, 1)}"),
+                                image=images[0].name))
+    for p, me in enumerate(runtime.fwd_mes):
+        mes.append(MEAssignment(me, "fwd", _stages(program, pipeline),
+                                (f"ring {lay.rx_ring(p, 0)}", f"ring {lay.rx_ring(p, 1)}"),
+                                (*tx_rings, f"exception ring {lay.exc_ring}"),
+                                image=images[1].name))
+    for q, me in enumerate(runtime.tx_mes):
+        mes.append(MEAssignment(me, "tx", (), (f"ring {lay.tx_ring(q)}",), (f"port {q}",),
+                                image=images[2].name))
+    return Mapping(pipeline, tuple(range(ports)), tuple(mes))
+
+
+def _exception_names(program: Program) -> dict[int, str]:
+    members = program.enums.get("Exc", {})
+    return {value: name for name, (value, _type) in members.items()}
+
+
+def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
+         ports: int = 2, chip: str = "ixp2800", build_dir: str | Path | None = None
+         ) -> LinkedProgram:
+    """Link a compiled body (the back end's .uc fragment) into ME images for `ports`
+    10GbE ports.  `build_dir` keeps the generated files (layout.h, body.uc); by default
+    they go to a temporary folder.  Raises LinkError (layout) or the assembler's AsmError."""
+    if window_bytes % 8 or not 0 <= window_bytes <= WINDOW_MAX_BYTES:
+        raise LinkError(f"header window of {window_bytes} bytes: 0..{WINDOW_MAX_BYTES}, "
+                        "a multiple of 8")
+    cfg = ChipConfig.load(chip)
+    placements = memory_map(program)
+    channel_bytes = _sram_channel_bytes(placements, cfg)
+    runtime = plan_runtime(program, ports, cfg, channel_bytes)
+    reasons = len(program.reasons.ids)
+    header = layout_header(runtime, window_bytes, reasons, pipeline)
+    if build_dir is None:
+        with tempfile.TemporaryDirectory(prefix="npkit-link-") as tmp:
+            images = _assemble(Path(tmp), header, body_uc, window_bytes, runtime, pipeline)
+    else:
+        Path(build_dir).mkdir(parents=True, exist_ok=True)
+        images = _assemble(Path(build_dir), header, body_uc, window_bytes, runtime, pipeline)
+    overrides: dict[str, dict[str, Any]] = {}
+    if channel_bytes != cfg.sram_channel_bytes:
+        overrides["sram"] = {"channel_bytes": channel_bytes}
+    counter_names = {0: NO_VERDICT, reasons + 1: BAD_PORT}
+    counter_names.update({i: name for name, i in program.reasons.ids.items()})
+    return LinkedProgram(
+        program=program, pipeline=pipeline, window_bytes=window_bytes, ports=ports,
+        chip=chip, images=images, memory_map=placements, runtime=runtime, header=header,
+        body=body_uc, chip_overrides=overrides, reasons=dict(sorted(counter_names.items())),
+        exceptions=_exception_names(program),
+        mapping=_mapping(program, pipeline, runtime, images),
+        symbols=dict(images[1].image.symbols))
