@@ -519,11 +519,13 @@ def demo(out_dir: Path | None, count: int, load: float, **options: Any) -> None:
 
 def _register_mbl_commands() -> None:
     from npkit.compiler.mbl.cli import build, check
+    from npkit.compiler.me.cli import graph
     from npkit.runtime.router_cli import router
     from npkit.runtime.routes_cli import routes
 
     main.add_command(build)
     main.add_command(check)
+    main.add_command(graph)
     main.add_command(routes)
     main.add_command(router)
 

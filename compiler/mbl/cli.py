@@ -3,16 +3,19 @@ npkit/cli.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from . import EMIT_KINDS, emit
+from ..me.cli import ME_EMIT_KINDS
+from . import EMIT_KINDS, CompileError, emit
 from .sema import check_file
 
 
-def _checked(path: str):
+def checked_program(path: str):
     program, bag = check_file(path)
     if bag.items:
         click.echo(bag.render(program.sources), err=True)
@@ -23,15 +26,56 @@ def _checked(path: str):
     return program
 
 
+@contextlib.contextmanager
+def me_errors() -> Iterator[None]:
+    """ME backend failures as one clear message and exit 1: diagnostics at MBL source
+    locations, or the linker's / assembler's message."""
+    from ..me.errors import backend_error_types
+
+    try:
+        yield
+    except CompileError as e:
+        click.echo(e.render(), err=True)
+        sys.exit(1)
+    except backend_error_types() as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+
+
 @click.command("build")
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--emit", "emit_kind", type=click.Choice(EMIT_KINDS), default="llvm-opt",
-              show_default=True, help="which stage to print")
+@click.option("--emit", "emit_kind", type=click.Choice(EMIT_KINDS + ME_EMIT_KINDS),
+              default="llvm-opt", show_default=True,
+              help="which stage to print: the AST, LLVM IR, optimized LLVM IR, the ME "
+                   "backend's word IR (wir) or the compiled microcode body (uc)")
+@click.option("--entry", help="pipeline or block to compile for the MEs "
+                              "(default: the file's pipeline, or its only block)")
+@click.option("--report", is_flag=True,
+              help="print the ME compile report (per block: instructions, worst path, "
+                   "memory commands, registers, estimated packets/s per ME)")
+@click.option("--json", "json_output", is_flag=True, help="with --report: JSON")
+@click.option("--images", "images_dir", type=click.Path(file_okay=False),
+              help="link for the chip and write the ME images, layout.h and the memory map "
+                   "into this folder")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here, not stdout")
-def build(source: str, emit_kind: str, output: str | None) -> None:
-    """Compile an MBL file and print a stage (AST, LLVM IR, optimized LLVM IR)."""
-    program = _checked(source)
-    text = emit(program, emit_kind)
+def build(source: str, emit_kind: str, entry: str | None, report: bool, json_output: bool,
+          images_dir: str | None, output: str | None) -> None:
+    """Compile an MBL file: print a stage (AST, LLVM IR, optimized IR, WIR, microcode), the
+    ME compile report, or link the ME images."""
+    from ..me import cli as me_cli
+
+    program = checked_program(source)
+    with me_errors():
+        if images_dir:
+            for path in me_cli.write_images(program, entry, images_dir):
+                click.echo(f"wrote {path}")
+            return
+        if report:
+            text = me_cli.report_text(program, entry, json_output)
+        elif emit_kind in ME_EMIT_KINDS:
+            text = me_cli.emit_text(program, emit_kind, entry)
+        else:
+            text = emit(program, emit_kind)
     if output:
         Path(output).write_text(text + "\n", encoding="utf-8")
     else:
@@ -42,7 +86,7 @@ def build(source: str, emit_kind: str, output: str | None) -> None:
 @click.argument("source", type=click.Path(dir_okay=False))
 def check(source: str) -> None:
     """Check an MBL file and report every error (exit 1 when there are errors)."""
-    _checked(source)
+    checked_program(source)
     click.echo(f"{source}: ok")
 
 
@@ -149,7 +193,7 @@ def run(source: str, target: str, block_name: str | None, inputs: tuple[str, ...
 
     from .native import NativeError, NativeProgram
 
-    program = _checked(source)
+    program = checked_program(source)
     try:
         native = NativeProgram(program, block_name)
     except NativeError as exc:
