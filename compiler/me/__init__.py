@@ -35,9 +35,27 @@ class MEBuild:
     body: Body
 
     def link(self, **options) -> LinkedProgram:
+        """The chip images; a body that overflows the control store is a CompileError at
+        the entry's MBL declaration (the assembler's message would point into the body)."""
+        from ..uc import AsmError
+        from .back.errors import compile_error
         from .link import link
-        return link(self.program, self.body.uc, self.body.window_bytes,
-                    pipeline=self.entry, **options)
+
+        try:
+            return link(self.program, self.body.uc, self.body.window_bytes,
+                        pipeline=self.entry, **options)
+        except AsmError as e:
+            overflow = next((d for d in e.diagnostics
+                             if d.message.startswith("control store overflow")), None)
+            if overflow is None:
+                raise
+            raise compile_error(
+                "me-control-store",
+                f"{self.entry} does not fit in the control store: its body is "
+                f"{self.body.instructions} instructions, and with the dispatch loop "
+                f"{overflow.message.removeprefix('control store overflow: ')}",
+                self.wir.loc, "shorten the block (fewer unrolled loop trips, smaller "
+                "functions) or split the pipeline") from None
 
 
 def compile_me(program: Program, entry: str | None = None,

@@ -4,6 +4,7 @@ Thin wrappers: the work is in compiler/me/{front,back,link,report,graph}.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -63,20 +64,16 @@ def write_images(program: Program, entry: str | None, out_dir: str) -> list[Path
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, image in linked.images.items():
-        path = out / f"{name}.img"
-        image.save(path)
+    for linked_image in linked.images:
+        path = out / f"{linked_image.name}.img"
+        linked_image.image.save(path)
         written.append(path)
     header = out / "layout.h"
     header.write_text(linked.header, encoding="utf-8")
     memory_map = out / "memory_map.json"
-    memory_map.write_text(json.dumps([_memory_entry(m) for m in linked.memory_map], indent=2)
-                          + "\n", encoding="utf-8")
+    memory_map.write_text(json.dumps([dataclasses.asdict(m) for m in linked.memory_map],
+                                     indent=2) + "\n", encoding="utf-8")
     return [*written, header, memory_map]
-
-
-def _memory_entry(m) -> dict:
-    return {k: getattr(m, k) for k in ("name", "space", "address", "bytes") if hasattr(m, k)}
 
 
 @click.command("graph")

@@ -78,8 +78,10 @@ def _assemble(sources: SourceSet, control_store_words: int) -> Image:
     asm = _Assembler(sources, min(control_store_words, 1 << isa.TARGET_BITS))
     asm.collect()
     asm.place()
-    asm.encode()
-    asm.check(control_store_words)
+    # an image too big for the control store cannot even encode its branch targets
+    if not asm.check_size(control_store_words):
+        asm.encode()
+        asm.check_defers()
     if sources.diagnostics:
         file_order = {name: i for i, name in enumerate(sources.texts)}
         raise AsmError(sorted(sources.diagnostics,
@@ -509,15 +511,20 @@ class _Assembler:
                 for m, part in (("immed_w0", value & 0xFFFF), ("immed_w1", value >> 16))]
 
     # ------------------------------------------------------------------ pass 4
-    def check(self, control_store_words: int) -> None:
-        words = self.words()
+    def check_size(self, control_store_words: int) -> bool:
+        """Report a control store overflow at the first instruction that does not fit."""
+        needed = max((i.address + i.nwords for i in self.instrs), default=0)
         for instr in self.instrs:
             if instr.address + instr.nwords > control_store_words:
                 self.error(instr.stmt, instr.stmt.col,
-                           f"control store overflow: the image needs {len(words)} words but "
+                           f"control store overflow: the image needs {needed} words but "
                            f"the control store holds {control_store_words}",
                            "split the code over more MEs or shorten it")
-                break
+                return True
+        return False
+
+    def check_defers(self) -> None:
+        words = self.words()
         for instr in self.instrs:
             for k, word in enumerate(instr.words):
                 self._check_defer(instr, instr.address + k, word, words)
