@@ -144,9 +144,23 @@ class Legalizer:
     def op_mul(self, bb, ins: Instr) -> Words:
         a, c = (self.get(o) for o in ins.operands)
         if len(a) > 1:
+            # LLVM writes negations, shifts and the like as multiplications by constants:
+            # a sum of a few shifted copies (signed-digit form of the constant)
+            for x, y in ((a, c), (c, a)):
+                k = _constant(y)
+                digits = _signed_digits(k, ins.width) if k is not None else None
+                if digits is not None and len(digits) <= MAX_WIDE_MUL_TERMS:
+                    return self._sum_of_shifts(x, digits, ins.width)
             raise self.error(f"multiplication of {ins.width}-bit values is not supported by "
                              "the ME backend (32 bits at most)")
         return W.canonical(self.b, (self.b.bin("mul", a[0], c[0]),), ins.width)
+
+    def _sum_of_shifts(self, x: Words, digits: list[tuple[int, int]], width: int) -> Words:
+        total: Words = tuple(0 for _ in x)
+        for shift, sign in digits:
+            term = W.shl_const(self.b, x, shift, width) if shift else x
+            total = (W.add if sign > 0 else W.sub)(self.b, total, term, width)
+        return total
 
     def _bitwise(self, bb, ins: Instr) -> Words:
         a, c = (self.get(o) for o in ins.operands)
@@ -331,3 +345,30 @@ class Legalizer:
 def legalize(fn: LFunction, name: str, window_max: int, sources: dict[str, str],
              loc: wir.Loc | None = None) -> wir.Function:
     return Legalizer(fn, name, window_max, sources, loc).run()
+
+
+MAX_WIDE_MUL_TERMS = 4
+
+
+def _signed_digits(k: int, width: int) -> list[tuple[int, int]]:
+    """k mod 2**width as a sum of +-2**shift terms with the fewest terms (non-adjacent form)."""
+    k %= 1 << width
+    digits, shift = [], 0
+    while k:
+        if k & 1:
+            d = 2 - (k & 3)          # +1 or -1
+            digits.append((shift, d))
+            k -= d
+        k >>= 1
+        shift += 1
+    return [(s, d) for s, d in digits if s < width]
+
+
+def _constant(words: Words) -> int | None:
+    """The value of constant words (most significant first), else None."""
+    if not all(isinstance(w, int) for w in words):
+        return None
+    value = 0
+    for w in words:
+        value = value << 32 | w
+    return value
