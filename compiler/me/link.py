@@ -10,9 +10,11 @@ areas after the program's `in local` memories.  The numbers are written as a gen
 header (`layout.h`) that rx_eth.uc, tx_eth.uc (through router4.h's #ifndef overrides) and
 dispatch/fwd.uc include.
 
-Mapping (two ports): ME 0, 1 receive (rx_eth.uc), ME 2, 3 forward port 0, 1 (fwd.uc + the
-body; one ME per input port), ME 6, 7 transmit (tx_eth.uc).  Ring numbers are router4's:
-RX rings 2p, 2p + 1, TX ring 4 + q, exception ring 6.
+Mapping (two ports, N = `fwd_mes_per_port`): ME 0, 1 receive (rx_eth.uc), MEs
+2 + N p .. 2 + N p + N - 1 forward port p (fwd.uc + the body: a chain of N adjacent MEs
+joined by next-neighbour rings), ME 6, 7 transmit (tx_eth.uc; 2 + 2N, 3 + 2N when N > 2).
+Rings: RX ring base + N p + i feeds ME i of port p's chain (base 0, or 7 when the 2N RX
+rings do not fit below router4's TX rings 4 + q and exception ring 6).
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ MEDIA_DIR = router4.FOLDER
 CHANNEL_SHIFT = 26                  # SRAM byte address bits 27..26: the channel
 BIG_CHANNEL_BYTES = 1 << CHANNEL_SHIFT
 RX_MES, FWD_FIRST_ME, TX_FIRST_ME = (0, 1), 2, 6
+FWD_MES_PER_PORT = 4                # the default: the most the chip's scratch holds rings for
+MAX_FWD_MES_PER_PORT = 4            # 2N + 3 rings of 16; N RX rings of 256 words per port
 CONTEXTS = 8
 LM_WORDS_PER_CONTEXT = 32           # 16 metadata words (LM_ADDR_1) + 16 spill (LM_ADDR_0)
+LM_SHARED_WORDS = 16                # the forwarding ME's shared count (fwd.uc), aligned
 DESC_ALIGN = 0x1000
 # counter index of the drops the program did not name (fwd.uc): 0 and reasons + 1
 NO_VERDICT, BAD_PORT = "no_verdict", "bad_port"
@@ -88,9 +93,21 @@ class RuntimeLayout:
     drop_cnt_base: int                  # scratch byte address of drop counter index 0
     drop_counters: int
     dispatch_lm_word: int               # context c's metadata: word + 32 c; spill: + 16
-    fwd_mes: tuple[int, ...]
+    fwd_mes: tuple[int, ...]            # port p's chain: fwd_mes[N p .. N p + N - 1]
     rx_mes: tuple[int, ...]
     tx_mes: tuple[int, ...]
+    fwd_mes_per_port: int = 2
+    rx_rings: tuple[tuple[int, ...], ...] = ()    # port -> its RX rings, chain order
+
+    @property
+    def shared_lm_word(self) -> int:
+        """The forwarding MEs' shared local-memory word (after the context areas)."""
+        return self.dispatch_lm_word + CONTEXTS * LM_WORDS_PER_CONTEXT
+
+    def chain(self, port: int) -> tuple[int, ...]:
+        """The forwarding MEs of an input port, in chain order."""
+        n = self.fwd_mes_per_port
+        return self.fwd_mes[n * port:n * port + n]
 
 
 @dataclass(frozen=True)
@@ -190,15 +207,26 @@ def _place_descriptors(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig,
     return first, base
 
 
+def ring_numbers(ports: int, per_port: int, lay: router4.Layout) -> router4.Layout:
+    """router4's layout with the RX rings moved past the exception ring when N RX rings
+    per port do not fit below router4's TX rings (tx_eth.uc tests rings 4 and 5 by
+    number, so those stay)."""
+    if lay.rx_ring_base + ports * per_port <= lay.tx_ring_base:
+        return lay
+    return dataclasses.replace(lay, rx_ring_base=lay.exc_ring + 1)
+
+
 def _place_scratch(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig, ports: int,
-                   reasons: int, lay: router4.Layout) -> tuple[list[RingPlacement], dict]:
+                   reasons: int, lay: router4.Layout, per_port: int
+                   ) -> tuple[list[RingPlacement], dict]:
     """Rings after the program's scratch memories, then the counters."""
     word = _align(_align(_space_end(placements, "scratch"), 4) // 4, 16)
     rings = []
     for p in range(ports):
-        for half in (0, 1):
-            rings.append(RingPlacement(lay.rx_ring(p, half), word, lay.rx_ring_words,
-                                       f"RX ring of port {p}, half {'AB'[half]}"))
+        for i in range(per_port):
+            rings.append(RingPlacement(lay.rx_ring_base + per_port * p + i, word,
+                                       lay.rx_ring_words,
+                                       f"RX ring of port {p}, forwarding ME {i}"))
             word += lay.rx_ring_words
     for q in range(ports):
         rings.append(RingPlacement(lay.tx_ring(q), word, lay.tx_ring_words, f"TX ring {q}"))
@@ -208,7 +236,7 @@ def _place_scratch(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig, por
     counters = {"cnt_rx_no_buffer": 4 * word, "cnt_rx_too_long": 4 * (word + ports),
                 "cnt_tx_race": 4 * (word + 2 * ports), "drop_cnt_base": 4 * (word + 3 * ports)}
     end = word + 3 * ports + reasons + 2
-    if 4 * end > cfg.scratch_bytes:
+    if 4 * end > cfg.scratch_bytes or max(r.number for r in rings) >= cfg.scratch_rings:
         raise LinkError(f"the program's scratch memories ({_space_end(placements, 'scratch')} "
                         f"bytes) leave no room for the runtime's rings and counters "
                         f"({4 * end} of {cfg.scratch_bytes} bytes needed)")
@@ -217,21 +245,26 @@ def _place_scratch(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig, por
 
 def _place_local(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig) -> int:
     word = _align(_space_end(placements, "local") // 4, 16)
-    if word + CONTEXTS * LM_WORDS_PER_CONTEXT > cfg.local_memory_words:
+    need = CONTEXTS * LM_WORDS_PER_CONTEXT + LM_SHARED_WORDS
+    if word + need > cfg.local_memory_words:
         raise LinkError(f"the program's local memories ({word} words) leave no room for "
-                        f"the dispatch's {CONTEXTS * LM_WORDS_PER_CONTEXT} words of "
-                        f"metadata and spill areas ({cfg.local_memory_words} words)")
+                        f"the dispatch's {need} words of metadata, spill areas and shared "
+                        f"count ({cfg.local_memory_words} words)")
     return word
 
 
-def plan_runtime(program: Program, ports: int, cfg: ChipConfig,
-                 channel_bytes: int) -> RuntimeLayout:
+def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: int,
+                 per_port: int = FWD_MES_PER_PORT) -> RuntimeLayout:
     if ports != 2:
         raise LinkError(f"{ports} ports: the linker maps exactly 2 (router4's media stages)")
+    if not 1 <= per_port <= MAX_FWD_MES_PER_PORT:
+        raise LinkError(f"fwd_mes_per_port={per_port}: 1..{MAX_FWD_MES_PER_PORT} (the "
+                        f"scratch rings: {per_port} RX rings per port + TX + exception)")
     placements = memory_map(program)
-    base = router4.LAYOUT
+    base = ring_numbers(ports, per_port, router4.LAYOUT)
     first, desc_base = _place_descriptors(placements, cfg, channel_bytes, ports, base)
-    rings, counters = _place_scratch(placements, cfg, ports, len(program.reasons.ids), base)
+    rings, counters = _place_scratch(placements, cfg, ports, len(program.reasons.ids), base,
+                                     per_port)
     freelists = tuple(
         FreelistSpec(channel=first + p, queue=base.freelist_queue,
                      descriptor_base=desc_base + p * base.bufs_per_port * base.desc_bytes,
@@ -243,14 +276,18 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig,
     layout = dataclasses.replace(
         base, rx_fl_channel=first, buf_desc_base=desc_base,
         xs_desc_base=desc_base + ports * base.bufs_per_port * base.desc_bytes,
-        rx_ring_word0=ring_word[base.rx_ring(0, 0)], tx_ring_word0=ring_word[base.tx_ring(0)],
+        rx_ring_word0=ring_word[base.rx_ring_base], tx_ring_word0=ring_word[base.tx_ring(0)],
         exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
         cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],
         cnt_rx_too_long=counters["cnt_rx_too_long"], cnt_tx_race=counters["cnt_tx_race"])
+    fwd_end = FWD_FIRST_ME + ports * per_port
+    tx_first = max(TX_FIRST_ME, fwd_end + fwd_end % 2)   # tx_eth.uc: port = ME & 1
+    rx_rings = tuple(tuple(base.rx_ring_base + per_port * p + i for i in range(per_port))
+                     for p in range(ports))
     return RuntimeLayout(layout, tuple(rings), freelists, counters["drop_cnt_base"],
                          len(program.reasons.ids) + 2, _place_local(placements, cfg),
-                         tuple(range(FWD_FIRST_ME, FWD_FIRST_ME + ports)), RX_MES,
-                         tuple(range(TX_FIRST_ME, TX_FIRST_ME + ports)))
+                         tuple(range(FWD_FIRST_ME, fwd_end)), RX_MES,
+                         tuple(range(tx_first, tx_first + ports)), per_port, rx_rings)
 
 
 # --------------------------------------------------------------------------- the header
@@ -265,9 +302,15 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
         ("RX_FL_CHANNEL", lay.rx_fl_channel), ("BUF_DESC_BASE", lay.buf_desc_base),
         ("CNT_RX_NO_BUFFER", lay.cnt_rx_no_buffer), ("CNT_RX_TOO_LONG", lay.cnt_rx_too_long),
         ("CNT_TX_RACE", lay.cnt_tx_race)]
+    if lay.rx_ring_base != router4.LAYOUT.rx_ring_base:
+        defines.append(("RX_RING_BASE", lay.rx_ring_base))
+    if runtime.fwd_mes_per_port != 2:       # 2: rx_eth.uc's own alternation (router4's)
+        defines.append(("RX_RINGS_PER_PORT", runtime.fwd_mes_per_port))
     dispatch: list[tuple[str, int | str]] = [
-        ("FWD_FIRST_ME", runtime.fwd_mes[0]),
+        ("FWD_FIRST_ME", runtime.fwd_mes[0]), ("FWD_PER_PORT", runtime.fwd_mes_per_port),
+        ("LAST_POSITION", runtime.fwd_mes_per_port - 1),
         ("DISPATCH_LM_BYTE", 4 * runtime.dispatch_lm_word),
+        ("SHARED_LM_BYTE", 4 * runtime.shared_lm_word),
         ("DROP_CNT_BASE", runtime.drop_cnt_base), ("DROP_REASON_MAX", reasons),
         ("BAD_PORT_INDEX", reasons + 1),
         ("META_IN_PORT", META_FIELDS["in_port"].word), ("META_LEN", META_FIELDS["len"].word),
@@ -318,18 +361,21 @@ def _stages(program: Program, pipeline: str) -> tuple[str, ...]:
 def _mapping(program: Program, pipeline: str, runtime: RuntimeLayout,
              images: tuple[LinkedImage, ...]) -> Mapping:
     lay = runtime.layout
-    ports = len(runtime.fwd_mes)
+    ports = len(runtime.rx_rings)
     tx_rings = tuple(f"ring {lay.tx_ring(q)}" for q in range(ports))
     mes = []
     for p, me in enumerate(runtime.rx_mes[:ports]):
         mes.append(MEAssignment(me, "rx", (), (f"port {p}",),
-                                (f"ring {lay.rx_ring(p, 0)}", f"ring {lay.rx_ring(p, 1)}"),
+                                tuple(f"ring {r}" for r in runtime.rx_rings[p]),
                                 image=images[0].name))
-    for p, me in enumerate(runtime.fwd_mes):
-        mes.append(MEAssignment(me, "fwd", _stages(program, pipeline),
-                                (f"ring {lay.rx_ring(p, 0)}", f"ring {lay.rx_ring(p, 1)}"),
-                                (*tx_rings, f"exception ring {lay.exc_ring}"),
-                                image=images[1].name))
+    for p in range(ports):
+        chain = runtime.chain(p)
+        for i, me in enumerate(chain):
+            reads = (f"ring {runtime.rx_rings[p][i]}",) + ((f"nn {me}",) if i else ())
+            writes = ((*tx_rings, f"exception ring {lay.exc_ring}") if me == chain[-1]
+                      else (f"nn {me + 1}",))
+            mes.append(MEAssignment(me, "fwd", _stages(program, pipeline), reads, writes,
+                                    image=images[1].name))
     for q, me in enumerate(runtime.tx_mes):
         mes.append(MEAssignment(me, "tx", (), (f"ring {lay.tx_ring(q)}",), (f"port {q}",),
                                 image=images[2].name))
@@ -342,18 +388,20 @@ def _exception_names(program: Program) -> dict[int, str]:
 
 
 def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
-         ports: int = 2, chip: str = "ixp2800", build_dir: str | Path | None = None
-         ) -> LinkedProgram:
+         ports: int = 2, chip: str = "ixp2800", build_dir: str | Path | None = None,
+         fwd_mes_per_port: int = FWD_MES_PER_PORT) -> LinkedProgram:
     """Link a compiled body (the back end's .uc fragment) into ME images for `ports`
-    10GbE ports.  `build_dir` keeps the generated files (layout.h, body.uc); by default
-    they go to a temporary folder.  Raises LinkError (layout) or the assembler's AsmError."""
+    10GbE ports, `fwd_mes_per_port` forwarding MEs per input port (1..4, a chain that
+    keeps the port's order).  `build_dir` keeps the generated files (layout.h, body.uc);
+    by default they go to a temporary folder.  Raises LinkError (layout) or the
+    assembler's AsmError."""
     if window_bytes % 8 or not 0 <= window_bytes <= WINDOW_MAX_BYTES:
         raise LinkError(f"header window of {window_bytes} bytes: 0..{WINDOW_MAX_BYTES}, "
                         "a multiple of 8")
     cfg = ChipConfig.load(chip)
     placements = memory_map(program)
     channel_bytes = _sram_channel_bytes(placements, cfg)
-    runtime = plan_runtime(program, ports, cfg, channel_bytes)
+    runtime = plan_runtime(program, ports, cfg, channel_bytes, fwd_mes_per_port)
     reasons = len(program.reasons.ids)
     header = layout_header(runtime, window_bytes, reasons, pipeline)
     if build_dir is None:

@@ -93,7 +93,9 @@
 //                 -> 2 * 2 * BUFS_PER_PORT = 512 <= 512 words
 // The NN ring from a role-A ME to its role-B ME carries one word per frame (B's NN ring:
 // 127 words; A tests NN_FULL before each put, and only one A thread puts at a time).
+#ifndef RX_RING_BASE                  // (compiler/me/link.py moves it for more RX rings)
 #define RX_RING_BASE 0                // RX ring of port p, half h = RX_RING_BASE + 2p + h
+#endif
 #define TX_RING_BASE 4                // TX ring of port p = TX_RING_BASE + p
 #define EXC_RING 6
 #define RX_RING_WORDS 256

@@ -80,7 +80,14 @@ init:
     local_csr_rd[ACTIVE_CTX_STS]
     immed[t_b, 0]                       // ME number << 3 | context
     alu_shf[port, 1, AND, t_b, >>3]     // receive port = ME & 1
+#ifdef RX_RINGS_PER_PORT
+    // a compiled pipeline's own number of rings per port (compiler/me/link.py)
+    alu[t_b2, 0, -, port]               // port is 0 or 1: port * RX_RINGS_PER_PORT
+    alu[t_b2, t_b2, AND, RX_RINGS_PER_PORT]
+    alu[ring, t_b2, +, RX_RING_BASE]
+#else
     alu_shf[ring, RX_RING_BASE, +, port, <<1]
+#endif
     alu[fl_csr, port, +, MSF_RX_THREAD_FREELIST_BASE]
     alu[t_b2, port, +, RX_FL_CHANNEL]
     alu_shf[fl_qaddr, FREELIST_QUEUE, OR, t_b2, <<26]   // SRAM channel RX_FL_CHANNEL + port
@@ -173,7 +180,16 @@ done:
     alu[$3, --, B, handle]
     alu[$4, mask16, AND, st0]           // frame length (status word 0 bits 15..0)
     scratch[put, $3, ring, *l$index0[0], RX_ENTRY_WORDS], sig_done[SIG_PUT]
+#ifdef RX_RINGS_PER_PORT
+    alu[t_b, *l$index0[0], +, 1]        // the next frame goes to the next ring, round robin
+    alu[--, t_b, -, RX_RINGS_PER_PORT]
+    blt[next_ring#]
+    immed[t_b, 0]
+next_ring:
+    alu[*l$index0[0], --, B, t_b]
+#else
     alu[*l$index0[0], *l$index0[0], XOR, 1]   // the next frame goes to the other half
+#endif
     local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
     br[rx_loop#]
 

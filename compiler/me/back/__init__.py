@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 from .. import wir
 from ..abi import BodyABI
+from .compares import normalize_compares
 from .defer import fill_defer_slots
 from .emit import emit
 from .errors import compile_error
 from .isel import select
+from .layout import layout
 from .liveness import remove_dead_code
 from .regalloc import allocate, drop_coalesced_copies
 
@@ -48,7 +50,7 @@ def compile_body(fn: wir.Function, abi: BodyABI = DEFAULT_ABI) -> Body:
         raise compile_error("me-window", f"{fn.name}: header window of {fn.window_bytes} "
                             f"bytes (0..{abi.window_max_bytes}, a multiple of 8)", fn.loc,
                             "the front end chooses the window")
-    mfn, def_loc = select(fn, abi)
+    mfn, def_loc = select(normalize_compares(layout(fn)), abi)
     remove_dead_code(mfn)
     alloc = allocate(mfn, abi, def_loc)
     drop_coalesced_copies(mfn, alloc.names)

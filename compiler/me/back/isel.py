@@ -21,6 +21,7 @@ from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
 from ..wir import MASK32, Loc
 from .errors import unsupported
+from .hdrwrite import plan_header_writes
 from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
 
 IMM_MAX = 63
@@ -122,12 +123,16 @@ class Selector:
                                    if isinstance(i, wir.HdrWrite)})
         self.meta_written = {i.word for b in fn.blocks for i in b.instrs
                              if isinstance(i, wir.MetaWrite)}
+        self.plan = plan_header_writes(fn)
         self.fixed = self._fixed_operands()
-        self.hdr_vregs = {k: self._new(f"hdr{k}") for k in self.hdr_written}
+        self.byte_values = self._byte_values()
+        self.hdr_vregs = {k: self._new(f"hdr{k}") for k in self.hdr_written
+                          if k not in self.plan.direct}
         self.state = BlockState()
         self.loc: Loc | None = None
         self.lm_base: VReg | None = None
         self.index = 0                  # of the WIR instruction being selected
+        self.current_label = ""         # of the WIR block being selected
 
     # ------------------------------------------------------------------ analysis
     def _block_labels(self) -> dict[str, str]:
@@ -158,11 +163,23 @@ class Selector:
         for b in self.fn.blocks:
             for i in b.instrs:
                 if isinstance(i, wir.HdrRead | wir.MetaRead) and self.counts_def[i.dst.id] == 1:
-                    if isinstance(i, wir.HdrRead) and i.word not in self.hdr_written:
+                    if isinstance(i, wir.HdrRead) and (i.word not in self.hdr_written
+                                                       or i.word in self.plan.direct):
                         fixed[i.dst.id] = f"$${i.word}"
                     elif isinstance(i, wir.MetaRead) and i.word not in self.meta_written:
                         fixed[i.dst.id] = f"*l$index1[{i.word}]"
         return fixed
+
+    def _byte_values(self) -> set[int]:
+        """Registers defined once, by an instruction whose result is below 256."""
+        out: set[int] = set()
+        for b in self.fn.blocks:
+            for i in b.instrs:
+                if isinstance(i, wir.Bin) and self.counts_def[i.dst.id] == 1 and \
+                        isinstance(i.b, int) and (i.op == "and" and i.b <= 0xFF
+                                                  or i.op == "lshr" and 24 <= i.b < 32):
+                    out.add(i.dst.id)
+        return out
 
     # ------------------------------------------------------------------ helpers
     def _new(self, hint: str = "", gpr_only: bool = False) -> VReg:
@@ -331,7 +348,6 @@ class Selector:
             following = (self.fn.blocks[index + 1].label if index + 1 < len(self.fn.blocks)
                          else None)
             blocks.append(self._block(b, following))
-        blocks.append(self._epilogue())
         return MFunction(self.fn.name, blocks, self.fn.window_bytes,
                          tuple(sorted(self.signals_used)))
 
@@ -351,23 +367,26 @@ class Selector:
         return any(isinstance(i, wir.MemRead | wir.MemWrite | wir.MemAdd)
                    and i.space == wir.LOCAL for b in self.fn.blocks for i in b.instrs)
 
-    def _epilogue(self) -> MBlock:
-        self.state = BlockState()
-        self.loc = None
-        if self.hdr_written:
-            lo = self.hdr_written[0] // 2 * 2
-            hi = self.hdr_written[-1] // 2 * 2 + 1
-            for j in range(lo, hi + 1):
-                self.move(f"$${j}", self.hdr_vregs.get(j, f"$${j}"))
-            sig = self.abi.signals[0]
-            self.signals_used.add(sig)
-            self.emit(MInstr(f"dram[write, $${lo}, *l$index1[{META_DRAM_ADDR}], {4 * lo}, "
-                             f"{(hi - lo + 1) // 2}], ctx_swap[{sig}]", [], kind="mem"))
-        self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
-        return MBlock(RET_LABEL, self.state.instrs, (), "")
+    def _write_back(self, written: frozenset[int]) -> None:
+        """At a return: the quadwords covering the header words some path here wrote go
+        back to DRAM (direct words are in $$ out already when written; the others are
+        copied, unchanged words from $$ in)."""
+        if not written:
+            return
+        lo, hi = min(written) // 2 * 2, max(written) // 2 * 2 + 1
+        for j in range(lo, hi + 1):
+            if j in self.hdr_vregs:
+                self.move(f"$${j}", self.hdr_vregs[j])
+            elif j not in written:
+                self.move(f"$${j}", f"$${j}")
+        sig = self.abi.signals[0]
+        self.signals_used.add(sig)
+        self.emit(MInstr(f"dram[write, $${lo}, *l$index1[{META_DRAM_ADDR}], {4 * lo}, "
+                         f"{(hi - lo + 1) // 2}], ctx_swap[{sig}]", [], kind="mem"))
 
     def _block(self, b: wir.Block, following: str | None) -> MBlock:
         self.state = BlockState()
+        self.current_label = b.label
         folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index
@@ -379,7 +398,7 @@ class Selector:
         self.flush()
         succs = tuple(self.labels[s] for s in b.successors())
         if isinstance(b.instrs[-1], wir.Ret):
-            succs = (RET_LABEL,)
+            succs = ()
         return MBlock(self.labels[b.label], self.state.instrs, succs, b.label)
 
     def _shift_folds(self, b: wir.Block) -> Folds:
@@ -411,7 +430,12 @@ class Selector:
         self.move(self._dst(ins.dst), src)
 
     def _sel_HdrWrite(self, ins: wir.HdrWrite, folds: Folds, _: str | None) -> None:
-        self.move(self.hdr_vregs[ins.word], ins.src)
+        if ins.word not in self.plan.direct:
+            self.move(self.hdr_vregs[ins.word], ins.src)
+        elif isinstance(ins.src, int) and ins.src > IMM_MAX:
+            self.move(f"$${ins.word}", self.reg_value(ins.src))
+        else:           # no read of the word follows: straight to the out register
+            self.move(f"$${ins.word}", ins.src)
 
     def _sel_MetaRead(self, ins: wir.MetaRead, folds: Folds, _: str | None) -> None:
         if ins.dst.id not in self.fixed:
@@ -757,7 +781,8 @@ class Selector:
             self.emit(MInstr(f"br[{target}#]", [], kind="branch", targets=(target,)))
 
     def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
-        self.emit(MInstr(f"br[{RET_LABEL}#]", [], kind="branch", targets=(RET_LABEL,)))
+        self._write_back(self.plan.written_at_ret.get(self.current_label, frozenset()))
+        self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
 
     def _sel_Branch(self, ins: wir.Branch, folds: Folds, following: str | None) -> None:
         then, other = ins.then_, ins.else_
@@ -770,7 +795,13 @@ class Selector:
             then, other, pred = other, then, NEGATED[pred]
         target = self.labels[then]
         bit = folds.bit_tests.get(a.id) if isinstance(a, wir.Reg) and b == 0 else None
-        if bit is not None and pred in ("eq", "ne"):
+        if bit is None and pred in ("eq", "ne") and isinstance(a, wir.Reg) and \
+                a.id in self.byte_values and isinstance(b, int) and b <= 0xFF:
+            # a byte compared with a byte: one br=byte, no immed, no compare
+            mnem = "br=byte" if pred == "eq" else "br!=byte"
+            self.op(f"{mnem}[{{0}}, 0, {b}, {target}#]", [self.reg_value(a)], uses=(0,),
+                    kind="branch", targets=(target,))
+        elif bit is not None and pred in ("eq", "ne"):
             x, k = bit
             mnem = "br_bclr" if pred == "eq" else "br_bset"
             self.op(f"{mnem}[{{0}}, {k}, {target}#]", [self.reg_value(x)], uses=(0,),

@@ -150,7 +150,7 @@ def test_the_dispatch_survives_a_body_that_breaks_the_rules() -> None:
 
 def test_order_and_no_loss_with_many_small_frames(swap) -> None:
     """500 64-byte frames per port back to back at 30 % of line rate: every thread of
-    both forwarding MEs busy, frames of each port still leave in arrival order."""
+    every forwarding ME busy, frames of each port still leave in arrival order."""
     program, native = swap
     frames = {p: [v4((p << 10) | i, 18)[:60] + bytes(4) for i in range(500)] for p in (0, 1)}
     result = CompiledRun(program).run(frames, load=0.3)
