@@ -171,6 +171,7 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
   }
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
     std::fill(f->begin(), f->end(), 0);
+  if (cut_me_ == me_index) cut_me_ = -1;  // a new image: the cut burst is void
   m.cur = -1;
   m.last = ctx_mode - 1;
   m.ready_mask = 0;
@@ -428,7 +429,7 @@ void Chip::post(const Event& ev) {
   e.nwords = ev.nwords;
   e.counts = ev.counts;
   std::copy(ev.words.begin(), ev.words.begin() + ev.nwords, e.words.begin());
-  if (ev.time < burst_end) burst_end = ev.time;
+  shorten_burst(ev.time);
   events_.push(ev.time, seq_++, slot);
 }
 
@@ -523,12 +524,33 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
 }
 
 // ------------------------------------------------------------------ the dispatch loop
-void Chip::run_me(ME& m, uint64_t end) {
-  burst_end = end;
+// One burst of ME m from its local time: ends before `end` (or earlier, see shorten_burst).
+// When the run's limit comes first, the burst is cut there and the rest of it is the first
+// step of the next run: the schedule (which ME runs when, for how long) is the one a single
+// run makes, however the host slices its runs; only the pause is new.
+void Chip::run_burst(ME& m, uint64_t end, uint64_t limit) {
+  now_ = std::max(now_, m.time);
+  burst_end_ = end;
+  burst_stop_ = std::min(end, limit);
+  run_me(m);
+  refresh_key(m);
+  if (retired_ != last_progress_retired_) {
+    last_progress_retired_ = retired_;
+    last_progress_time_ = m.time;
+  }
+  // run_me stops early only with no Ready context or a full command FIFO, both before
+  // burst_stop_; past the limit and short of the end, the limit cut the burst
+  if (m.time >= limit && m.time < burst_end_) {
+    cut_me_ = m.index;
+    cut_end_ = burst_end_;
+  }
+}
+
+void Chip::run_me(ME& m) {
   int ci = -1;
   uint32_t pc = 0;
   try {
-    while (m.time < burst_end) {
+    while (m.time < burst_stop_) {
       if (m.cur < 0 && !pick_context(m)) return;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
@@ -634,10 +656,18 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
   };
   uint64_t tx_start = tx_total();
   std::string result;
-  last_progress_time_ = now_;
-  last_progress_retired_ = retired_;
+  // last_progress_* carry over from the previous run: where a run ends must not change
+  // when a deadlock is found (a sliced run would otherwise restart the clock every slice)
   for (const ME* m : loaded_) refresh_key(*m);  // the host may have changed MEs between runs
   for (;;) {
+    if (cut_me_ >= 0) {  // the previous run's limit cut a burst: it is the next step
+      ME& m = mes_[cut_me_];
+      if (m.time >= limit) { now_ = limit; result = "cycles"; break; }
+      cut_me_ = -1;
+      run_burst(m, std::min({cut_end_, next_event_time(), media_->next_event()}), limit);
+      if (cut_me_ >= 0) { now_ = limit; result = "cycles"; break; }
+      continue;
+    }
     uint64_t t_ev = next_event_time();
     uint64_t t_md = media_->next_event();
     uint64_t t_ext = std::min(t_ev, t_md);
@@ -681,14 +711,8 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
       break;
     }
     if (t_me >= limit) { now_ = limit; result = "cycles"; break; }
-    uint64_t end = std::min({t_me + cfg_.burst_cycles, t_ext, limit});
-    now_ = std::max(now_, t_me);
-    run_me(*best, end);
-    refresh_key(*best);
-    if (retired_ != last_progress_retired_) {
-      last_progress_retired_ = retired_;
-      last_progress_time_ = best->time;
-    }
+    run_burst(*best, std::min(t_me + cfg_.burst_cycles, t_ext), limit);
+    if (cut_me_ >= 0) { now_ = limit; result = "cycles"; break; }
   }
   // bring MEs that were idle or stalled up to now, so their cycle counters add up
   for (ME& m : mes_) {
@@ -714,11 +738,14 @@ uint64_t Chip::ctx_cycles(int me_index, int ci, CtxState s) const {
 }
 
 std::vector<TraceInterval> Chip::take_trace() {
-  // close the open intervals at `now` (they continue from there in the next take)
+  // close the open intervals at `now` (they continue from there in the next take), or at
+  // the ME's own time when a cut burst left it behind `now`: its next change comes later
   if (tracing_)
-    for (ME& m : mes_)
+    for (ME& m : mes_) {
+      const uint64_t t = std::min(now_, m.time);
       for (int ci = 0; ci < m.contexts; ++ci)
-        if (m.ctx[ci].state_since < now_) set_state(m, ci, m.ctx[ci].state, now_);
+        if (m.ctx[ci].state_since < t) set_state(m, ci, m.ctx[ci].state, t);
+    }
   std::vector<TraceInterval> out;
   out.swap(trace_);
   return out;

@@ -354,14 +354,20 @@ class Chip : public MediaHost {
   bool nn_full(const ME& m) const { return ((m.nn_put + 1) % m.nn.size()) == m.nn_get; }
   ME& next_me(const ME& m) { return mes_[(m.index + 1) % mes_.size()]; }
   ME& me_at(int i) { return mes_[i]; }
-  uint64_t burst_end = 0;  // the running burst stops before this time
+  // A command completing at t (or an MSF command, t = its issue cycle + 1) ends the
+  // running burst before t.
+  void shorten_burst(uint64_t t) {
+    if (t < burst_end_) burst_end_ = t;
+    if (t < burst_stop_) burst_stop_ = t;
+  }
 
   // register file index of relative register i of context ci
   static size_t phys(const ME& m, int ci, int i) { return static_cast<size_t>(ci * m.per_ctx + i); }
 
  private:
   friend struct Dispatch;
-  void run_me(ME& m, uint64_t end);
+  void run_me(ME& m);
+  void run_burst(ME& m, uint64_t end, uint64_t limit);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
@@ -402,6 +408,14 @@ class Chip : public MediaHost {
   // receive threads registered on the MSF freelists: (me, ctx, sig) -> waiting for media
   std::vector<std::array<uint16_t, 8>> media_sigs_;
   uint64_t now_ = 0;
+  // The running burst ends before burst_end_ (the schedule's choice; commands shorten it)
+  // and is cut before burst_stop_ = min(burst_end_, the run's limit).  A burst the limit
+  // cut is finished first thing in the next run (cut_me_ >= 0, up to cut_end_), so where
+  // runs end never changes the schedule (docs/sim-core.md, "Time and scheduling").
+  uint64_t burst_end_ = 0;
+  uint64_t burst_stop_ = 0;
+  int cut_me_ = -1;
+  uint64_t cut_end_ = 0;
   uint64_t retired_ = 0;
   uint64_t last_progress_time_ = 0;
   uint64_t last_progress_retired_ = 0;

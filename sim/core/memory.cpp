@@ -261,7 +261,7 @@ Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       break;
   }
   // the media model may now have an earlier event (e.g. a frame became valid): end the burst
-  chip.burst_end = std::min(chip.burst_end, m.time + 1);
+  chip.shorten_burst(m.time + 1);
   uint64_t done = chip.msf_u().schedule_cycles(m.time, 0, nbytes);
   return finish(chip, m, c, ev, done, in);
 }
