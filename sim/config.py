@@ -30,9 +30,12 @@ class Port:
     """One media port: its line rate and the per-frame bytes the wire adds.
 
     ``overhead_bytes`` is what the line spends per frame besides the frame bytes (Ethernet:
-    preamble + SFD 8 and inter-frame gap 12; POS: PPP/HDLC flag, address, control,
-    protocol and FCS-32 = 9).  ``rx_freelist`` is the MSF receive-thread freelist that
-    serves the port; ``None`` means the default, list number = port number.
+    preamble + SFD 8 and inter-frame gap 12; POS: HDLC flag and FCS-32 = 5, because a
+    POS frame as the MSF hands it over already carries the 4-byte PPP address, control
+    and protocol fields: a 40-byte IP packet is a 44-byte frame, 49 bytes on the line).
+
+    ``rx_freelist`` is the MSF receive-thread freelist that serves the port; ``None`` means
+    the default, list number = port number.
     """
 
     kind: str
@@ -60,8 +63,8 @@ class Port:
 
     @classmethod
     def oc192_pos(cls, rx_freelist: int | None = None) -> Port:
-        # STS-192c payload rate; PPP in HDLC-like framing with FCS-32 adds 9 bytes
-        return cls("oc192pos", 9.58464e9, 9, rx_freelist)
+        # STS-192c payload rate; frames carry the PPP header, the line adds flag + FCS-32
+        return cls("oc192pos", 9.58464e9, 5, rx_freelist)
 
     @classmethod
     def custom(cls, rate_bps: float, overhead_bytes: int,

@@ -19,9 +19,8 @@ A frame's slot on the wire is ``(len(frame) + overhead) * 8 / rate`` seconds; th
 these times exactly (``fractions.Fraction`` picoseconds) and rounds only when it records a
 time (up, to a whole picosecond).
 
-The simulated chip's ``oc192pos`` port (sim/config.py) counts 9 bytes of overhead *on top of*
-the frame bytes; with frames that carry the 4-byte PPP header that is 4 bytes too many per
-frame.  ``PortModel.chip_port()`` gives the matching chip port (9.58464 Gb/s + 5 bytes).
+The simulated chip's ``oc192pos`` port (sim/config.py) adds the same 5 bytes to each frame;
+``PortModel.chip_port()`` gives the matching chip port.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ class PortModel:
         """The simulated chip's port with the same rate and per-frame overhead."""
         from npkit.sim.config import Port
 
-        if self.kind in ("10gbe", "1gbe"):
+        if self.kind in ("10gbe", "1gbe", "oc192pos"):
             return Port.from_kind(self.kind)
         return Port.custom(float(self.rate_bps), self.overhead_bytes)
 

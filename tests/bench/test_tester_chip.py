@@ -55,9 +55,10 @@ def test_pos_ports_must_match_the_tester_model() -> None:
     from npkit.bench.tester import PORT_MODELS
 
     pos = PORT_MODELS["oc192pos"]
-    problems = port_mismatches([Port.oc192_pos()], {0: pos})
-    assert len(problems) == 1 and "5 bytes" in problems[0]
+    assert port_mismatches([Port.oc192_pos()], {0: pos}) == []
     assert port_mismatches([pos.chip_port()], {0: pos}) == []
+    problems = port_mismatches([Port.custom(9.58464e9, 9)], {0: pos})
+    assert len(problems) == 1 and "5 bytes" in problems[0]
 
 
 def test_attach_refuses_mismatched_ports() -> None:

@@ -100,15 +100,16 @@ def test_one_gbe_is_a_tenth() -> None:
 
 
 def test_oc192_pos_matches_facts() -> None:
-    # FACTS.md: OC-192 POS, FCS-32, 40-byte IP packets -> 24.451 Mpps, 1500 -> 0.794
+    # FACTS.md: OC-192 POS, FCS-32, 40-byte IP packets -> 24.451 Mpps, 1500 -> 0.794; the
+    # frame is the IP packet behind the 4-byte PPP header (RFC 1662 address, control, protocol)
     port = Port.oc192_pos()
-    assert 1 / port.frame_cycles(40, 1.0) / 1e6 == pytest.approx(24.451, abs=5e-4)
-    assert 1 / port.frame_cycles(1500, 1.0) / 1e6 == pytest.approx(0.794, abs=5e-4)
+    assert 1 / port.frame_cycles(4 + 40, 1.0) / 1e6 == pytest.approx(24.451, abs=5e-4)
+    assert 1 / port.frame_cycles(4 + 1500, 1.0) / 1e6 == pytest.approx(0.794, abs=5e-4)
 
 
 def test_port_kinds_and_custom() -> None:
     assert Port.from_kind("10GbE") == Port.ethernet_10g()
-    assert Port.from_kind("oc192pos").overhead_bytes == 9
+    assert Port.from_kind("oc192pos").overhead_bytes == 5
     custom = Port.custom(2.5e9, 12, rx_freelist=3)
     assert custom.to_core_dict(0) == {"rate_bps": 2.5e9, "overhead_bytes": 12,
                                       "rx_freelist": 3}

@@ -12,7 +12,10 @@ from typing import Any
 # Port presets, FACTS.md section 2: rate on the wire and bytes added per frame.
 TEN_GBE: dict[str, Any] = {"rate_bps": 10e9, "overhead_bytes": 20}  # preamble+SFD 8, gap 12
 ONE_GBE: dict[str, Any] = {"rate_bps": 1e9, "overhead_bytes": 20}
-OC192_POS: dict[str, Any] = {"rate_bps": 9.58464e9, "overhead_bytes": 9}  # PPP/HDLC, FCS-32
+# POS frames carry the 4-byte PPP header (RFC 1662); the line adds HDLC flag 1 + FCS-32 4
+POS_OVERHEAD = 5
+PPP_HEADER = 4
+OC192_POS: dict[str, Any] = {"rate_bps": 9.58464e9, "overhead_bytes": POS_OVERHEAD}
 ME_CLOCK_HZ = 1.4e9
 CLOCK = Fraction(1_400_000_000)
 RATES = {"10gbe": Fraction(10**10), "1gbe": Fraction(10**9), "oc192pos": Fraction(9_584_640_000)}

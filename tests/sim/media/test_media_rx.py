@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from npkit.sim.isa import MSF_RBUF_BASE, MSF_RBUF_ELEMENT_DONE, MSF_RX_THREAD_FREELIST_BASE
 
-from .media_ref import EOP, OC192_POS, RATES, SOP, TEN_GBE, RxReference, frame_cycles
+from .media_ref import EOP, OC192_POS, POS_OVERHEAD, RATES, SOP, TEN_GBE, RxReference, frame_cycles
 
 FREELIST = MSF_RX_THREAD_FREELIST_BASE
 DONE = MSF_RBUF_ELEMENT_DONE
@@ -84,7 +84,7 @@ def test_shared_freelist_serves_ports_in_arrival_order(make_media: Any) -> None:
         register(media, me=0, ctx=ctx, lst=3, t=1000)
     media.advance(1000)
     ten = [(ceil(k * frame_cycles(RATES["10gbe"], 64, 20)), 0) for k in range(1, 4)]
-    pos = [(ceil(k * frame_cycles(RATES["oc192pos"], 40, 9)), 1) for k in range(1, 4)]
+    pos = [(ceil(k * frame_cycles(RATES["oc192pos"], 40, POS_OVERHEAD)), 1) for k in range(1, 4)]
     order = [port for _, port in sorted(ten + pos)]
     got = media.take_autopushes()
     assert [(w[0] >> 16) & 0xFF for _, _, _, w, _, _ in got] == order
@@ -207,7 +207,7 @@ def test_receive_matches_reference_model(make_media: Any, ops: list[tuple[str, i
     media = make_media(ports, rbuf_bytes=2048, element_bytes=element_bytes,
                        autopush_latency=latency)
     ref = RxReference(2048, element_bytes, latency,
-                      [(RATES["10gbe"], 20, 0), (RATES["oc192pos"], 9, 1)])
+                      [(RATES["10gbe"], 20, 0), (RATES["oc192pos"], POS_OVERHEAD, 1)])
     now = 0
     handed: list[tuple[int, int]] = []
     for kind, a, b in ops:

@@ -18,7 +18,7 @@ from npkit.sim.isa import (
     MSF_TX_SEQUENCE_BASE,
 )
 
-from .media_ref import OC192_POS, RATES, TEN_GBE, frame_cycles
+from .media_ref import OC192_POS, POS_OVERHEAD, RATES, TEN_GBE, frame_cycles
 
 
 def control(length: int, port: int) -> int:
@@ -56,7 +56,7 @@ def test_frames_leave_back_to_back_in_order(make_media: Any) -> None:
     for k, frame in enumerate(frames):
         queue_frame(media, 2 * k, frame)
     media.advance(100_000)
-    per = frame_cycles(RATES["oc192pos"], 200, 9)
+    per = frame_cycles(RATES["oc192pos"], 200, POS_OVERHEAD)
     assert media.take_tx() == [
         (0, ceil(k * per), ceil((k + 1) * per), frames[k]) for k in range(10)]
     assert sequence(media) == 20
@@ -115,7 +115,7 @@ def test_ports_depart_in_time_order(make_media: Any) -> None:
     media.advance(10_000)
     got = [(last, port) for port, _, last, _ in media.take_tx()]
     ten = [(ceil(k * frame_cycles(RATES["10gbe"], 64, 20)), 0) for k in range(1, 4)]
-    pos = [(ceil(k * frame_cycles(RATES["oc192pos"], 64, 9)), 1) for k in range(1, 4)]
+    pos = [(ceil(k * frame_cycles(RATES["oc192pos"], 64, POS_OVERHEAD)), 1) for k in range(1, 4)]
     assert got == sorted(ten + pos)
 
 
