@@ -96,6 +96,10 @@ setup(
         "llvmlite>=0.43,<0.60",
         "antlr4-python3-runtime==4.13.2",
         "simpy>=4.1,<5",
+        # the test lab (bench/lab): charts, the HTML report, sweeps as dask tasks
+        "matplotlib>=3.7,<4",
+        "markdown>=3.5,<4",
+        "dask[distributed]>=2024.1",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100", "scapy>=2.5", "ruff>=0.5"],
