@@ -21,7 +21,7 @@ from npkit.compiler.me.link import LinkedProgram, link
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
 
-ROUTER = Path(__file__).parents[3] / "examples" / "router" / "router.mbl"
+ROUTER = Path(__file__).resolve().parents[1] / "examples" / "router" / "router.mbl"
 
 
 def tables(program, workload: r4l.Workload) -> NativeProgram:

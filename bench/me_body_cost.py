@@ -17,7 +17,7 @@ from npkit.sim import Chip
 
 harness = importlib.import_module("tests.me.back.harness")
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 prog = compile_file(str(ROOT / "microblocks/ipv4_fwd.mbl"))
 native = NativeProgram(prog)
 native.write("nexthops", 1,
