@@ -518,6 +518,7 @@ def demo(out_dir: Path | None, count: int, load: float, **options: Any) -> None:
 
 
 def _register_mbl_commands() -> None:
+    from npkit.bench.lab.cli import bench
     from npkit.compiler.mbl.cli import build, check
     from npkit.compiler.me.cli import graph
     from npkit.runtime.router_cli import router
@@ -528,6 +529,7 @@ def _register_mbl_commands() -> None:
     main.add_command(graph)
     main.add_command(routes)
     main.add_command(router)
+    main.add_command(bench)
 
 
 _register_mbl_commands()

@@ -1,0 +1,493 @@
+"""Devices on the simulated chip: a compiled MBL pipeline (``CompiledChipDevice``) and
+router4, the hand-written IPv4 router (``Router4Device``).
+
+Both build their program once and, for every trial, load it on a fresh chip with the same
+tables, feed the tester's frames at their exact send times (``npkit.bench.tester.chip``),
+run until every frame is accounted for (transmitted, dropped, an exception, a receive drop)
+or ``trial.settle_ps`` after the last frame was sent, and analyze the output against a
+``RouteReference`` of the loaded table.  A frame still inside the chip at the deadline is
+lost, as on a real tester.
+
+The route table: ``RouteConfig`` generates IPv4 and IPv6 tables with the real table's
+prefix-length distribution (``npkit.runtime.routes.generate_routes``); next hop *h* (1..16)
+leaves on port ``h % ports`` with MAC addresses derived from *h* (``next_hop_macs``).
+``destinations(family, out_port, count, seed)`` picks destinations whose route leaves on a
+given port, which is how a procedure builds port-pair traffic.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from npkit.bench.lab.device import Trial, TrialResult
+from npkit.bench.tester import (
+    Analyzer,
+    DestinationSet,
+    PortModel,
+    RouteReference,
+    RxRecord,
+    Traffic,
+    generate,
+    pick_destinations,
+    port_model,
+)
+from npkit.bench.tester.chip import attach, received
+from npkit.bench.tester.media import ETHERTYPE, PS_PER_S
+
+STEP_CYCLES = 20_000  # how often a run checks whether every frame is accounted for
+NEXT_HOPS = 16
+MTU = 1500
+ROUTER4_ADDRESS = 0x0A000001  # router4's own address (10.0.0.1): never a destination
+
+
+def example_path(*parts: str) -> Path:
+    return Path(str(resources.files("npkit.examples").joinpath(*parts)))
+
+
+def next_hop_macs(hop: int) -> tuple[int, int]:
+    """(destination, source) MAC of next hop ``hop`` (the router4 benchmarks' rule)."""
+    return 0x02AA00000000 | hop, 0x02BB00000000 | hop
+
+
+# --------------------------------------------------------------------------- routes
+@dataclass(frozen=True)
+class RouteConfig:
+    """The route tables a device is loaded with: generated, seeded, with the prefix-length
+    distribution of the real table (the histogram committed with npkit)."""
+
+    v4_routes: int = 2_000
+    v6_routes: int = 400
+    seed: int = 2024
+    next_hops: int = NEXT_HOPS
+
+    def tables(self) -> dict[int, dict[tuple[int, int], int]]:
+        from npkit.runtime.routes import committed_histogram, generate_routes
+
+        out: dict[int, dict[tuple[int, int], int]] = {}
+        for family, count in ((4, self.v4_routes), (6, self.v6_routes)):
+            # the committed histogram: the same table whether or not the real one is here
+            histogram = committed_histogram(family)  # type: ignore[arg-type]
+            out[family] = generate_routes(family, count, self.seed, histogram,  # type: ignore
+                                          self.next_hops) if count else {}
+        return out
+
+
+@dataclass
+class RoutedTables:
+    """Loaded tables and the next hop -> port rule, with destination picking per port."""
+
+    routes: dict[int, dict[tuple[int, int], int]]
+    ports: int
+    exclude: tuple[tuple[int, int], ...] = ()
+    _picked: dict[tuple[int, int, int], DestinationSet] = field(default_factory=dict, repr=False)
+
+    def port_of(self, hop: int) -> int:
+        return hop % self.ports
+
+    def destinations(self, family: int, out_port: int, count: int,
+                     seed: int = 1) -> DestinationSet:
+        """``count`` prefixes of the table whose next hop leaves on ``out_port``: the first
+        of a seeded pick of the table's prefixes, the pick grown until enough leave there."""
+        routes = self.routes.get(family) or {}
+        if not routes:
+            raise ValueError(f"the device has no IPv{family} routes")
+        ask = min(len(routes), count * self.ports * 2 + 16)
+        while True:
+            every = self._pick(family, seed, ask)
+            keep = [i for i, p in enumerate(every.prefixes)
+                    if self.port_of(routes[(p.network, p.length)]) == out_port]
+            if len(keep) >= count:
+                break
+            if len(every) < ask or ask == len(routes):
+                raise ValueError(f"only {len(keep)} IPv{family} routes leave on port "
+                                 f"{out_port}; asked for {count}")
+            ask = min(len(routes), ask * 4)
+        keep = keep[:count]
+        return DestinationSet(family, tuple(every.prefixes[i] for i in keep),
+                              tuple(every.free[i] for i in keep), every.routes, every.lengths)
+
+    def _pick(self, family: int, seed: int, ask: int) -> DestinationSet:
+        """``ask`` prefixes with addresses of their own (fewer when the table has fewer)."""
+        key = (family, seed, ask)
+        if key not in self._picked:
+            routes = self.routes[family]
+            try:
+                picked = pick_destinations(routes, family, ask, seed, self.exclude)
+            except ValueError as err:  # "the table has only N IPv4 prefixes ..."
+                found = re.search(r"only (\d+)", str(err))
+                if found is None or int(found.group(1)) == 0:
+                    raise
+                picked = pick_destinations(routes, family, int(found.group(1)), seed,
+                                           self.exclude)
+            self._picked[key] = picked
+        return self._picked[key]
+
+    def reference(self, models: Mapping[int, PortModel]) -> RouteReference:
+        def link(hop: int, family: int) -> bytes:
+            dmac, smac = next_hop_macs(hop)
+            return dmac.to_bytes(6, "big") + smac.to_bytes(6, "big") + \
+                ETHERTYPE[family].to_bytes(2, "big")
+
+        return RouteReference(self.routes, self.port_of, link,
+                              {p: m.framing for p, m in models.items()})
+
+
+# --------------------------------------------------------------------------- counters
+def chip_counters(counters: dict[str, Any], cycles: int) -> dict[str, float]:
+    """Flat counters of ``chip.counters()``: busy/stall fractions of every ME that ran,
+    memory channel busy fractions, port counters (over ``cycles``)."""
+    out: dict[str, float] = {}
+    span = max(1, cycles)
+    for me in counters["mes"]:
+        if me["instructions"]:
+            n = me["number"]
+            out[f"me{n}.busy_fraction"] = me["busy_cycles"] / span
+            out[f"me{n}.stall_fraction"] = me["stalled_cycles"] / span
+            out[f"me{n}.instructions"] = me["instructions"]
+    channels = counters["channels"]
+    for kind in ("sram", "dram"):
+        for i, ch in enumerate(channels[kind]):
+            out[f"{kind}{i}.busy_fraction"] = ch["busy_cycles"] / span
+            out[f"{kind}{i}.commands"] = ch["commands"]
+    out["scratch.busy_fraction"] = channels["scratch"]["busy_cycles"] / span
+    for p, port in enumerate(counters["ports"]):
+        for key in ("rx_frames", "tx_frames", "rx_dropped_rbuf_full", "rx_dropped_too_long",
+                    "rbuf_high_water_elements"):
+            if key in port:
+                out[f"port{p}.{key}"] = port[key]
+    return out
+
+
+def _mean_of(counters: Mapping[str, float], mes: tuple[int, ...], what: str) -> float:
+    values = [counters.get(f"me{m}.{what}", 0.0) for m in mes]
+    return sum(values) / len(values) if values else 0.0
+
+
+# --------------------------------------------------------------------------- chip runs
+@dataclass
+class _Loaded:
+    """One trial's chip and how to count what it did with the frames."""
+
+    chip: Any
+    settled: Callable[[], int]  # frames dropped, excepted or receive-dropped so far
+    drain: Callable[[], None]  # the slow path: take exceptions off their ring, free buffers
+    finish: Callable[[], dict[str, float]]  # counters by reason
+    fwd_mes: tuple[int, ...]
+
+
+def _run_trial(loaded: _Loaded, traffic: Traffic, settle_ps: int,
+               models: Mapping[int, PortModel]) -> tuple[list[RxRecord], dict[str, float], int]:
+    """Feed the traffic, run to the end, return (records, counters, simulated ps)."""
+    chip = loaded.chip
+    sinks = attach(chip, traffic)
+    last_ps = max((r.time_ps + models[r.port].wire_ps(len(r.data))
+                   for recs in traffic.ports.values() for r in recs), default=Fraction(0))
+    during = _run_until_done(loaded, sinks, traffic.count(), last_ps, settle_ps)
+    counters = _counters(loaded, during)
+    clock = chip.config.clock_hz
+    frames = [f for port in sorted(sinks) for f in sinks[port].frames]
+    return received(frames, clock), counters, round(chip.now * PS_PER_S / clock)
+
+
+def _run_until_done(loaded: _Loaded, sinks: Mapping[int, Any], offered: int,
+                    last_ps: Fraction, settle_ps: int) -> dict[str, Any]:
+    """Run to the end of the traffic, then until every frame is accounted for or
+    ``settle_ps`` has passed; the chip's counters at the end of the traffic."""
+    chip = loaded.chip
+    clock = chip.config.clock_hz
+    traffic_end, deadline = _cycle(last_ps, clock), _cycle(last_ps + settle_ps, clock)
+    while chip.now < traffic_end:
+        chip.run(cycles=min(STEP_CYCLES, traffic_end - chip.now))
+        loaded.drain()
+    during = chip.counters()  # busy fractions over the offered traffic's span
+    while chip.now < deadline:
+        out = sum(len(s.frames) for s in sinks.values())
+        if out + loaded.settled() >= offered:
+            break
+        chip.run(cycles=min(STEP_CYCLES, deadline - chip.now))
+        loaded.drain()
+    chip.close_sinks()
+    return during
+
+
+def _counters(loaded: _Loaded, during: dict[str, Any]) -> dict[str, float]:
+    """Busy fractions over the traffic's span, counts over the whole run, drops by reason."""
+    chip = loaded.chip
+    counters = chip_counters(during, during["cycles"])
+    counters["fwd.busy_fraction"] = _mean_of(counters, loaded.fwd_mes, "busy_fraction")
+    counters["fwd.stall_fraction"] = _mean_of(counters, loaded.fwd_mes, "stall_fraction")
+    counters.update(loaded.finish())
+    final = chip.counters()
+    counters.update({k: v for k, v in chip_counters(final, chip.now).items()
+                     if k.startswith("port") or k.endswith((".commands", ".instructions"))})
+    fwd_instructions = sum(final["mes"][m]["instructions"] for m in loaded.fwd_mes)
+    tx = sum(p["tx_frames"] for p in final["ports"])
+    counters["fwd.instructions_per_frame"] = fwd_instructions / tx if tx else 0.0
+    counters["sim.cycles"] = chip.now
+    counters["sim.instructions"] = final["run"]["instructions_retired"]
+    return counters
+
+
+def _cycle(ps: Fraction | int, clock_hz: float) -> int:
+    """The first whole cycle at or after ``ps``."""
+    return int(-(-ps * Fraction(clock_hz) // PS_PER_S))
+
+
+class _PortedLink:
+    """A linked program whose chip has the given ports (the link makes 10GbE ports; the
+    media microcode does not depend on the line rate, so 1GbE runs the same images)."""
+
+    def __init__(self, linked: Any, kinds: tuple[str, ...]) -> None:
+        self._linked = linked
+        self._kinds = kinds
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_linked":  # pickling looks these up first
+            raise AttributeError(name)
+        return getattr(self._linked, name)
+
+    def chip_config(self) -> Any:
+        cfg = self._linked.chip_config()
+        cfg.ports = [port_model(k).chip_port() for k in self._kinds]
+        return cfg
+
+
+@dataclass(frozen=True)
+class ChipOptions:
+    """Options shared by the chip devices."""
+
+    port_kinds: tuple[str, ...] = ("10gbe", "10gbe")
+    routes: RouteConfig = field(default_factory=RouteConfig)
+    chip_seed: int = 1
+    latency_bin_ps: int = 100_000
+    next_hop_mtu: int = MTU  # POS links carry 1518-byte IP packets: give e.g. 4470
+
+
+class _ChipDevice:
+    """What both chip devices share: ports, tables, the trial loop."""
+
+    name = "chip"
+
+    def __init__(self, options: ChipOptions) -> None:
+        for kind in options.port_kinds:
+            port_model(kind)  # a clear error for an unknown kind
+        self.options = options
+
+    @property
+    def ports(self) -> Mapping[int, PortModel]:
+        return {p: port_model(k) for p, k in enumerate(self.options.port_kinds)}
+
+    @cached_property
+    def tables(self) -> RoutedTables:
+        return RoutedTables(self.options.routes.tables(), len(self.options.port_kinds),
+                            self._excluded())
+
+    def _excluded(self) -> tuple[tuple[int, int], ...]:
+        return ()
+
+    def destinations(self, family: int, out_port: int, count: int,
+                     seed: int = 1) -> DestinationSet:
+        return self.tables.destinations(family, out_port, count, seed)
+
+    def _load(self) -> _Loaded:
+        raise NotImplementedError
+
+    def run(self, trial: Trial) -> TrialResult:
+        models = self.ports
+        traffic = generate(trial.streams, models)
+        rx, counters, sim_ps = _run_trial(self._load(), traffic, trial.settle_ps, models)
+        analyzer = Analyzer(models, self.tables.reference(models), self.options.latency_bin_ps)
+        report = analyzer.analyze(traffic.records(), rx)
+        return TrialResult(report, traffic, rx, counters, sim_ps)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # dask ships devices to workers: send the configuration, rebuild there
+        return {"options": self.options, **self._config_state()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def _config_state(self) -> dict[str, Any]:
+        return {}
+
+
+class CompiledChipDevice(_ChipDevice):
+    """An MBL pipeline compiled by the ME backend, on the simulated IXP2800."""
+
+    def __init__(self, options: ChipOptions | None = None, *,
+                 source: str | Path | None = None, entry: str = "router",
+                 fwd_mes_per_port: int = 4) -> None:
+        super().__init__(options or ChipOptions())
+        self.source = Path(source) if source is not None else example_path("router",
+                                                                           "router.mbl")
+        self.entry = entry
+        self.fwd_mes_per_port = fwd_mes_per_port
+        self.name = f"compiled:{self.source.stem}:{entry}"
+
+    def _config_state(self) -> dict[str, Any]:
+        return {"source": self.source, "entry": self.entry,
+                "fwd_mes_per_port": self.fwd_mes_per_port}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # ship the linked program too: every worker then runs the very images this process
+        # built (the compiler's output is not promised to be the same in another process)
+        return {**super().__getstate__(), "linked": self.linked}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        linked = state.pop("linked", None)
+        super().__setstate__(state)
+        if linked is not None:
+            self.__dict__["linked"] = linked
+
+    def describe(self) -> dict[str, Any]:
+        o = self.options
+        return {"device": "compiled", "source": self.source.name, "entry": self.entry,
+                "fwd_mes_per_port": self.fwd_mes_per_port, "port_kinds": list(o.port_kinds),
+                "chip": "ixp2800", "chip_seed": o.chip_seed, "v4_routes": o.routes.v4_routes,
+                "v6_routes": o.routes.v6_routes, "route_seed": o.routes.seed,
+                "next_hops": o.routes.next_hops, "next_hop_port": "next hop % ports",
+                "next_hop_mtu": o.next_hop_mtu, "route_source": _route_source(o.routes)}
+
+    @cached_property
+    def linked(self) -> Any:
+        from npkit.compiler.mbl import compile_file
+        from npkit.compiler.me import compile_me
+
+        build = compile_me(compile_file(self.source), self.entry)
+        kinds = tuple(self.options.port_kinds)
+        options: dict[str, Any] = {"ports": len(kinds), "fwd_mes_per_port": self.fwd_mes_per_port}
+        if _linker_takes_port_kinds():
+            return build.link(port_kinds=kinds, **options)
+        if any(port_model(k).framing == "pos" for k in kinds):
+            raise ValueError("POS ports need a linker with POS media stages; this one links "
+                             "Ethernet ports only (compiler/me/link.py)")
+        return _PortedLink(build.link(**options), kinds)
+
+    @cached_property
+    def native(self) -> Any:
+        from npkit.compiler.mbl import NativeProgram, compile_file
+        from npkit.runtime.lpm import RouteTables
+
+        # a fresh compile, not linked.program: a program unpickled on a worker cannot be
+        # lowered again (the checker's types are keyed by node identity)
+        native = NativeProgram(compile_file(self.source))
+        for hop in range(self.options.routes.next_hops):
+            dmac, smac = next_hop_macs(hop)
+            native.write("nexthops", hop, {"dmac": dmac, "smac": smac,
+                                           "port": self.tables.port_of(hop),
+                                           "mtu": self.options.next_hop_mtu})
+        RouteTables.of(native).load(self.tables.routes[4], self.tables.routes[6])
+        return native
+
+    def _load(self) -> _Loaded:
+        from npkit.runtime.compiled import CompiledRun
+
+        run = CompiledRun(self.linked, seed=self.options.chip_seed)
+        run.load_memories(self.native)
+        names = self.linked.exceptions
+        taken: dict[str, float] = {}
+
+        def drain() -> None:
+            for exc in run.take_exceptions():
+                key = f"exception.{names.get(exc.code, exc.code)}"
+                taken[key] = taken.get(key, 0) + 1
+
+        def settled() -> int:
+            return int(sum(taken.values())) + sum(run.drop_counts().values()) + \
+                sum(run.receive_drops().values())
+
+        def finish() -> dict[str, float]:
+            drain()
+            out: dict[str, float] = {f"drop.{k}": v for k, v in run.drop_counts().items()}
+            out.update({f"rx.{k}": v for k, v in run.receive_drops().items()})
+            return {**out, **taken}
+
+        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.runtime.fwd_mes))
+
+
+def _route_source(routes: Any) -> str:
+    """Where the tables come from (a sampled table says which file)."""
+    origin = getattr(routes, "origin", None)
+    return origin() if callable(origin) else "generated, committed prefix-length histogram"
+
+
+def _linker_takes_port_kinds() -> bool:
+    from npkit.compiler.me.link import link
+
+    return "port_kinds" in inspect.signature(link).parameters
+
+
+class Router4Device(_ChipDevice):
+    """examples/router4: the hand-written IPv4 router (router4.toml), the baseline.  It
+    forwards IPv4 only (IPv6 frames are dropped as not_ipv4, so the reference has no IPv6
+    routes) on its two 10GbE ports."""
+
+    name = "router4"
+
+    def __init__(self, options: ChipOptions | None = None) -> None:
+        options = options or ChipOptions()
+        if options.port_kinds != ("10gbe", "10gbe"):
+            raise ValueError("router4 has exactly two 10GbE ports")
+        super().__init__(options)
+
+    def _excluded(self) -> tuple[tuple[int, int], ...]:
+        return ((ROUTER4_ADDRESS, 32),)
+
+    @cached_property
+    def tables(self) -> RoutedTables:
+        routes = self.options.routes.tables()
+        routes[6] = {}
+        return RoutedTables(routes, 2, self._excluded())
+
+    def describe(self) -> dict[str, Any]:
+        o = self.options
+        return {"device": "router4", "manifest": "examples/router4/router4.toml",
+                "port_kinds": list(o.port_kinds), "chip": "ixp2800",
+                "v4_routes": o.routes.v4_routes, "route_seed": o.routes.seed,
+                "next_hops": o.routes.next_hops, "next_hop_port": "next hop % ports",
+                "next_hop_mtu": o.next_hop_mtu}
+
+    def _load(self) -> _Loaded:
+        from npkit.microblocks.uc import router4 as r4
+        from npkit.runtime.loader import load_manifest
+        from npkit.runtime.lpm import IPV4, MultibitTrie
+
+        chip = load_manifest(r4.MANIFEST).chip
+        MultibitTrie(IPV4, r4.trie_view(chip)).build(self.tables.routes[4])
+        for hop in range(self.options.routes.next_hops):
+            dmac, smac = next_hop_macs(hop)
+            r4.write_next_hop(chip, hop, dmac, smac, self.tables.port_of(hop),
+                              self.options.next_hop_mtu)
+        r4.local4_add(chip, ROUTER4_ADDRESS)
+        taken: dict[str, float] = {}
+
+        def drops() -> dict[str, int]:
+            counts = r4.counters(chip)
+            for p, port in enumerate(chip.counters()["ports"]):
+                counts[f"rx_dropped_rbuf_full{p}"] = port["rx_dropped_rbuf_full"]
+            return {k: v for k, v in counts.items()
+                    if v and k not in ("ip_forwarded", "tx_race0", "tx_race1")}
+
+        def drain() -> None:
+            while (exc := r4.take_exception(chip)) is not None:
+                key = f"exception.{exc.code}"
+                taken[key] = taken.get(key, 0) + 1
+
+        def settled() -> int:
+            return int(sum(taken.values())) + sum(drops().values())
+
+        def finish() -> dict[str, float]:
+            drain()
+            return {**{f"drop.{k}": v for k, v in drops().items()}, **taken}
+
+        return _Loaded(chip, settled, drain, finish, (2, 3, 4, 5))
+

@@ -1,0 +1,678 @@
+"""The NPF IP Forwarding benchmark on a device under test (FACTS.md §3 and §5; the Network
+Processing Forum's IP Forwarding Benchmark Implementation Agreement, as run in the 2003
+IXP2800 full disclosure report).
+
+Configuration: port pairs in full duplex (0 <-> 1, 2 <-> 3, ...): every input port sends
+to destinations whose route leaves on its partner port.  Destinations exercise
+``exercised_v4`` / ``exercised_v6`` routes of the loaded table (2,000 / 400 as in the
+report), split evenly over the directions.  Loads are % of the input ports' line rate
+(all input ports at the same load); each trial lasts ``trial_ps`` of simulated time plus
+``settle_ps`` for frames in flight.  Per traffic type (IPv4, IPv6, mixed) and size (the
+POS IPv4 list from 40 bytes, IPv6 from the smallest packet that carries the tester's
+signature, optionally the Internet mix):
+
+* **forwarding rate**: what comes out at 100 % offered load (pps, IP Gb/s);
+* **throughput**: the highest load with zero loss (``search.search_throughput``);
+* **latency** at 100/95/90/50 % of the throughput: min/avg/max, first bit in to last
+  bit out (and RFC 1242's last in / first out);
+* **loss-rate curve**: from 100 % down by ``loss_step_percent`` until two clean trials;
+* **overload forwarding rate**: more input than output capacity -- every input port at
+  100 % towards one output port -- and what that port still forwards.
+
+The **forwarding-table update rate** tests (the maximum update rate, and forwarding under
+25/50/75/100 % of it) need a control plane changing the device's table while it forwards.
+A device offers that with the ``UpdatableDevice`` methods; one without them (the simulated
+chip, until a control plane drives the compiled program) gets a result that says "not
+measured" and carries no figure.
+
+Each (traffic, size) case is one task of ``sweep.run_tasks`` (serial or dask) and carries
+its configuration; every result is a frozen dataclass of plain values.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from npkit.bench.lab.device import Device, Trial, TrialResult
+from npkit.bench.lab.devices import (
+    MTU,
+    ChipOptions,
+    CompiledChipDevice,
+    example_path,
+    next_hop_macs,
+)
+from npkit.bench.lab.search import (
+    LossCurve,
+    ThroughputResult,
+    loss_rate_sweep,
+    search_throughput,
+)
+from npkit.bench.lab.sweep import Progress, Where, run_tasks
+from npkit.bench.tester import (
+    IMIX_SIZES,
+    IMIX_WEIGHTS,
+    POS_IPV4_SIZES,
+    PortModel,
+    RxRecord,
+    Sizes,
+    Stream,
+    standard_sizes,
+)
+from npkit.bench.tester.media import PS_PER_S
+from npkit.bench.tester.packet import split_link
+from npkit.bench.tester.stream import Destinations
+
+FAMILIES = {"ipv4": 4, "ipv6": 6, "mixed": "mixed"}
+LATENCY_PERCENTS = (100.0, 95.0, 90.0, 50.0)
+UPDATE_PERCENTS = (25.0, 50.0, 75.0, 100.0)
+NOT_MEASURED = ("not measured on the chip: no control plane drives the compiled program's "
+                "forwarding table yet")
+
+
+# --------------------------------------------------------------------------- route tables
+@dataclass(frozen=True)
+class SampledRoutes:
+    """Route tables sampled from the real Internet table (``source``; next hops by the
+    documented rule of ``npkit.runtime.routes.assign_next_hop``), or generated with its
+    prefix-length distribution when the file is absent.  Same fields as the chip devices'
+    ``RouteConfig`` (``v4_routes``, ``v6_routes``, ``seed``, ``next_hops``, ``tables()``)
+    so it can be given to them in its place."""
+
+    v4_routes: int = 135_432
+    v6_routes: int = 1_200
+    seed: int = 2024
+    next_hops: int = 16
+    source: str = "full-table-2024.txt.gz"
+
+    def path(self) -> Path | None:
+        """The table file, or None (``source`` empty or not found: generated tables)."""
+        from npkit.runtime.routes import REAL_TABLE
+
+        if not self.source:
+            return None
+        candidate = Path(self.source)
+        if not candidate.is_absolute():
+            candidate = REAL_TABLE.parent / candidate
+        return candidate if candidate.is_file() else None
+
+    def origin(self) -> str:
+        """Where the tables come from, for the results."""
+        path = self.path()
+        if path:
+            return f"sampled from {path.name}"
+        return f"generated ({self.source} not found)" if self.source else "generated"
+
+    def tables(self) -> dict[int, dict[tuple[int, int], int]]:
+        from npkit.runtime.routes import generate_routes, read_routes
+
+        path = self.path()
+        if path is None:
+            return {4: generate_routes(4, self.v4_routes, self.seed, next_hops=self.next_hops),
+                    6: generate_routes(6, self.v6_routes, self.seed, next_hops=self.next_hops)}
+        full = read_routes(path, self.seed, self.next_hops)
+        rng = random.Random(f"npkit-npf-routes:{self.seed}")
+        out = {}
+        for family, table, count in ((4, full.v4, self.v4_routes), (6, full.v6, self.v6_routes)):
+            if count > len(table):
+                raise ValueError(f"{path.name} has {len(table):,} IPv{family} routes; "
+                                 f"asked for {count:,}")
+            keys = rng.sample(sorted(table), count)
+            out[family] = {k: table[k] for k in sorted(keys)}
+        return out
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class NpfConfig:
+    """Everything that decides an NPF run (goes into the results, with the seed)."""
+
+    preset: str = "custom"
+    traffic: tuple[str, ...] = ("ipv4", "ipv6", "mixed")
+    sizes_v4: tuple[int, ...] = POS_IPV4_SIZES  # IP bytes on POS, frame bytes on Ethernet
+    sizes_v6: tuple[int, ...] = ()  # () = the v4 list from the smallest valid IPv6 size
+    imix: bool = True  # also the Internet mix, per traffic type
+    imix_sizes: tuple[int, ...] = IMIX_SIZES
+    imix_weights: tuple[float, ...] = IMIX_WEIGHTS
+    v6_share: float = 0.5  # mixed traffic: the IPv6 share of packets
+    exercised_v4: int = 2_000
+    exercised_v6: int = 400
+    trial_ps: int = 1_000_000_000  # 1 ms
+    settle_ps: int = 200_000_000
+    lower_percent: float = 1.0
+    resolution_percent: float = 0.5
+    latency_percents: tuple[float, ...] = LATENCY_PERCENTS
+    loss_step_percent: float = 10.0
+    overload: bool = True
+    update_tests: bool = True
+    updates_per_measurement: int = 1_000
+    update_percents: tuple[float, ...] = UPDATE_PERCENTS
+    latency_bin_ps: int = 100_000
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.traffic if t not in FAMILIES]
+        if unknown:
+            raise ValueError(f"unknown NPF traffic {', '.join(unknown)}: use "
+                             f"{', '.join(FAMILIES)}")
+        if self.trial_ps <= 0 or self.settle_ps < 0:
+            raise ValueError("trial_ps must be > 0 and settle_ps >= 0")
+        if not 0 <= self.v6_share <= 1:
+            raise ValueError(f"v6_share must be in [0, 1], got {self.v6_share}")
+        if self.exercised_v4 < 1 or self.exercised_v6 < 1:
+            raise ValueError("exercised_v4 and exercised_v6 must be >= 1")
+        if any(not 0 < p <= 100 for p in self.latency_percents):
+            raise ValueError("latency_percents must be in (0, 100]")
+
+    def exercised(self, family: int) -> int:
+        return self.exercised_v4 if family == 4 else self.exercised_v6
+
+    def sizes(self, traffic: str, framing: str) -> tuple[tuple[str, Sizes], ...]:
+        """(label, sizes) of every case of one traffic type on ``framing``."""
+        family = FAMILIES[traffic]
+        unit = "ip" if framing == "pos" else "frame"
+        if family == 6:
+            values = self.sizes_v6 or _from_smallest(self.sizes_v4, framing, 6)
+        else:
+            values = self.sizes_v4
+        cases = [(str(v), Sizes((v,), None, unit, clamp=family == "mixed")) for v in values]
+        if self.imix:
+            cases.append(("imix", Sizes.imix(self.imix_sizes, self.imix_weights,
+                                             clamp=family != 4)))
+        return tuple(cases)
+
+
+def _from_smallest(sizes: tuple[int, ...], framing: str, family: int) -> tuple[int, ...]:
+    """``sizes`` with those below the family's smallest valid size replaced by it."""
+    least = standard_sizes(framing, family)[0][0]  # type: ignore[arg-type]
+    return tuple(sorted({max(least, s) for s in sizes}))
+
+
+@dataclass(frozen=True)
+class NpfPreset:
+    """A named setup: the ports and tables the device needs, and the run's configuration."""
+
+    name: str
+    port_kinds: tuple[str, ...]
+    routes: SampledRoutes
+    config: NpfConfig
+
+
+def preset(name: str = "ixp2800-npf", quick: bool = False, **changes: Any) -> NpfPreset:
+    """``ixp2800-npf``: 2 x OC-192 POS full duplex, 135,432 IPv4 routes sampled from the real
+    table and 1,200 IPv6, 2,000 / 400 exercised, as in the 2003 report.  ``quick`` keeps a
+    run to minutes: three sizes, 0.1 ms trials, a 2 % search resolution."""
+    if name != "ixp2800-npf":
+        raise ValueError(f"unknown NPF preset {name!r}: use ixp2800-npf")
+    config = NpfConfig(preset=name)
+    if quick:
+        config = replace(config, preset=f"{name} --quick", sizes_v4=(40, 256, 1518),
+                         trial_ps=100_000_000, settle_ps=100_000_000,
+                         resolution_percent=2.0, loss_step_percent=20.0,
+                         updates_per_measurement=200)
+    return NpfPreset(name, ("oc192pos", "oc192pos"), SampledRoutes(), replace(config, **changes))
+
+
+# --------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class RatePoint:
+    """One trial's forwarding: counts, and rates over the trial's sending time."""
+
+    load_percent: float
+    sent: int
+    received: int
+    lost: int
+    errors: int
+    duration_ps: int
+    forwarded_pps: float
+    forwarded_ip_gbps: float
+    offered_ip_gbps: float
+
+
+@dataclass(frozen=True)
+class LatencyPoint:
+    """Latency at a % of the throughput (ps; None when nothing arrived)."""
+
+    percent_of_throughput: float
+    load_percent: float
+    count: int
+    lost: int
+    min_ps: int | None
+    avg_ps: float | None
+    max_ps: int | None
+    lifo_min_ps: float | None
+    lifo_avg_ps: float | None
+    lifo_max_ps: float | None
+    histogram: tuple[tuple[int, int], ...]  # (bin index, packets), bins of latency_bin_ps
+
+
+@dataclass(frozen=True)
+class OverloadResult:
+    """Every input port at 100 % towards one output port."""
+
+    inputs: tuple[int, ...]
+    output: int
+    offered_percent_of_output: float  # input line capacity / output line capacity
+    rate: RatePoint
+    output_pps: float  # frames out per second over the output's busy span
+    output_utilization: float  # the output line's busy fraction over that span
+    counters: dict[str, float]
+
+
+@dataclass(frozen=True)
+class NpfCaseResult:
+    """Every data-plane test of one traffic type and size."""
+
+    traffic: str
+    size: str
+    forwarding: RatePoint
+    throughput: ThroughputResult
+    throughput_rate: RatePoint | None  # the trial at the throughput load
+    latency: tuple[LatencyPoint, ...]
+    loss: LossCurve
+    overload: OverloadResult | None
+    counters_at_full_load: dict[str, float]
+    counters_at_throughput: dict[str, float]
+    counters_above: dict[str, float]  # the lowest load the search saw lose packets
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class UpdatePoint:
+    percent_of_max: float
+    updates_per_s: float
+    rate: RatePoint
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """Forwarding-table updates of one family: the maximum rate (one update per call) and
+    forwarding at fractions of it.  ``measured`` False: the device cannot be updated while
+    running; ``note`` says why and there is no figure."""
+
+    family: int
+    measured: bool
+    note: str
+    updates: int = 0
+    max_updates_per_s: float | None = None
+    traffic_size: str = ""
+    concurrent: tuple[UpdatePoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class NpfResult:
+    """The suite: ``suite`` is "npf"; ``setup`` the preset, ports and route tables the
+    device was built with (when run from a preset)."""
+
+    suite: str
+    config: NpfConfig
+    device: dict[str, Any]
+    cases: tuple[NpfCaseResult, ...]
+    updates: tuple[UpdateResult, ...]
+    setup: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- updates
+@runtime_checkable
+class UpdatableDevice(Protocol):
+    """A device whose forwarding table a control plane can change (the NPF control-plane
+    and concurrent tests).  Updates are add/delete of prefixes of the loaded table, one
+    update per call, in a seeded order."""
+
+    def measure_update_rate(self, family: int, updates: int, seed: int) -> float:
+        """Updates per second, back to back, with no traffic."""
+        ...
+
+    def run_with_updates(self, trial: Trial, family: int, updates_per_s: float,
+                         seed: int) -> TrialResult:
+        """``trial`` while updates of ``family`` arrive at ``updates_per_s``."""
+        ...
+
+
+# --------------------------------------------------------------------------- trials
+@dataclass(frozen=True)
+class TrialMaker:
+    """Builds the trials of one case: every flow at a load."""
+
+    config: NpfConfig
+    traffic: str
+    sizes: Sizes
+    framing: str
+    flows: tuple[tuple[int, int], ...]  # (input port, output port)
+    dests: Mapping[tuple[int, int], Mapping[int, Destinations]]
+    label: str
+
+    def at(self, load_percent: float) -> Trial:
+        c = self.config
+        streams = tuple(
+            Stream(id=index + 1, port=i, destinations=self.dests[(i, o)],
+                   framing=self.framing,  # type: ignore[arg-type]
+                   family=FAMILIES[self.traffic],  # type: ignore[arg-type]
+                   sizes=self.sizes, load_percent=load_percent, duration_ps=c.trial_ps,
+                   seed=c.seed, v6_share=c.v6_share)
+            for index, (i, o) in enumerate(self.flows))
+        return Trial(streams, f"{self.traffic} {self.label} {load_percent:g} %", c.settle_ps)
+
+
+def duplex_flows(ports: Mapping[int, PortModel]) -> tuple[tuple[int, int], ...]:
+    """Port pairs in full duplex: (0, 1), (1, 0), (2, 3), (3, 2), ..."""
+    numbers = sorted(ports)
+    if len(numbers) < 2 or len(numbers) % 2:
+        raise ValueError(f"NPF port pairs need an even number of ports; the device has "
+                         f"{len(numbers)}")
+    return tuple((numbers[k], numbers[k ^ 1]) for k in range(len(numbers)))
+
+
+def _framing(device: Device) -> str:
+    framings = {m.framing for m in device.ports.values()}
+    if len(framings) != 1:
+        raise ValueError("NPF runs on ports of one framing; the device mixes "
+                         f"{', '.join(sorted(framings))}")
+    return framings.pop()
+
+
+def _destinations(device: Device, config: NpfConfig, traffic: str,
+                  flows: tuple[tuple[int, int], ...]
+                  ) -> dict[tuple[int, int], dict[int, Destinations]]:
+    """Per output port, its share of the exercised routes of each family (the exercised
+    routes split evenly over the device's ports, in every configuration)."""
+    if not hasattr(device, "destinations"):
+        raise ValueError(f"device {getattr(device, 'name', '?')} has no route table to pick "
+                         "NPF destinations from (it needs destinations(family, port, n))")
+    family = FAMILIES[traffic]
+    families = (4, 6) if family == "mixed" else (family,)
+    outs = sorted({o for _, o in flows})
+    picked: dict[tuple[int, int], Destinations] = {}
+    for f in families:
+        share = max(1, config.exercised(f) // len(device.ports))
+        for o in outs:
+            picked[(f, o)] = device.destinations(f, o, share, config.seed)  # type: ignore
+    return {(i, o): {f: picked[(f, o)] for f in families} for i, o in flows}
+
+
+def make_trials(device: Device, config: NpfConfig, traffic: str, label: str,
+                sizes: Sizes, flows: tuple[tuple[int, int], ...] | None = None
+                ) -> TrialMaker:
+    flows = flows or duplex_flows(device.ports)
+    dests = _destinations(device, config, traffic, flows)
+    return TrialMaker(config, traffic, sizes, _framing(device), flows, dests, label)
+
+
+# --------------------------------------------------------------------------- measures
+def _ip_bits(framing: str, frames: Iterable[bytes]) -> int:
+    """IP bits carried by ``frames`` (the IP length field, so padding is not counted)."""
+    bits = 0
+    for data in frames:
+        split = split_link(framing, data)  # type: ignore[arg-type]
+        if split is not None:
+            family, _, rest = split
+            ip_len = int.from_bytes(rest[2:4], "big") if family == 4 else \
+                40 + int.from_bytes(rest[4:6], "big")
+            bits += 8 * ip_len
+    return bits
+
+
+def rate_point(load_percent: float, result: TrialResult, duration_ps: int,
+               framing: str) -> RatePoint:
+    """Rates over the sending time ``duration_ps`` (frames still arriving in the settle
+    time count: they were forwarded)."""
+    total = result.report.total
+    sent_bits = _ip_bits(framing, (r.data for r in result.traffic.records()))
+    got_bits = _ip_bits(framing, (r.data for r in result.received))
+    seconds = Fraction(duration_ps, PS_PER_S)
+    return RatePoint(float(load_percent), total.sent, total.received, total.lost,
+                     result.report.errors - total.lost, duration_ps,
+                     float(total.received / seconds), float(got_bits / seconds) / 1e9,
+                     float(sent_bits / seconds) / 1e9)
+
+
+def latency_point(percent: float, load_percent: float, result: TrialResult) -> LatencyPoint:
+    lat = result.report.total.latency
+    return LatencyPoint(float(percent), float(load_percent), lat.count,
+                        result.report.total.lost, lat.min_ps, lat.avg_ps, lat.max_ps,
+                        lat.lifo_min_ps, lat.lifo_avg_ps, lat.lifo_max_ps,
+                        tuple(sorted(lat.histogram.items())))
+
+
+@dataclass
+class _Recorder:
+    """Runs trials on the device, keeping per load the rates and counters of the last
+    trial (the search returns only steps; the report wants what is behind a figure).  The
+    100 % trial is run once: the forwarding rate, the search and the loss curve all start
+    with it, and a trial is deterministic."""
+
+    device: Device
+    trials: TrialMaker
+    seen: dict[float, tuple[RatePoint, dict[str, float]]] = field(default_factory=dict)
+    full_load: TrialResult | None = None
+
+    def run(self, trial: Trial) -> TrialResult:
+        load = float(trial.streams[0].load_percent or 0)
+        if load == 100.0 and self.full_load is not None and trial == self.trials.at(100.0):
+            return self.full_load
+        result = self.device.run(trial)
+        if load == 100.0:
+            self.full_load = result
+        rate = rate_point(load, result, self.trials.config.trial_ps, self.trials.framing)
+        self.seen[load] = (rate, dict(result.counters))
+        return result
+
+    @property
+    def ports(self) -> Mapping[int, PortModel]:
+        return self.device.ports
+
+    @property
+    def name(self) -> str:
+        return getattr(self.device, "name", "device")
+
+    def describe(self) -> dict[str, Any]:
+        return self.device.describe()
+
+
+# --------------------------------------------------------------------------- the tests
+def forwarding_rate(device: Device, trials: TrialMaker, load_percent: float = 100.0
+                    ) -> tuple[RatePoint, TrialResult]:
+    result = device.run(trials.at(load_percent))
+    return rate_point(load_percent, result, trials.config.trial_ps, trials.framing), result
+
+
+def latency_at(device: Device, trials: TrialMaker, throughput_percent: float,
+               percents: tuple[float, ...]) -> tuple[LatencyPoint, ...]:
+    points = []
+    for percent in percents:
+        load = throughput_percent * percent / 100
+        points.append(latency_point(percent, load, device.run(trials.at(load))))
+    return tuple(points)
+
+
+def overload(device: Device, config: NpfConfig, traffic: str, label: str, sizes: Sizes
+             ) -> OverloadResult:
+    """Every input port at 100 % to the last port: more input than output capacity."""
+    ports = device.ports
+    output = max(ports)
+    flows = tuple((i, output) for i in sorted(ports))
+    trials = make_trials(device, config, traffic, f"{label} overload", sizes, flows)
+    result = device.run(trials.at(100.0))
+    rate = rate_point(100.0, result, config.trial_ps, trials.framing)
+    pps, utilization = _output_use(ports[output], [r for r in result.received
+                                                   if r.port == output])
+    capacity = sum(ports[i].rate_bps for i in ports) / ports[output].rate_bps
+    return OverloadResult(tuple(sorted(ports)), output, float(100 * capacity), rate, pps,
+                          utilization, dict(result.counters))
+
+
+def _output_use(model: PortModel, frames: list[RxRecord]) -> tuple[float, float]:
+    """(frames per second, busy fraction) of an output line from the first bit of its first
+    frame to the last bit of its last: its steady rate, whatever the device's latency."""
+    if not frames:
+        return 0.0, 0.0
+    wires = [model.wire_ps(len(r.data)) for r in frames]
+    start = min(r.time_ps - w for r, w in zip(frames, wires, strict=True))
+    span = max(r.time_ps for r in frames) - start
+    if span <= 0:
+        return 0.0, 0.0
+    return float(len(frames) * PS_PER_S / span), float(sum(wires) / span)
+
+
+def run_case(device: Device, config: NpfConfig, traffic: str, label: str,
+             sizes: Sizes) -> NpfCaseResult:
+    """Every data-plane test of one traffic type and size."""
+    trials = make_trials(device, config, traffic, label, sizes)
+    recorder = _Recorder(device, trials)
+    forwarding, full = forwarding_rate(recorder, trials)
+    search = search_throughput(recorder, trials.at, config.lower_percent, 100.0,
+                               config.resolution_percent)
+    load = search.throughput_percent
+    throughput_rate, counters = recorder.seen.get(load, (None, {})) if load is not None \
+        else (None, {})
+    failed = [step.load_percent for step in search.steps if not step.passed]
+    above = recorder.seen[min(failed)][1] if failed else {}
+    note = ""
+    latency: tuple[LatencyPoint, ...] = ()
+    if load is None:
+        note = "no load passed without loss: no throughput, latency not measured"
+    else:
+        latency = latency_at(device, trials, load, config.latency_percents)
+    loss = loss_rate_sweep(recorder, trials.at, config.loss_step_percent)
+    over = overload(device, config, traffic, label, sizes) if config.overload else None
+    return NpfCaseResult(traffic, label, forwarding, search, throughput_rate, latency, loss,
+                         over, dict(full.counters), counters, above, note)
+
+
+def update_tests(device: Device, config: NpfConfig, family: int) -> UpdateResult:
+    """The forwarding-table update rate and forwarding under concurrent updates (at the
+    smallest size of the family, 100 % offered load)."""
+    if not isinstance(device, UpdatableDevice):
+        return UpdateResult(family, False, NOT_MEASURED)
+    traffic = "ipv4" if family == 4 else "ipv6"
+    label, sizes = config.sizes(traffic, _framing(device))[0]
+    updates = config.updates_per_measurement
+    best = device.measure_update_rate(family, updates, config.seed)
+    trials = make_trials(device, config, traffic, label, sizes)
+    points = []
+    for percent in config.update_percents:
+        rate = best * percent / 100
+        result = device.run_with_updates(trials.at(100.0), family, rate, config.seed)
+        points.append(UpdatePoint(float(percent), float(rate),
+                                  rate_point(100.0, result, config.trial_ps, trials.framing)))
+    return UpdateResult(family, True, "", updates, float(best), label, tuple(points))
+
+
+# --------------------------------------------------------------------------- the suite
+@dataclass(frozen=True)
+class CaseTask:
+    """One case of a suite, self-contained for a dask worker."""
+
+    device: Any
+    config: NpfConfig
+    traffic: str
+    label: str
+    sizes: Sizes
+
+
+def run_case_task(task: CaseTask) -> NpfCaseResult:
+    return run_case(task.device, task.config, task.traffic, task.label, task.sizes)
+
+
+@dataclass(frozen=True)
+class UpdateTask:
+    device: Any
+    config: NpfConfig
+    family: int
+
+
+def run_update_task(task: UpdateTask) -> UpdateResult:
+    return update_tests(task.device, task.config, task.family)
+
+
+def cases(device: Device, config: NpfConfig) -> list[CaseTask]:
+    framing = _framing(device)
+    return [CaseTask(device, config, traffic, label, sizes)
+            for traffic in config.traffic for label, sizes in config.sizes(traffic, framing)]
+
+
+def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
+            progress: Progress | None = None, setup: dict[str, Any] | None = None
+            ) -> NpfResult:
+    """The whole suite: one task per (traffic, size), then the update tests per family."""
+    duplex_flows(device.ports)  # a clear error before any task runs
+    tasks = cases(device, config)
+    results = run_tasks(run_case_task, tasks, where or Where(), progress)
+    families = sorted({4 if t == "ipv4" else 6 for t in config.traffic if t != "mixed"})
+    updates: list[UpdateResult] = []
+    if config.update_tests:
+        updates = run_tasks(run_update_task, [UpdateTask(device, config, f) for f in families],
+                            where or Where())
+    return NpfResult("npf", config, device.describe(), tuple(results), tuple(updates),
+                     dict(setup or {}))
+
+
+def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
+               where: Where | None = None, progress: Progress | None = None,
+               device: Device | None = None, **changes: Any) -> NpfResult:
+    """A preset's suite on the compiled router on the simulated chip (or ``device``)."""
+    chosen = preset(name, quick, seed=seed, **changes)
+    setup: dict[str, Any] = {"preset": chosen.name, "quick": quick}
+    if device is None:
+        device = chip_device(chosen)
+        setup |= {"port_kinds": list(chosen.port_kinds), "routes": asdict(chosen.routes),
+                  "routes_origin": chosen.routes.origin()}
+    dut = device
+    return run_npf(dut, chosen.config, where, progress, setup)
+
+
+POS_MTU = 4470  # the usual POS interface MTU: the NPF sizes reach 1518 IP bytes
+
+
+class MtuChipDevice(CompiledChipDevice):
+    """``devices.CompiledChipDevice`` with every next hop's MTU set to ``mtu``: POS links
+    carry 1518-byte IP packets, which the Ethernet MTU of 1500 would send to the slow path
+    (fragmentation / too big)."""
+
+    def __init__(self, options: ChipOptions | None = None, *, mtu: int = MTU,
+                 **rest: Any) -> None:
+        super().__init__(options, **rest)
+        self.mtu = mtu
+
+    def _config_state(self) -> dict[str, Any]:
+        return {**super()._config_state(), "mtu": self.mtu}
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "next_hop_mtu": self.mtu}
+
+    @cached_property
+    def native(self) -> Any:
+        native = CompiledChipDevice.native.func(self)  # type: ignore[attr-defined]
+        for hop in range(self.options.routes.next_hops):
+            dmac, smac = next_hop_macs(hop)
+            native.write("nexthops", hop, {"dmac": dmac, "smac": smac,
+                                           "port": self.tables.port_of(hop), "mtu": self.mtu})
+        return native
+
+
+def chip_device(npf: NpfPreset, **options: Any) -> Device:
+    """The compiled router on the simulated chip with the preset's ports and tables (the
+    sampled tables stand in for the chip devices' generated ``RouteConfig``).  POS ports
+    run examples/pos_router with next-hop MTU ``POS_MTU`` unless ``source`` / ``mtu`` say
+    otherwise."""
+    chip_options = ChipOptions(port_kinds=npf.port_kinds, routes=npf.routes)  # type: ignore
+    if all(k == "oc192pos" for k in npf.port_kinds):
+        options = {"source": example_path("pos_router", "pos_router.mbl"),
+                   "entry": "pos_router", "mtu": POS_MTU, **options}
+    return MtuChipDevice(chip_options, **options)
+
+
+__all__ = [
+    "LatencyPoint", "NpfCaseResult", "NpfConfig", "NpfPreset", "NpfResult", "OverloadResult",
+    "RatePoint", "SampledRoutes", "UpdatableDevice", "UpdatePoint", "UpdateResult",
+    "chip_device", "duplex_flows", "forwarding_rate", "latency_at", "make_trials", "overload",
+    "preset", "run_case", "run_npf", "run_preset", "update_tests",
+]

@@ -1,0 +1,242 @@
+"""The NPF IP Forwarding procedures (bench/lab/npf.py) on reference devices whose answers
+are computed here by hand (FACTS.md §2 rates; the router model of reference_devices.py),
+the ixp2800-npf preset against the real route table read independently, and one small run
+on the simulated chip."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gzip
+import ipaddress
+import json
+import math
+from fractions import Fraction
+
+import pytest
+
+from npkit.bench.lab import npf
+from npkit.bench.lab.reference_devices import QueueingRouter, routed_router
+from npkit.bench.tester import Sizes
+from npkit.runtime.routes import committed_histogram, generate_routes
+
+OC192_PAYLOAD_BPS = Fraction("9.584640e9")  # FACTS.md §2
+PS = 10**12
+POS = {0: "oc192pos", 1: "oc192pos"}
+
+
+def wire_ps(ip_bytes: int) -> Fraction:
+    """POS: PPP header 4 + flag 1 + FCS-32 4 on top of the IP packet."""
+    return Fraction((ip_bytes + 9) * 8 * PS) / OC192_PAYLOAD_BPS
+
+
+@functools.cache
+def routes() -> dict[int, dict[tuple[int, int], int]]:
+    return {4: generate_routes(4, 2500, seed=11, histogram=committed_histogram(4)),
+            6: generate_routes(6, 600, seed=11, histogram=committed_histogram(6))}
+
+
+def small(**changes) -> npf.NpfConfig:
+    base = dict(sizes_v4=(40,), imix=False, trial_ps=40_000_000, settle_ps=20_000_000,
+                resolution_percent=1.0, exercised_v4=200, exercised_v6=40)
+    return npf.NpfConfig(**(base | changes))
+
+
+def router(capacity_percent: float | None = None, **kw) -> QueueingRouter:
+    """Engines that serve ``capacity_percent`` of line rate at 40 IP bytes (None: no limit)."""
+    service = 0 if capacity_percent is None else \
+        wire_ps(40) * 100 / Fraction(str(capacity_percent))
+    return routed_router(POS, routes(), per_packet_ps=service, **kw)
+
+
+def test_the_preset_is_the_2003_report_setup() -> None:
+    p = npf.preset("ixp2800-npf")
+    assert p.port_kinds == ("oc192pos", "oc192pos")
+    assert (p.routes.v4_routes, p.routes.v6_routes) == (135_432, 1_200)
+    assert (p.config.exercised_v4, p.config.exercised_v6) == (2_000, 400)
+    assert p.config.latency_percents == (100, 95, 90, 50)
+    quick = npf.preset("ixp2800-npf", quick=True)
+    assert quick.config.trial_ps < p.config.trial_ps and quick.config.seed == p.config.seed
+    with pytest.raises(ValueError, match="unknown NPF preset"):
+        npf.preset("nope")
+
+
+def test_sizes_are_the_pos_list_and_ipv6_starts_at_its_smallest_packet() -> None:
+    config = npf.NpfConfig()
+    v4 = [label for label, _ in config.sizes("ipv4", "pos")]
+    assert v4 == ["40", "64", "128", "256", "512", "1024", "1280", "1518", "imix"]
+    # IPv6 header 40 + the tester's 20-byte signature = 60 bytes
+    v6 = [label for label, _ in config.sizes("ipv6", "pos")]
+    assert v6 == ["60", "64", "128", "256", "512", "1024", "1280", "1518", "imix"]
+    imix = dict(config.sizes("mixed", "pos"))["imix"]
+    assert imix.values == (40, 576, 1500) and imix.weights == (7, 4, 1) and imix.clamp
+
+
+def real_table_prefixes() -> set[str]:
+    """Every prefix of the real table as written in the file."""
+    from npkit.runtime.routes import REAL_TABLE
+
+    with gzip.open(REAL_TABLE, "rt") as fh:
+        return {words[0] for line in fh if (words := line.split("#")[0].split())}
+
+
+def test_the_preset_tables_are_sampled_from_the_real_table() -> None:
+    sampled = npf.SampledRoutes(v4_routes=3_000, v6_routes=1_200)
+    if sampled.path() is None:
+        pytest.skip("the real route table is not in ../shared/data/routes")
+    tables = sampled.tables()
+    assert (len(tables[4]), len(tables[6])) == (3_000, 1_200)
+    real = real_table_prefixes()
+    for family, kind in ((4, ipaddress.IPv4Network), (6, ipaddress.IPv6Network)):
+        texts = {str(kind((n, length))) for n, length in tables[family]}
+        assert texts <= real
+        assert all(0 <= hop < 16 for hop in tables[family].values())
+
+
+def test_throughput_latency_and_loss_of_a_router_at_60_percent() -> None:
+    case = npf.run_case(router(60, queue_packets=4, pipeline_ps=1_000_000), small(),
+                        "ipv4", "40", npf.NpfConfig().sizes("ipv4", "pos")[0][1])
+    assert 59.0 <= case.throughput.throughput_percent <= 60.0
+    assert case.throughput_rate is not None and case.throughput_rate.lost == 0
+    # at 100 % offered on both ports, 60 % of the frames get through (plus the queues)
+    forwarding = case.forwarding
+    # every packet scheduled before 40 us: 979 per port at 24.451 Mpps (FACTS.md §2)
+    assert forwarding.sent == 2 * math.ceil(40_000_000 / wire_ps(40)) == 2 * 979
+    assert abs(forwarding.received - 0.6 * forwarding.sent) <= 2 * 4 + 2
+    assert forwarding.forwarded_pps == forwarding.received * PS / 40_000_000
+    assert forwarding.offered_ip_gbps == pytest.approx(forwarding.sent * 320 / 40e-6 / 1e9)
+    # below the capacity nothing queues: every frame takes wire + service + pipeline + wire
+    idle = wire_ps(40) * 2 + wire_ps(40) * 100 / 60 + 1_000_000
+    assert [p.percent_of_throughput for p in case.latency] == [100, 95, 90, 50]
+    for point in case.latency:
+        assert point.load_percent == case.throughput.throughput_percent * \
+            point.percent_of_throughput / 100
+        assert point.lost == 0 and point.count > 0
+        assert idle - 1 <= point.min_ps <= point.max_ps <= idle + 2
+    assert [s.load_percent for s in case.loss.steps][:5] == [100, 90, 80, 70, 60]
+    assert case.loss.steps[-1].lost == case.loss.steps[-2].lost == 0
+    assert all(s.lost > 0 for s in case.loss.steps[:4])
+    assert case.counters_at_throughput["engine.dropped"] == 0
+    assert case.counters_at_full_load["engine.dropped"] == forwarding.lost
+
+
+def test_overload_keeps_the_output_at_its_line_rate() -> None:
+    over = npf.overload(router(None, output_queue_packets=16), small(), "ipv4", "40",
+                        npf.NpfConfig().sizes("ipv4", "pos")[0][1])
+    assert (over.inputs, over.output, over.offered_percent_of_output) == ((0, 1), 1, 200.0)
+    line_pps = float(PS / wire_ps(40))  # 24.451 Mpps, FACTS.md §2
+    assert over.output_pps == pytest.approx(line_pps, rel=1e-3)
+    assert over.output_utilization == pytest.approx(1.0, abs=1e-3)
+    # two inputs at line rate into one: half is lost, less what the queue holds
+    assert abs(over.rate.lost - over.rate.sent / 2) <= 16 + 2
+
+
+def test_mixed_traffic_carries_both_families_to_the_exercised_routes() -> None:
+    config = small(traffic=("mixed",), exercised_v4=100, exercised_v6=20)
+    device = router(None)
+    trials = npf.make_trials(device, config, "mixed", "40",
+                             config.sizes("mixed", "pos")[0][1])
+    result = device.run(trials.at(50))
+    families = [r.data[2:4] for r in result.received]
+    v6 = families.count(b"\x00\x57")
+    assert result.report.errors == 0 and 0.35 < v6 / len(families) < 0.65
+    # per output port, its half of the exercised routes, all leaving on that port
+    for (i, o), dests in trials.dests.items():
+        assert o == 1 - i and len(dests[4]) == 50 and len(dests[6]) == 10
+        assert all(routes()[4][(p.network, p.length)] % 2 == o for p in dests[4].prefixes)
+
+
+def test_update_tests_are_not_measured_on_a_device_without_a_control_plane() -> None:
+    result = npf.update_tests(router(None), small(), 4)
+    assert not result.measured and result.max_updates_per_s is None
+    assert "not measured on the chip" in result.note and result.concurrent == ()
+
+
+def test_forwarding_under_concurrent_updates_follows_the_stolen_engine_time() -> None:
+    # engines at 80 % of line rate; at the maximum update rate (1 per 2 us) each update
+    # holds the engines for 1 us, so at f % of it they keep 1 - f/200 of their time
+    device = router(80, queue_packets=4, update_ps=2_000_000, update_stall_ps=1_000_000)
+    config = small(trial_ps=200_000_000, update_percents=(25, 50, 100))
+    result = npf.update_tests(device, config, 4)
+    assert result.measured and result.max_updates_per_s == 500_000
+    for point in result.concurrent:
+        assert point.updates_per_s == 500_000 * point.percent_of_max / 100
+        expected = 0.8 * (1 - point.percent_of_max / 200)
+        assert point.rate.received / point.rate.sent == pytest.approx(expected, abs=0.01)
+
+
+def test_a_suite_is_json_with_its_configuration_and_is_reproducible() -> None:
+    config = small(traffic=("ipv4", "ipv6"), loss_step_percent=50, update_tests=False,
+                   resolution_percent=10, trial_ps=10_000_000, overload=False)
+    device = router(None)
+    first = npf.run_npf(device, config)
+    text = json.dumps(dataclasses.asdict(first), sort_keys=True)
+    data = json.loads(text)
+    assert data["config"]["seed"] == 1 and data["config"]["trial_ps"] == 10_000_000
+    assert [(c["traffic"], c["size"]) for c in data["cases"]] == [("ipv4", "40"),
+                                                                   ("ipv6", "60")]
+    assert all(c["throughput"]["throughput_percent"] == 100.0 for c in data["cases"])
+    assert json.dumps(dataclasses.asdict(npf.run_npf(device, config)), sort_keys=True) == text
+
+
+def test_a_sweep_on_a_local_cluster_gives_the_serial_json() -> None:
+    from npkit.bench.lab.report import results_json
+    from npkit.bench.lab.sweep import Where
+
+    config = small(traffic=("ipv4", "ipv6"), loss_step_percent=50, resolution_percent=10,
+                   trial_ps=10_000_000, overload=False, update_percents=(50,))
+    device = router(60, queue_packets=4, update_ps=2_000_000, update_stall_ps=500_000)
+    serial = npf.run_npf(device, config)
+    spread = npf.run_npf(device, config, Where("local", workers=2))
+    assert results_json(spread) == results_json(serial)
+
+
+def test_an_odd_number_of_ports_is_refused() -> None:
+    device = routed_router({0: "oc192pos", 1: "oc192pos", 2: "oc192pos"}, routes())
+    with pytest.raises(ValueError, match="even number of ports"):
+        npf.run_npf(device, small())
+
+
+def test_the_report_puts_the_published_figures_beside_ours(tmp_path) -> None:
+    from npkit.bench.lab import npf_report
+    from npkit.bench.lab.report import load_result, results_json, write_report
+
+    config = small(traffic=("ipv4", "ipv6"), loss_step_percent=50, resolution_percent=10,
+                   trial_ps=20_000_000, update_percents=(50,))
+    result = npf.run_npf(router(60, queue_packets=4), config)
+    text = "\n".join(s.markdown for s in npf_report.npf_sections(result, tmp_path))
+    for published in ("avg 10.80 µs", "avg 12.15 µs", "min 8.85 µs", "max 16.18 µs",
+                      "58,883/s", "24,000/s", "20 Gbps at all packet sizes", "zero loss"):
+        assert published in text
+    # a 60 % device differs at 40 bytes: the report says so and names the counter
+    assert "**IPv4 40**: throughput" in text and "engine.dropped" in text
+    assert "not measured on the chip" in text  # a device without a control plane
+    files = write_report(result, tmp_path, "pytest")
+    assert {p.name for p in files.charts} >= {"npf_ipv4_rates.png", "npf_ipv6_latency.png"}
+    assert all(p.stat().st_size > 1000 for p in files.charts)
+    assert results_json(load_result(files.json)) == results_json(result)
+
+
+def test_a_small_npf_case_on_the_simulated_chip() -> None:
+    # the compiled POS router on 2 x OC-192 POS, generated tables, 10 us trials
+    chosen = npf.preset("ixp2800-npf", quick=True)
+    chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
+    device = npf.chip_device(chosen)
+    config = small(trial_ps=10_000_000, settle_ps=30_000_000, resolution_percent=25,
+                   loss_step_percent=50, latency_percents=(100, 50), overload=False)
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    case = npf.run_case(device, config, "ipv4", label, sizes)
+    # whatever the throughput, the trial that established it lost nothing and misrouted
+    # or damaged nothing, by the analyzer's RouteReference over the loaded table
+    assert case.throughput.throughput_percent is not None
+    assert case.throughput_rate.lost == 0 and case.throughput_rate.errors == 0
+    assert case.forwarding.sent == 2 * math.ceil(10_000_000 / wire_ps(40))
+    for point in case.latency:
+        # at least the frame's time in and out at line rate: 2 x 40.9 ns
+        assert point.count > 0 and point.min_ps > 2 * wire_ps(40)
+    assert case.counters_at_full_load["fwd.instructions_per_frame"] > 0
+    # 1518-byte IP packets fit the POS next hops' MTU: forwarded, not sent to the slow path
+    trials = npf.make_trials(device, config, "ipv4", "1518", Sizes.fixed(1518, "ip"))
+    result = device.run(trials.at(50))
+    assert result.report.total.received == result.report.total.sent > 0
+    assert result.report.errors == 0
