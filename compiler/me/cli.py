@@ -38,8 +38,10 @@ def emit_text(program: Program, kind: str, entry: str | None) -> str:
 
 
 def _trips(build: MEBuild) -> dict[str, int]:
-    """WIR loop bounds by the body's labels (the back end prefixes WIR labels)."""
-    return {f"{LABEL_PREFIX}{b.label}": b.max_trips for b in build.wir.blocks if b.max_trips}
+    """WIR loop bounds by the body's labels (the back end's: it may enter a loop past its
+    header, compiler/me/back/thread.py)."""
+    return {f"{LABEL_PREFIX}{b.label}": b.max_trips for b in build.wir.blocks
+            if b.max_trips} | build.body.loop_trips
 
 
 def report_text(program: Program, entry: str | None, json_output: bool) -> str:

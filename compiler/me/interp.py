@@ -197,6 +197,14 @@ class _Run:
             raise self.fail(f"funnel shift amount {i.amount} (1..31)")
         self.set(i.dst, ((self.val(i.hi) << 32 | self.val(i.lo)) >> i.amount))
 
+    def op_OnesSum(self, i: wir.OnesSum) -> None:
+        if not 2 <= len(i.srcs) <= 16:
+            raise self.fail(f"{len(i.srcs)} sources of a ones-complement sum (2..16)")
+        total = sum(self.val(s) for s in i.srcs)
+        while total > MASK32:                   # end-around carry until none is left
+            total = (total & MASK32) + (total >> 32)
+        self.set(i.dst, total)
+
     def predicate(self, pred: str, a: wir.Operand, b: wir.Operand) -> bool:
         if pred not in PREDICATE_FNS:
             raise self.fail(f"unknown predicate '{pred}'")

@@ -103,6 +103,26 @@ class Fsh(Instr):
 
 
 @dataclass
+class OnesSum(Instr):
+    """dst = the 32-bit ones-complement sum (end-around carry) of srcs: every carry out of
+    bit 31 is added back in at bit 0, so the result is 0 only when every source is 0 (the
+    chip's `alu[..., +carry, ...]` chain; RFC 1071 sums 32 bits at a time this way).
+    2..16 sources."""
+
+    dst: Reg
+    srcs: tuple[Operand, ...]
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return self.srcs
+
+    def __str__(self) -> str:
+        return f"{self.dst} = onessum {', '.join(map(opnd, self.srcs))}"
+
+
+@dataclass
 class Cmp(Instr):
     """dst = 1 if `a pred b` else 0 (s* predicates compare as two's complement)."""
 

@@ -5,14 +5,18 @@
     print(body.uc)                   # the fragment: body_entry# ... br[body_exit#]
     print(body.listing)              # the machine IR after register allocation
 
-Passes (one module each): `isel` (instruction selection, with latency hiding of unit
-commands), `liveness` + `regalloc` (A/B banks, spills to *l$index0), `defer` (branch defer
-slots), `emit` (text with `.loc` lines).  Errors are npkit.compiler.mbl.CompileError.
+Passes (one module each): `prefetch` (reads issued blocks early, waited for at first use),
+`thread` (jumps to a test a constant decides), `layout`, `compares`, `isel` (instruction
+selection, with latency hiding of unit commands), `hoist` (constants out of loops),
+`forward` (results computed straight into transfer registers and metadata words),
+`liveness` + `regalloc` (A/B banks, spills to *l$index0), `peephole` (zero tests the
+previous instruction made), `defer` (branch defer slots),
+`emit` (text with `.loc` lines).  Errors are npkit.compiler.mbl.CompileError.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import wir
 from ..abi import BodyABI
@@ -20,10 +24,16 @@ from .compares import normalize_compares
 from .defer import fill_defer_slots
 from .emit import emit
 from .errors import compile_error
+from .forward import forward_copy_destinations
+from .hoist import hoist_loop_constants
 from .isel import select
 from .layout import layout
 from .liveness import remove_dead_code
+from .options import DEFAULT_OPTIONS, BackOptions
+from .peephole import drop_redundant_tests
+from .prefetch import hoist_reads
 from .regalloc import allocate, drop_coalesced_copies
+from .thread import thread_constant_jumps
 
 
 @dataclass
@@ -39,26 +49,42 @@ class Body:
     signals_used: tuple[int, ...]
     block_labels: dict[str, str]      # WIR block label -> .uc label
     listing: str                      # machine IR with allocated registers
+    # loop bounds by .uc label, for the compile report (`analyze_body(loop_trips=...)`)
+    loop_trips: dict[str, int] = field(default_factory=dict)
 
 
 DEFAULT_ABI = BodyABI()
 
 
-def compile_body(fn: wir.Function, abi: BodyABI = DEFAULT_ABI) -> Body:
+def compile_body(fn: wir.Function, abi: BodyABI = DEFAULT_ABI,
+                 options: BackOptions = DEFAULT_OPTIONS) -> Body:
     """Compile one WIR function to the body fragment; raises CompileError."""
     if fn.window_bytes % 8 or not 0 <= fn.window_bytes <= abi.window_max_bytes:
         raise compile_error("me-window", f"{fn.name}: header window of {fn.window_bytes} "
                             f"bytes (0..{abi.window_max_bytes}, a multiple of 8)", fn.loc,
                             "the front end chooses the window")
-    mfn, def_loc = select(normalize_compares(layout(fn)), abi)
+    hoisted = hoist_reads(fn, abi.signals) if options.early_reads else None
+    source = hoisted.fn if hoisted else fn
+    if options.thread_jumps:
+        source = thread_constant_jumps(source)
+    mfn, def_loc = select(normalize_compares(layout(source), options.narrow_sums), abi,
+                          hoisted.slots if hoisted else None, options)
     remove_dead_code(mfn)
+    if options.loop_constants:
+        hoist_loop_constants(mfn)
+    if options.forward_copies:
+        forward_copy_destinations(mfn)
     alloc = allocate(mfn, abi, def_loc)
     drop_coalesced_copies(mfn, alloc.names)
+    if options.drop_tests:
+        drop_redundant_tests(mfn, alloc.names)
     fill_defer_slots(mfn, alloc.names)
     text, count = emit(mfn, alloc.names)
     labels = {b.wir_label: b.label for b in mfn.blocks if b.wir_label}
+    trips = {labels[b.label]: b.max_trips for b in source.blocks
+             if b.max_trips and b.label in labels}
     return Body(fn.name, text, fn.window_bytes, alloc.gprs_used, alloc.spill_words, count,
-                mfn.signals_used, labels, mfn.listing(alloc.names))
+                mfn.signals_used, labels, mfn.listing(alloc.names), trips)
 
 
-__all__ = ["Body", "compile_body"]
+__all__ = ["BackOptions", "Body", "compile_body"]

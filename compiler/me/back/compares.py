@@ -7,6 +7,9 @@ A constant above 63 costs an `immed` before every use.  Two rewrites shift it un
 - `(x & m) == c` where m = `k << s`, k <= 63, and the `and` has no other use:
   `((x >> s) & k) == c >> s` (one `alu_shf` for the mask).
 
+And one more for sums only read through a low mask (`(x + 0xFFF2) & 0xFFFF`): the constant
+counts modulo the mask's 2^k, so `x + c` may become `x - (2^k - c)` with a constant under 64.
+
 Works on a copy of the blocks it changes (the caller's function is left alone).
 """
 
@@ -20,7 +23,7 @@ IMM_MAX = 63
 MIRRORED = {"ult": "ugt", "uge": "ule"}
 
 
-def normalize_compares(fn: wir.Function) -> wir.Function:
+def normalize_compares(fn: wir.Function, narrow_sums: bool = True) -> wir.Function:
     uses = _use_counts(fn)
     defs = _def_counts(fn)
     fn = dataclasses.replace(fn, blocks=list(fn.blocks))
@@ -34,7 +37,40 @@ def normalize_compares(fn: wir.Function) -> wir.Function:
         elif last.pred in ("eq", "ne") and isinstance(last.a, wir.Reg):
             instrs = _shift_mask(fn, instrs, last, uses, defs)
         fn.blocks[index] = dataclasses.replace(block, instrs=instrs)
+    if narrow_sums:
+        _narrow_masked_sums(fn, defs)
     return fn
+
+
+def _narrow_masked_sums(fn: wir.Function, defs: dict[int, int]) -> None:
+    low_masks: dict[int, int] = {}      # reg id -> widest low mask its readers apply
+    for b in fn.blocks:
+        for i in b.instrs:
+            for u in i.uses():
+                if not isinstance(u, wir.Reg):
+                    continue
+                mask = i.b if isinstance(i, wir.Bin) and i.op == "and" and i.a == u and \
+                    isinstance(i.b, int) and i.b & (i.b + 1) == 0 and i.b else None
+                low_masks[u.id] = max(low_masks.get(u.id, 0), mask) if mask and \
+                    low_masks.get(u.id, 0) != -1 else -1
+    for index, block in enumerate(fn.blocks):
+        instrs = [_narrowed(i, low_masks, defs) for i in block.instrs]
+        if instrs != block.instrs:
+            fn.blocks[index] = dataclasses.replace(block, instrs=instrs)
+
+
+def _narrowed(i: wir.Instr, low_masks: dict[int, int], defs: dict[int, int]) -> wir.Instr:
+    if not (isinstance(i, wir.Bin) and i.op in ("add", "sub") and isinstance(i.b, int)
+            and i.b > IMM_MAX and defs.get(i.dst.id) == 1
+            and low_masks.get(i.dst.id, -1) > 0):
+        return i
+    modulus = low_masks[i.dst.id] + 1
+    c = i.b % modulus
+    if c <= IMM_MAX:
+        return dataclasses.replace(i, b=c)
+    if modulus - c <= IMM_MAX:
+        return dataclasses.replace(i, op="sub" if i.op == "add" else "add", b=modulus - c)
+    return i
 
 
 def _split(c: int) -> tuple[int, int] | None:

@@ -6,14 +6,20 @@ may move when it is a single ALU-class instruction (no macro, no command, no CSR
 does not read the condition codes or the previous ALU result, writes nothing the
 instructions it jumps over read and reads nothing they write, and does not set the
 condition codes that the branch tests.  Defer-slot instructions run whether the branch is
-taken or not, so moving them keeps the meaning on both paths.
+taken or not, so moving them keeps the meaning on both paths.  The search goes on past a
+`ctx_arb` (e.g. a return's final wait) and a unit command for instructions that name no
+transfer register and nothing the command names: those cannot see whether the commands
+are done, and the command reads its operands when it is issued.
 """
 
 from __future__ import annotations
 
+import re
+
 from .mir import MBlock, MFunction, MInstr
 
 MAX_DEFER = 3
+OPERAND = re.compile(r"\*l\$index\d\[\d+\]|\$*\w+")
 
 
 def fill_defer_slots(fn: MFunction, names: dict) -> None:
@@ -54,14 +60,24 @@ def _fill_block(b: MBlock, names: dict) -> None:
     writes: set[str] = set()
     cc_needed = branch.reads_cc
     i = bi - 1
+    past_wait = False
+    commands: set[str] = set()      # what the commands skipped over name
     while i >= 0 and len(moved) < MAX_DEFER:
         ins = b.instrs[i]
+        if ins.kind in ("wait", "mem") and not ins.is_macro:
+            past_wait = True
+            commands |= set(OPERAND.findall(ins.render(names)))
+            skipped.append(ins)
+            i -= 1
+            continue
         if ins.kind in ("branch", "wait", "mem") or ins.is_macro:
             break
         ins_defs = _operands(ins, ins.defs, names)
         ins_uses = _operands(ins, ins.uses, names)
         independent = not (ins_defs & reads) and not (ins_uses & writes) and \
             not (ins_defs & writes)
+        if past_wait and any(o.startswith("$") or o in commands for o in ins_defs | ins_uses):
+            independent = False
         if _movable(ins) and independent and not (cc_needed and ins.sets_cc):
             moved.insert(0, ins)
             del b.instrs[i]

@@ -23,6 +23,8 @@ from ..wir import MASK32, Loc
 from .errors import unsupported
 from .hdrwrite import plan_header_writes
 from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
+from .options import DEFAULT_OPTIONS, BackOptions
+from .prefetch import Collect, Drain, Prefetch, Slot
 
 IMM_MAX = 63
 XFER_REGS = 16
@@ -109,9 +111,16 @@ class BlockState:
 class Selector:
     """Selects one function.  `select()` returns the machine function."""
 
-    def __init__(self, fn: wir.Function, abi: BodyABI) -> None:
+    def __init__(self, fn: wir.Function, abi: BodyABI,
+                 slots: dict[int, Slot] | None = None,
+                 options: BackOptions = DEFAULT_OPTIONS) -> None:
         self.fn = fn
         self.abi = abi
+        self.options = options
+        # early reads (prefetch.py) keep their signals and transfer registers throughout
+        self.slots = slots or {}
+        self.slot_signals = {s.signal for s in self.slots.values()}
+        self.xfer_limit = XFER_REGS - sum(len(s.xfer) for s in self.slots.values())
         self.vregs: dict[int, VReg] = {}
         self.next_vreg = 0
         self.labels = self._block_labels()
@@ -126,6 +135,7 @@ class Selector:
         self.plan = plan_header_writes(fn)
         self.fixed = self._fixed_operands()
         self.byte_values = self._byte_values()
+        self.halfword_tests = self._halfword_tests() if self.options.halfword_tests else {}
         self.hdr_vregs = {k: self._new(f"hdr{k}") for k in self.hdr_written
                           if k not in self.plan.direct}
         self.state = BlockState()
@@ -133,6 +143,7 @@ class Selector:
         self.lm_base: VReg | None = None
         self.index = 0                  # of the WIR instruction being selected
         self.current_label = ""         # of the WIR block being selected
+        self.folds = Folds()            # of the WIR block being selected
 
     # ------------------------------------------------------------------ analysis
     def _block_labels(self) -> dict[str, str]:
@@ -180,6 +191,25 @@ class Selector:
                                                   or i.op == "lshr" and 24 <= i.b < 32):
                     out.add(i.dst.id)
         return out
+
+    def _halfword_tests(self) -> dict[int, wir.Reg | int]:
+        """Registers `w >> 16` (w set once) read only by ==/!= tests against constants: the
+        tests compare w's two high bytes (`br=byte`), the shift is never computed."""
+        users: dict[int, list[wir.Instr]] = {}
+        shifts: dict[int, wir.Reg] = {}
+        for b in self.fn.blocks:
+            for i in b.instrs:
+                for u in i.uses():
+                    if isinstance(u, wir.Reg):
+                        users.setdefault(u.id, []).append(i)
+                if isinstance(i, wir.Bin) and i.op == "lshr" and i.b == 16 and \
+                        isinstance(i.a, wir.Reg) and self.counts_def[i.dst.id] == 1 and \
+                        self.counts_def.get(i.a.id) == 1 and i.a != i.dst:
+                    shifts[i.dst.id] = i.a
+        return {r: w for r, w in shifts.items() if users.get(r) and all(
+            isinstance(u, wir.Branch) and u.pred in ("eq", "ne") and isinstance(u.b, int)
+            and u.b <= 0xFFFF and isinstance(u.a, wir.Reg) and u.a.id == r
+            for u in users[r])}
 
     # ------------------------------------------------------------------ helpers
     def _new(self, hint: str = "", gpr_only: bool = False) -> VReg:
@@ -302,18 +332,18 @@ class Selector:
 
     # ------------------------------------------------------------------ pending commands
     def xfer_range(self, count: int) -> range:
-        if self.state.next_xfer + count > XFER_REGS:
+        if self.state.next_xfer + count > self.xfer_limit:
             self.flush()
         start = self.state.next_xfer
         self.state.next_xfer += count
         return range(start, start + count)
 
     def signal(self) -> int:
-        busy = {p.signal for p in self.state.pending}
+        busy = {p.signal for p in self.state.pending} | self.slot_signals
         free = [s for s in self.abi.signals if s not in busy]
         if not free:
             self.flush()
-            free = list(self.abi.signals)
+            free = [s for s in self.abi.signals if s not in self.slot_signals]
         self.signals_used.add(free[0])
         return free[0]
 
@@ -337,6 +367,19 @@ class Selector:
             if byte <= IMM_MAX:
                 return "0", str(byte)
             return self.reg_value(byte), "0"
+        plan = self.folds.addresses.get(addr.id)
+        if plan is not None:
+            t = self._new("addr")
+            if plan.right < 0:
+                self._mul(t, plan.x, 4 * plan.scale & MASK32)
+            elif plan.right == 0:
+                self.alu(t, None, "B", Shifted(plan.x, "shl", plan.left))
+            else:
+                u = self._new("fld")
+                self.alu(u, None, "B", Shifted(plan.x, "shl", plan.left))
+                self.op(f"alu_shf[{{0}}, --, B, {{1}}, >>{plan.right}]", [t, u], defs=(0,),
+                        uses=(1,), sets_cc=True)
+            return t, self.value(4 * plan.base & MASK32) if plan.base else "0"
         t = self._new("addr")
         self.alu(t, None, "B", Shifted(addr, "shl", 2))
         return t, "0"
@@ -379,21 +422,28 @@ class Selector:
                 self.move(f"$${j}", self.hdr_vregs[j])
             elif j not in written:
                 self.move(f"$${j}", f"$${j}")
-        sig = self.abi.signals[0]
-        self.signals_used.add(sig)
-        self.emit(MInstr(f"dram[write, $${lo}, *l$index1[{META_DRAM_ADDR}], {4 * lo}, "
-                         f"{(hi - lo + 1) // 2}], ctx_swap[{sig}]", [], kind="mem"))
+        # waited for together with the commands still in flight (e.g. a counter's incr)
+        sig = self.signal()
+        command = (f"dram[write, $${lo}, *l$index1[{META_DRAM_ADDR}], {4 * lo}, "
+                   f"{(hi - lo + 1) // 2}]")
+        if not self.state.pending:
+            self.emit(MInstr(f"{command}, ctx_swap[{sig}]", [], kind="mem"))
+            return
+        self.emit(MInstr(f"{command}, sig_done[{sig}]", [], kind="mem", signals=(sig,)))
+        self.state.pending.append(Pending(sig, range(0), []))
+        self.flush()
 
     def _block(self, b: wir.Block, following: str | None) -> MBlock:
         self.state = BlockState()
         self.current_label = b.label
-        folds = self._shift_folds(b)
+        folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index
             if index in folds.skip:
                 continue
-            if isinstance(ins, wir.Jump | wir.Branch | wir.Ret):
-                self.flush()
+            if isinstance(ins, wir.Jump | wir.Branch) or \
+                    isinstance(ins, wir.Ret) and not self.options.overlap_return:
+                self.flush()        # a return waits after its header write-back
             self._instr(ins, folds, following)
         self.flush()
         succs = tuple(self.labels[s] for s in b.successors())
@@ -402,7 +452,7 @@ class Selector:
         return MBlock(self.labels[b.label], self.state.instrs, succs, b.label)
 
     def _shift_folds(self, b: wir.Block) -> Folds:
-        return find_folds(b, self.counts_def, self.counts_use)
+        return find_folds(b, self.counts_def, self.counts_use, self.options.fold_addresses)
 
     def _instr(self, ins: wir.Instr, folds: Folds, following: str | None) -> None:
         handler = getattr(self, "_sel_" + type(ins).__name__, None)
@@ -450,6 +500,8 @@ class Selector:
         return o
 
     def _sel_Bin(self, ins: wir.Bin, folds: Folds, _: str | None) -> None:
+        if ins.dst.id in self.halfword_tests:
+            return                      # its tests read the word's bytes
         d = self._dst(ins.dst)
         a, b, op = ins.a, ins.b, ins.op
         if isinstance(a, int) and isinstance(b, int):
@@ -559,6 +611,19 @@ class Selector:
         self.op(f"dbl_shf[{{0}}, {{1}}, {{2}}, >>{ins.amount}]", [d, hi, lo], defs=(0,),
                 uses=(1, 2), pairs=((1, 2),))
 
+    def _sel_OnesSum(self, ins: wir.OnesSum, folds: Folds, _: str | None) -> None:
+        """A `+carry` chain, then the last carry added back twice (the second catches the
+        carry a sum of 0xFFFFFFFF + 1 makes); one macro so nothing clobbers the carry."""
+        d = self._dst(ins.dst)
+        srcs = [self.value(s) for s in ins.srcs]
+        srcs[1] = self.distinct(srcs[0], srcs[1])
+        lines = ["alu[{0}, {1}, +, {2}]"]
+        lines += [f"alu[{{0}}, {{0}}, +carry, {{{k}}}]" for k in range(3, len(srcs) + 1)]
+        lines += ["alu[{0}, {0}, +carry, 0]"] * 2
+        late = tuple(range(3, len(srcs) + 1))
+        self.op("\n".join(lines), [d, *srcs], defs=(0,), uses=(1, 2, *late),
+                pairs=((1, 2), *((0, k) for k in late)), late_uses=late, sets_cc=True)
+
     def _compare(self, pred: str, a: wir.Operand, b: wir.Operand | Shifted) -> str:
         """Set the condition codes for `a pred b`; returns the branch mnemonic."""
         if b == 0 and pred in ("eq", "ne"):
@@ -572,12 +637,31 @@ class Selector:
                 -b & MASK32 <= IMM_MAX:
             self.alu("--", a, "+", -b & MASK32)     # x == -k  <=>  x + k == 0
             return UNSIGNED_BRANCH[pred]
+        carry = self._carry_compare(pred, a, b) if isinstance(b, int) else None
+        if carry is not None:
+            return carry
         if isinstance(a, int) and a > IMM_MAX and isinstance(b, wir.Reg):
             mirrored = {"ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule", "slt": "sgt",
                         "sgt": "slt", "sle": "sge", "sge": "sle"}
             a, b, pred = b, a, mirrored.get(pred, pred)
         self.alu("--", a, "-", b)
         return UNSIGNED_BRANCH[pred]
+
+    def _carry_compare(self, pred: str, a: wir.Operand, c: int) -> str | None:
+        """`x >=u C` as the carry of `x + (2^32 - C)` when 2^32 - C is `k << s`, k <= 63
+        (`alu_shf[--, x, +, k, <<s]`: no constant register).  The branch, or None."""
+        if pred in ("ule", "ugt"):                  # x <= C  <=>  x < C + 1
+            pred, c = ("ult" if pred == "ule" else "uge"), c + 1
+        if pred not in ("ult", "uge") or not IMM_MAX < c <= MASK32 or isinstance(a, int):
+            return None
+        n = (1 << 32) - c
+        s = (n & -n).bit_length() - 1
+        if n >> s > IMM_MAX:
+            return None
+        shifted = f"{n >> s}, <<{s}" if s else str(n)
+        self.op(f"alu_shf[--, {{0}}, +, {shifted}]" if s else f"alu[--, {{0}}, +, {n}]",
+                [self.value(a)], uses=(0,), sets_cc=True)
+        return "bcs" if pred == "uge" else "bcc"
 
     def _sel_Cmp(self, ins: wir.Cmp, folds: Folds, _: str | None) -> None:
         d = self._dst(ins.dst)
@@ -641,6 +725,24 @@ class Selector:
         unit = "sram" if ins.space == wir.SRAM else "scratch"
         self._issue(f"{unit}[read, ${xs.start}, {{0}}, {{1}}, {n}]", [a, b], xs,
                     [(self._dst(r), f"${x}") for r, x in zip(ins.dsts, xs, strict=True)])
+
+    def _sel_Prefetch(self, ins: Prefetch, folds: Folds, _: str | None) -> None:
+        slot = self.slots[ins.slot]
+        a, b = self.address(ins.space, ins.addr)
+        unit = "sram" if ins.space == wir.SRAM else "scratch"
+        self.signals_used.add(slot.signal)
+        self.op(f"{unit}[read, ${slot.xfer.start}, {{0}}, {{1}}, {ins.count}], "
+                f"sig_done[{slot.signal}]", [a, b], uses=(0, 1), pairs=((0, 1),),
+                kind="mem", signals=(slot.signal,))
+
+    def _sel_Collect(self, ins: Collect, folds: Folds, _: str | None) -> None:
+        # waited for with this block's other commands, at the first use of a word
+        slot = self.slots[ins.slot]
+        self.state.pending.append(Pending(slot.signal, range(0), [
+            (self._dst(r), f"${x}") for r, x in zip(ins.dsts, slot.xfer, strict=True)]))
+
+    def _sel_Drain(self, ins: Drain, folds: Folds, _: str | None) -> None:
+        self.state.pending.append(Pending(self.slots[ins.slot].signal, range(0), []))
 
     def _issue(self, template: str, ops: list[MOpnd], xs: range,
                copies: list[tuple[VReg, str]]) -> None:
@@ -782,7 +884,23 @@ class Selector:
 
     def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
         self._write_back(self.plan.written_at_ret.get(self.current_label, frozenset()))
+        self.flush()            # what is still in flight (nothing without overlap_return)
         self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
+
+    def _halfword_branch(self, pred: str, word: wir.Reg | int, c: int, target: str,
+                         other: str) -> None:
+        """`(word >> 16) pred c` (==, !=) as two byte compares of bytes 3 and 2."""
+        w = self.reg_value(word)
+        hi, lo = c >> 8, c & 0xFF
+        if pred == "ne":        # either byte differs: to target
+            first, second = f"br!=byte[{{0}}, 3, {hi}, {target}#]", \
+                f"br!=byte[{{0}}, 2, {lo}, {target}#]"
+        else:                   # the high byte differs: to other; else the low decides
+            first, second = f"br!=byte[{{0}}, 3, {hi}, {other}#]", \
+                f"br=byte[{{0}}, 2, {lo}, {target}#]"
+        self.op(first, [w], uses=(0,), kind="branch",
+                targets=(target if pred == "ne" else other,))
+        self.op(second, [w], uses=(0,), kind="branch", targets=(target,))
 
     def _sel_Branch(self, ins: wir.Branch, folds: Folds, following: str | None) -> None:
         then, other = ins.then_, ins.else_
@@ -795,7 +913,10 @@ class Selector:
             then, other, pred = other, then, NEGATED[pred]
         target = self.labels[then]
         bit = folds.bit_tests.get(a.id) if isinstance(a, wir.Reg) and b == 0 else None
-        if bit is None and pred in ("eq", "ne") and isinstance(a, wir.Reg) and \
+        if isinstance(a, wir.Reg) and a.id in self.halfword_tests:
+            self._halfword_branch(pred, self.halfword_tests[a.id], int(b), target,
+                                  self.labels[other])
+        elif bit is None and pred in ("eq", "ne") and isinstance(a, wir.Reg) and \
                 a.id in self.byte_values and isinstance(b, int) and b <= 0xFF:
             # a byte compared with a byte: one br=byte, no immed, no compare
             mnem = "br=byte" if pred == "eq" else "br!=byte"
@@ -825,6 +946,8 @@ class Folds:
     byte_fields: dict[int, tuple[wir.Operand, str, int]] = field(default_factory=dict)
     bit_tests: dict[int, tuple[wir.Operand, int]] = field(default_factory=dict)
     users: set[int] = field(default_factory=set)               # instrs with a folded shift
+    # address reg id -> how a unit command's address operands compute it (AddressFold)
+    addresses: dict[int, AddressFold] = field(default_factory=dict)
 
 
 def _single_use_in_block(b: wir.Block, index: int, reg: wir.Reg, defs: dict[int, int],
@@ -843,7 +966,8 @@ def _single_use_in_block(b: wir.Block, index: int, reg: wir.Reg, defs: dict[int,
     return None
 
 
-def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int]) -> Folds:
+def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int],
+               addresses: bool = True) -> Folds:
     folds = Folds()
     for i, ins in enumerate(b.instrs):
         if not (isinstance(ins, wir.Bin) and isinstance(ins.b, int)
@@ -859,7 +983,115 @@ def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int]) -> Fold
                 isinstance(user, wir.Branch) and user.a == ins.dst and user.b == 0 and \
                 user.pred in ("eq", "ne"):
             _fold_bit_test(folds, i, ins, ins.b.bit_length() - 1)
+    if addresses:
+        _fold_addresses(b, folds, defs, uses)
     return folds
+
+
+@dataclass(frozen=True)
+class AddressFold:
+    """A unit command's address as its two operands: the first `x * 4·scale`, or the field
+    `(x << left) >> right` (right >= 0) when the word address was `x & mask`; the second
+    `4·base` (a constant register, which the loop hoisting takes out of a loop)."""
+
+    x: wir.Reg
+    scale: int = 1
+    left: int = 0
+    right: int = -1
+    base: int = 0
+
+
+def _fold_addresses(b: wir.Block, folds: Folds, defs: dict[int, int],
+                    uses: dict[int, int]) -> None:
+    """The word address of an SRAM/scratch command, computed in this block only for it:
+    `x + c`, `x * k` and `x & mask` (a contiguous mask; over `y << s`) fold into its two
+    address operands, with the word-to-byte shift merged (x·12: two `alu_shf`; a field:
+    a left and a right shift)."""
+    for j, user in enumerate(b.instrs):
+        if isinstance(user, wir.MemRead | wir.MemWrite | wir.MemAdd) and \
+                user.space != wir.LOCAL and isinstance(user.addr, wir.Reg):
+            plan = _address_plan(b, folds, defs, uses, j, user.addr)
+            if plan is not None:
+                folds.addresses[user.addr.id] = plan
+
+
+def _producer(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
+              reg: wir.Reg, consumer: int) -> wir.Bin | None:
+    """The `Bin` (register op constant) of this block that sets `reg` for instruction
+    `consumer` only, its sources unchanged until then, and not folded otherwise."""
+    k = next((m for m in range(consumer - 1, -1, -1) if reg in b.instrs[m].defs()), None)
+    if k is None or k in folds.skip or _single_use_in_block(b, k, reg, defs, uses) != consumer:
+        return None
+    ins = b.instrs[k]
+    return ins if isinstance(ins, wir.Bin) and isinstance(ins.a, wir.Reg) and \
+        isinstance(ins.b, int) and ins.a != ins.dst else None
+
+
+def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
+                  j: int, addr: wir.Reg) -> AddressFold | None:
+    index = {id(i): k for k, i in enumerate(b.instrs)}
+    skipped: list[int] = []
+    at, base = j, 0
+    ins = _producer(b, folds, defs, uses, addr, at)
+    if ins is not None and ins.op == "add":
+        base, at = int(ins.b), index[id(ins)]
+        skipped.append(at)
+        ins = _producer(b, folds, defs, uses, ins.a, at)  # type: ignore[arg-type]
+    plan = None
+    x = b.instrs[at].a if at != j else addr     # type: ignore[union-attr]
+    if ins is not None and ins.op == "mul" and bin(4 * ins.b & MASK32).count("1") <= 2:
+        plan = AddressFold(ins.a, scale=int(ins.b), base=base)      # type: ignore[arg-type]
+        skipped.append(index[id(ins)])
+    elif ins is not None and ins.op == "and":
+        plan = _field_plan(b, folds, defs, uses, ins, index, base, skipped)
+    if plan is None and base:
+        plan = AddressFold(x, base=base)        # type: ignore[arg-type]
+    if plan is not None and plan.x.id in folds.shifted:
+        # x's shift is folded into the `add` (not computed): it comes along, or no fold
+        sh = folds.shifted[plan.x.id]
+        if plan.right >= 0 or plan.scale != 1 or sh.direction != "shl" or \
+                sh.amount > 29 or not isinstance(sh.src, wir.Reg):
+            return None
+        plan = AddressFold(sh.src, scale=1 << sh.amount, base=plan.base)
+    if plan is None or any(plan.x in b.instrs[m].defs() for m in range(min(skipped), j)):
+        return None
+    last = next((m for m in range(min(skipped) - 1, -1, -1) if plan.x in b.instrs[m].defs()),
+                None)
+    if last is not None and last in folds.skip:
+        return None             # x itself is folded into something else: never computed
+    folds.skip.update(skipped)
+    return plan
+
+
+def _field_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
+                ins: wir.Bin, index: dict[int, int], base: int,
+                skipped: list[int]) -> AddressFold | None:
+    """`4·(y & mask)`, mask = ones at bits p .. p+w-1: `(y << 32-p-w) >> 30-p-w`, when y's
+    bits below p are 0 (p = 0, or y = r << s with s >= p: the shift joins the left one)."""
+    mask = int(ins.b)
+    if mask <= IMM_MAX:
+        return None             # one `alu ... AND` does it
+    p = (mask & -mask).bit_length() - 1
+    w = (mask >> p).bit_length()
+    if mask >> p != (1 << w) - 1 or p + w > 30:
+        return None             # not contiguous, or too wide
+    k = index[id(ins)]
+    y, left, mine = ins.a, 32 - p - w, [k]
+    if isinstance(y, wir.Reg) and y.id in folds.shifted:
+        # the shift is folded into this `and` already (not computed): it comes along
+        sh = folds.shifted[y.id]
+        if sh.direction != "shl" or not p <= sh.amount < 32 - left or \
+                not isinstance(sh.src, wir.Reg):
+            return None
+        y, left = sh.src, left + sh.amount
+    elif p:
+        shl = _producer(b, folds, defs, uses, y, k)  # type: ignore[arg-type]
+        if shl is None or shl.op != "shl" or not p <= shl.b < 32 - left:
+            return None
+        y, left = shl.a, left + int(shl.b)
+        mine.append(index[id(shl)])
+    skipped.extend(mine)
+    return AddressFold(y, left=left, right=30 - p - w, base=base)  # type: ignore[arg-type]
 
 
 def _fold_bit_test(folds: Folds, i: int, ins: wir.Bin, bit: int) -> None:
@@ -878,9 +1110,9 @@ def _fold_bit_test(folds: Folds, i: int, ins: wir.Bin, bit: int) -> None:
 def _fold_shift(folds: Folds, i: int, j: int, ins: wir.Bin, user: wir.Instr) -> None:
     shifted = Shifted(ins.a, ins.op, int(ins.b))  # type: ignore[arg-type]
     if isinstance(user, wir.Bin) and user.op == "and" and user.a == ins.dst and \
-            isinstance(user.b, int) and ins.op == "lshr" and byte_mask(user.b) is not None \
-            and user.b > IMM_MAX:
-        folds.byte_fields[j] = (ins.a, f", >>{ins.b}", byte_mask(user.b) or 0)
+            isinstance(user.b, int) and byte_mask(user.b) is not None and user.b > IMM_MAX:
+        way = ">>" if ins.op == "lshr" else "<<"
+        folds.byte_fields[j] = (ins.a, f", {way}{ins.b}", byte_mask(user.b) or 0)
         folds.skip.add(i)
         return
     ok = False
@@ -898,8 +1130,10 @@ def _fold_shift(folds: Folds, i: int, j: int, ins: wir.Bin, user: wir.Instr) -> 
         folds.users.add(j)
 
 
-def select(fn: wir.Function, abi: BodyABI) -> tuple[MFunction, dict[VReg, Loc | None]]:
-    """WIR -> machine IR; also the MBL location where each virtual register is set."""
-    s = Selector(fn, abi)
+def select(fn: wir.Function, abi: BodyABI, slots: dict[int, Slot] | None = None,
+           options: BackOptions = DEFAULT_OPTIONS) -> tuple[MFunction, dict[VReg, Loc | None]]:
+    """WIR -> machine IR; also the MBL location where each virtual register is set.
+    `slots`: the resources of the early reads in `fn` (prefetch.hoist_reads)."""
+    s = Selector(fn, abi, slots, options)
     mfn = s.select()
     return mfn, s.def_loc

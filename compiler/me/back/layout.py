@@ -4,8 +4,10 @@ Two rewrites of a copy of the WIR function (the caller's function is left alone)
 
 - a `jump` to a block that only returns becomes a `ret` (one branch instead of two);
 - blocks are ordered in chains: after each block comes one of its successors not placed
-  yet, preferring one that does not end the packet (verdict blocks are short and leave),
-  so a branch's common side falls through and `br` instructions between blocks disappear.
+  yet, preferring one that does not end the packet (verdict blocks are short and leave;
+  a block that only jumps on to such a block, e.g. setting the code of a shared verdict
+  block, ends the packet too), so a branch's common side falls through and `br`
+  instructions between blocks disappear.
 """
 
 from __future__ import annotations
@@ -53,8 +55,20 @@ def _next_in_chain(b: wir.Block, by_label: dict[str, wir.Block],
         return None
     # the else side first (the front end puts the fall-through there), a packet's end last
     free.reverse()
-    free.sort(key=_ends_packet)
+    free.sort(key=lambda s: _leads_to_end(s, by_label))
     return free[0]
+
+
+def _leads_to_end(b: wir.Block, by_label: dict[str, wir.Block]) -> bool:
+    """The block returns, or jumps (through jumps only) to a block that returns."""
+    seen: set[str] = set()
+    while not _ends_packet(b):
+        last = b.instrs[-1] if b.instrs else None
+        if not isinstance(last, wir.Jump) or b.label in seen:
+            return False
+        seen.add(b.label)
+        b = by_label[last.target]
+    return True
 
 
 def _reachable(by_label: dict[str, wir.Block], entry: str) -> set[str]:

@@ -121,7 +121,9 @@ def preferred_banks(g: Graph) -> dict[VReg, str]:
         queue = deque([start])
         while queue:
             v = queue.popleft()
-            for w in g.pairs[v]:
+            # sets of VRegs iterate in identity-hash order: sort, so every process compiles
+            # the same program to the same microcode
+            for w in sorted(g.pairs[v], key=lambda r: r.id):
                 if w not in bank:
                     bank[w] = "b" if bank[v] == "a" else "a"
                     balance[bank[w]] += 1
@@ -155,7 +157,7 @@ def allocate(fn: MFunction, abi: BodyABI, def_loc: dict[VReg, Loc | None]) -> Al
 def _choose(v: VReg, g: Graph, names: dict[VReg, str], taken: set[str], banned: set[str],
             bank: str | None, regs: dict[str, list[str]], spills: list[str]) -> str | None:
     # a copy partner's location first (coalescing), when legal
-    for w in g.copies[v]:
+    for w in sorted(g.copies[v], key=lambda r: r.id):
         loc = names.get(w)
         if loc and loc not in taken and (loc[0] not in "ab" or loc[0] not in banned) and \
                 not (v.gpr_only and loc.startswith("*l")):

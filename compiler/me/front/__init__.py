@@ -8,7 +8,8 @@ read (llvmlite -> plain data), legalize (words, out of SSA, switches, allocas, n
 expansion via intrinsics), then on WIR: simplify (copy propagation, constant folding,
 dead code), cse (dominator-scoped common reads and expressions), headers (forward header
 writes to reads, drop overwritten ones), bitfields (bit provenance: fields built byte by
-byte become one shift/mask or funnel shift), coalesce (adjacent memory reads in one
+byte become one shift/mask or funnel shift), checksums (csum/csum_update as 32-bit
+end-around-carry sums, RFC 1624 updates folded), coalesce (adjacent memory reads in one
 command), window (the header window's size).
 """
 

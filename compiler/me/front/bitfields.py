@@ -115,12 +115,23 @@ def _plan(p: Prov) -> tuple | None:
             s1, k1, s2, k2 = s2, k2, s1, k1
         if k2 - k1 == 32 and 0 < k2 < 32:    # s1 the high word, s2 the low word
             return ("fsh", s1, s2, k2, mask, ones)
+        # two fields side by side (a checksum written into its word): shift, mask, or
+        parts = tuple((src, k, sum(1 << i for i, b in enumerate(p)
+                                   if isinstance(b, tuple) and b[0] == src))
+                      for src, k in ((s1, k1), (s2, k2)))
+        return ("merge", parts, ones)
     return None
+
+
+def _natural(k: int) -> int:
+    return (MASK32 >> k) if k >= 0 else (MASK32 << -k) & MASK32
 
 
 def _cost(plan: tuple) -> int:
     if plan[0] == "const":
         return 0
+    if plan[0] == "merge":
+        return 1 + (plan[2] != 0) + sum((k != 0) + (m != _natural(k)) for _, k, m in plan[1])
     mask, ones = plan[-2], plan[-1]
     if plan[0] == "shift":
         k = plan[2]
@@ -133,6 +144,8 @@ def _emit(fn: wir.Function, dst: Reg, plan: tuple, regs: dict[int, Reg],
           loc: wir.Loc | None) -> list[wir.Instr]:
     if plan[0] == "const":
         return [wir.Copy(dst, plan[1], loc=loc)]
+    if plan[0] == "merge":
+        return _emit_merge(fn, dst, plan, regs, loc)
     out: list[wir.Instr] = []
     steps: list[tuple[str, int]] = []
     if plan[0] == "shift":
@@ -164,6 +177,28 @@ def _emit(fn: wir.Function, dst: Reg, plan: tuple, regs: dict[int, Reg],
     return out
 
 
+def _emit_merge(fn: wir.Function, dst: Reg, plan: tuple, regs: dict[int, Reg],
+                loc: wir.Loc | None) -> list[wir.Instr]:
+    out: list[wir.Instr] = []
+    values: list[Operand] = []
+    for src, k, mask in plan[1]:
+        value: Operand = regs[src]
+        steps = [("lshr", k)] if k > 0 else [("shl", -k)] if k < 0 else []
+        if mask != _natural(k):
+            steps.append(("and", mask))
+        for op, c in steps:
+            t = fn.new_reg()
+            out.append(wir.Bin(t, op, value, c, loc=loc))
+            value = t
+        values.append(value)
+    ones = plan[2]
+    merged = fn.new_reg() if ones else dst
+    out.append(wir.Bin(merged, "or", values[0], values[1], loc=loc))
+    if ones:
+        out.append(wir.Bin(dst, "or", merged, ones, loc=loc))
+    return out
+
+
 def _retarget(i: wir.Instr, dst: Reg) -> wir.Instr:
     if isinstance(i, wir.Fsh):
         return wir.Fsh(dst, i.hi, i.lo, i.amount, loc=i.loc)
@@ -182,7 +217,7 @@ def _worth(i: wir.Instr, plan: tuple) -> bool:
     if cost == 0:
         return True
     if isinstance(i, wir.Bin) and i.op in COMBINING:
-        return cost <= 2
+        return cost <= (3 if plan[0] == "merge" else 2)
     return cost <= 1
 
 

@@ -37,6 +37,8 @@ def pure_key(i: wir.Instr) -> Hashable | None:
         return ("sel", _opkey(i.cond), _opkey(i.a), _opkey(i.b))
     if isinstance(i, wir.Hash):
         return ("hash", i.width, tuple(map(_opkey, i.srcs)))
+    if isinstance(i, wir.OnesSum):          # order does not matter
+        return ("onessum", tuple(sorted(map(_opkey, i.srcs))))
     return None
 
 

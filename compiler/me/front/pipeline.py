@@ -15,14 +15,16 @@ Pass = Callable[[wir.Function], None]
 
 
 def _wir_passes() -> list[tuple[str, Pass]]:
-    from . import bitfields, cse, headers, simplify, window
+    from . import bitfields, checksums, cse, headers, simplify, window
     from .coalesce import coalesce
 
     rounds = [("cse", cse.cse), ("headers", headers.forward_header_words),
               ("simplify", simplify.simplify), ("bitfields", bitfields.combine),
               ("simplify", simplify.simplify)]
     return [("simplify", simplify.simplify), *rounds, *rounds, *rounds,
-            ("cse", cse.cse), ("coalesce", coalesce), ("simplify", simplify.simplify),
+            ("checksums", checksums.combine), ("simplify", simplify.simplify),
+            ("bitfields", bitfields.combine), ("cse", cse.cse), ("coalesce", coalesce),
+            ("simplify", simplify.simplify),
             ("cse", cse.cse), ("simplify", simplify.simplify),
             ("window", window.size_window)]
 
