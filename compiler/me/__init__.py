@@ -39,8 +39,9 @@ class MEBuild:
         the entry's MBL declaration (the assembler's message would point into the body)."""
         from ..uc import AsmError
         from .back.errors import compile_error
-        from .link import link
+        from .link import link, meta_setup
 
+        options.setdefault("meta", meta_setup(self.wir))   # zero only what the body needs
         try:
             return link(self.program, self.body.uc, self.body.window_bytes,
                         pipeline=self.entry, **options)

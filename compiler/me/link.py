@@ -31,11 +31,19 @@ from npkit.compiler.mbl.types import (
     META_CODE,
     META_FIELDS,
     META_VERDICT,
+    META_WORDS,
     VERDICT_DROP,
     VERDICT_EXCEPTION,
     VERDICT_FORWARD,
 )
-from npkit.compiler.me.abi import META_DRAM_ADDR, WINDOW_MAX_BYTES, Mapping, MEAssignment
+from npkit.compiler.me.abi import (
+    BODY_ENTRY,
+    META_DRAM_ADDR,
+    WINDOW_MAX_BYTES,
+    Mapping,
+    MEAssignment,
+)
+from npkit.compiler.me.wir import Block, Function, MetaRead, MetaWrite, Ret
 from npkit.compiler.uc import Image, assemble_file
 from npkit.microblocks.uc import router4
 from npkit.runtime.manifest import FreelistSpec
@@ -134,16 +142,22 @@ class LinkedProgram:
     exceptions: dict[int, str]                   # exception code -> name (enum Exc)
     mapping: Mapping
     symbols: dict[str, int] = field(default_factory=dict)   # fwd image labels
+    port_kinds: tuple[str, ...] = ()             # Port.from_kind names; () = all 10GbE
 
     def chip_config(self) -> ChipConfig:
-        """The chip this program runs on: the preset with the overrides, `ports` 10GbE."""
+        """The chip this program runs on: the preset with the overrides, `ports` ports of
+        `port_kinds` (10GbE by default)."""
         base = ChipConfig.load(self.chip)
         raw = copy.deepcopy(base.raw)
         for section, values in self.chip_overrides.items():
             raw.setdefault(section, {}).update(values)
         cfg = ChipConfig(raw=raw, source=f"{base.source} (linked {self.pipeline})")
-        cfg.ports = [Port.ethernet_10g() for _ in range(self.ports)]
+        cfg.ports = [Port.from_kind(kind) for kind in self.kinds()]
         return cfg
+
+    def kinds(self) -> tuple[str, ...]:
+        """Every port's kind, in port order."""
+        return self.port_kinds or ("10gbe",) * self.ports
 
     def memory(self, name: str) -> MemoryPlacement:
         return next(m for m in self.memory_map if m.name == name)
@@ -290,9 +304,122 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
                          tuple(range(tx_first, tx_first + ports)), per_port, rx_rings)
 
 
+# --------------------------------------------------------------------------- metadata set-up
+META_ZEROED = frozenset(range(2, META_WORDS))   # the body ABI: 0 on entry (words 2..11)
+# what fwd.uc reads of the metadata after the body, by the verdict the body left
+EXIT_READS: dict[int, frozenset[int]] = {
+    VERDICT_FORWARD: frozenset({META_VERDICT, META_FIELDS["out_port"].word}),
+    VERDICT_DROP: frozenset({META_VERDICT, META_CODE}),
+    VERDICT_EXCEPTION: frozenset({META_VERDICT, META_CODE, META_FIELDS["next_hop"].word})}
+ANY_EXIT_READS = frozenset().union(*EXIT_READS.values())
+# per path class: the verdict constant the paths wrote last (None: not known) -> the meta
+# words every path of the class has written
+Paths = dict[int | None, frozenset[int]]
+
+
+@dataclass(frozen=True)
+class MetaSetup:
+    """What fwd.uc writes into a frame's metadata before the body.  Init zeroes words
+    2..11 once; per frame it zeroes `clear` and writes len, the DRAM address and (with
+    `in_port_per_frame`, else once at init) in_port.  The default suits any body."""
+
+    clear: frozenset[int] = META_ZEROED
+    in_port_per_frame: bool = True
+
+
+def meta_setup(fn: Function) -> MetaSetup:
+    """The per-frame set-up a WIR function needs for the body ABI ("every other word 0")
+    to hold for every word it can observe: zero again only the words it may read (or the
+    dispatch may read after it) before writing them AND may write -- a word it never writes
+    keeps init's 0; write in_port per frame only when it may write it."""
+    written = {i.word for b in fn.blocks for i in b.instrs if isinstance(i, MetaWrite)}
+    return MetaSetup(frozenset(read_before_written(fn) & written & META_ZEROED),
+                     META_FIELDS["in_port"].word in written)
+
+
+def read_before_written(fn: Function) -> set[int]:
+    """Meta words some path may read before it wrote them: MetaReads, and at Ret what the
+    dispatch reads for the verdict the path left (all of ANY_EXIT_READS when unknown)."""
+    reads: set[int] = set()
+    for block, paths in _block_entries(fn):
+        _walk(block, paths, reads)
+    return reads
+
+
+def _block_entries(fn: Function) -> list[tuple[Block, Paths]]:
+    """The paths' state at the entry of every reachable block (a forward fixpoint: the
+    written sets only shrink and the verdict constants are finite)."""
+    blocks = {b.label: b for b in fn.blocks}
+    states: dict[str, Paths] = {fn.blocks[0].label: {None: frozenset()}}
+    work = [fn.blocks[0].label]
+    while work:
+        label = work.pop()
+        out = _walk(blocks[label], states[label], None)
+        for succ in blocks[label].successors():
+            merged = _join(states.get(succ), out)
+            if merged != states.get(succ):
+                states[succ] = merged
+                work.append(succ)
+    return [(blocks[label], paths) for label, paths in states.items()]
+
+
+def _join(a: Paths | None, b: Paths) -> Paths:
+    joined = dict(a or {})
+    for verdict, words in b.items():
+        joined[verdict] = joined[verdict] & words if verdict in joined else words
+    return joined
+
+
+def _walk(block: Block, paths: Paths, reads: set[int] | None) -> Paths:
+    """The state after `block`; with `reads`, collect the words read before written."""
+    for ins in block.instrs:
+        if isinstance(ins, MetaWrite):
+            verdict = ins.src if isinstance(ins.src, int) else None
+            after: Paths = {}
+            for v, words in paths.items():
+                after = _join(after, {verdict if ins.word == META_VERDICT else v:
+                                      words | {ins.word}})
+            paths = after
+        elif reads is None:
+            continue
+        elif isinstance(ins, MetaRead):
+            reads.update(ins.word for words in paths.values() if ins.word not in words)
+        elif isinstance(ins, Ret):
+            for v, words in paths.items():
+                wanted = ANY_EXIT_READS if v is None else EXIT_READS.get(v, {META_VERDICT})
+                reads.update(wanted - words)
+    return paths
+
+
+def body_defines(body_uc: str, meta: MetaSetup) -> list[tuple[str, int | str]]:
+    """fwd.uc's switches for one body: the metadata set-up, whether the body uses LM_ADDR_0
+    (else fwd.uc leaves it at the shared count: the spill area is never switched in) and
+    whether body_entry is its first instruction (fwd.uc falls through into it)."""
+    defines: list[tuple[str, int | str]] = [(f"META_CLEAR_{w}", 1) for w in sorted(meta.clear)]
+    if meta.in_port_per_frame:
+        defines.append(("META_IN_PORT_PER_FRAME", 1))
+    if "index0" in body_uc or "LM_ADDR_0" in body_uc:
+        defines.append(("BODY_USES_LM0", 1))
+    if _entry_first(body_uc):
+        defines.append(("BODY_ENTRY_FIRST", 1))
+    return defines
+
+
+def _entry_first(body_uc: str) -> bool:
+    """body_entry labels the fragment's first instruction: nothing that can emit a word
+    (an instruction, an #include) comes before it."""
+    for raw in body_uc.splitlines():
+        line = raw.split("//")[0].split(";")[0].strip()
+        if not line or (line.startswith((".", "#")) and not line.startswith("#include")):
+            continue
+        return line.split(":")[0].strip().rstrip("#") == BODY_ENTRY and ":" in line
+    return False
+
+
 # --------------------------------------------------------------------------- the header
 def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
-                  pipeline: str) -> str:
+                  pipeline: str, body: list[tuple[str, int | str]] | None = None) -> str:
+    """layout.h; `body`: body_defines() of the body (default: none, the safe set-up)."""
     lay = runtime.layout
     lines = [f"// layout.h -- generated by compiler/me/link.py for '{pipeline}': do not edit.",
              "// The runtime's structures, placed where the program's memories are not.",
@@ -321,6 +448,9 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
         ("VERDICT_EXCEPTION", VERDICT_EXCEPTION)]
     if window_bytes:
         dispatch.append(("WINDOW_QW", window_bytes // 8))
+    if runtime.fwd_mes_per_port > 2:        # more than one upstream record in a turn
+        dispatch.append(("FWD_CHAIN_LONG", 1))
+    dispatch += body if body is not None else body_defines("index0", MetaSetup())
     rx_rings = [r for r in runtime.rings if r.what.startswith("RX")]
     dispatch += [(f"RX_EMPTY_{r.number - lay.rx_ring_base}", f"SCR_Ring{r.number}_Empty")
                  for r in rx_rings]
@@ -389,21 +519,29 @@ def _exception_names(program: Program) -> dict[int, str]:
 
 def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
          ports: int = 2, chip: str = "ixp2800", build_dir: str | Path | None = None,
-         fwd_mes_per_port: int = FWD_MES_PER_PORT) -> LinkedProgram:
+         fwd_mes_per_port: int = FWD_MES_PER_PORT,
+         port_kinds: tuple[str, ...] | None = None,
+         meta: MetaSetup | None = None) -> LinkedProgram:
     """Link a compiled body (the back end's .uc fragment) into ME images for `ports`
-    10GbE ports, `fwd_mes_per_port` forwarding MEs per input port (1..4, a chain that
-    keeps the port's order).  `build_dir` keeps the generated files (layout.h, body.uc);
-    by default they go to a temporary folder.  Raises LinkError (layout) or the
+    ports, `fwd_mes_per_port` forwarding MEs per input port (1..4, a chain that
+    keeps the port's order).  `port_kinds` names each port's kind (`Port.from_kind`:
+    "10gbe", "1gbe", "oc192pos"; default all 10GbE): the media stages move frame bytes
+    whatever the framing, so only the chip's ports (rate, per-frame overhead) change.
+    `build_dir` keeps the generated files (layout.h, body.uc); by default they go to a
+    temporary folder.  `meta`: the body's metadata set-up (`meta_setup(wir)`; default:
+    the one that suits any body).  Raises LinkError (layout) or the
     assembler's AsmError."""
     if window_bytes % 8 or not 0 <= window_bytes <= WINDOW_MAX_BYTES:
         raise LinkError(f"header window of {window_bytes} bytes: 0..{WINDOW_MAX_BYTES}, "
                         "a multiple of 8")
+    kinds = _port_kinds(port_kinds, ports)
     cfg = ChipConfig.load(chip)
     placements = memory_map(program)
     channel_bytes = _sram_channel_bytes(placements, cfg)
     runtime = plan_runtime(program, ports, cfg, channel_bytes, fwd_mes_per_port)
     reasons = len(program.reasons.ids)
-    header = layout_header(runtime, window_bytes, reasons, pipeline)
+    header = layout_header(runtime, window_bytes, reasons, pipeline,
+                           body_defines(body_uc, meta or MetaSetup()))
     if build_dir is None:
         with tempfile.TemporaryDirectory(prefix="npkit-link-") as tmp:
             images = _assemble(Path(tmp), header, body_uc, window_bytes, runtime, pipeline)
@@ -421,4 +559,17 @@ def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
         body=body_uc, chip_overrides=overrides, reasons=dict(sorted(counter_names.items())),
         exceptions=_exception_names(program),
         mapping=_mapping(program, pipeline, runtime, images),
-        symbols=dict(images[1].image.symbols))
+        symbols=dict(images[1].image.symbols), port_kinds=kinds)
+
+
+def _port_kinds(port_kinds: tuple[str, ...] | None, ports: int) -> tuple[str, ...]:
+    """Checked port kinds, one per port (a LinkError names a wrong count or kind)."""
+    kinds = tuple(port_kinds) if port_kinds is not None else ("10gbe",) * ports
+    if len(kinds) != ports:
+        raise LinkError(f"{len(kinds)} port kinds {kinds} for {ports} ports")
+    for kind in kinds:
+        try:
+            Port.from_kind(kind)
+        except ValueError as err:
+            raise LinkError(str(err)) from None
+    return kinds
