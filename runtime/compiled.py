@@ -7,7 +7,9 @@ fill a `NativeProgram` of the same program through its control-plane API (`write
 `table_add`, `region` + `npkit.runtime.lpm`), then `load_memories(native)` copies every
 memory word for word to its address in the memory map.
 
-`run({port: [frame, ...]}, load)` offers the frames at `load` x line rate, runs until every
+`run({port: [frame, ...]}, load)` offers the frames at `load` x each port's line rate (the
+linked program's port kinds: rate and per-frame overhead, e.g. OC-192 POS 9.58464 Gb/s +
+5 bytes), runs until every
 frame is accounted for (transmitted, dropped by the body or by receive, or an exception),
 drains the exception ring (each buffer freed) and returns a `CompiledResult`: per-port
 output frames with times, drops by reason name, exceptions, and the freelist leak check.
@@ -15,6 +17,7 @@ output frames with times, drops by reason name, exceptions, and the freelist lea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +27,9 @@ from npkit.compiler.me.link import CHANNEL_SHIFT, LinkedProgram, MemoryPlacement
 from npkit.microblocks.uc import router4
 from npkit.runtime.loader import LeakReport, LoadedRun, build_freelist, leak_check
 from npkit.sim import Chip
+from npkit.sim.config import Port
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
 
-LINE_BPS = 10e9
-WIRE_OVERHEAD = 20          # 10GbE preamble + inter-frame gap
 SETTLE_CYCLES = 30_000      # after the last frame is accounted for: commands in flight land
 STEP_CYCLES = 20_000        # how often the run checks whether every frame is accounted for
 
@@ -50,6 +52,8 @@ class CompiledResult:
     cycles: int
     offered: int
     counters: dict[str, Any] = field(default_factory=dict)
+    # chip.counters() at the start and end of the run's `window` (steady state), if asked
+    window: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def frames(self, port: int) -> list[bytes]:
         return [f.data for f in self.out.get(port, [])]
@@ -64,12 +68,19 @@ class CompiledResult:
         return all(r.ok for r in self.leaks)
 
 
-def paced(frames: list[bytes], load: float) -> list[RxFrame]:
-    """Frames offered back to back at `load` (fraction of 10GbE line rate)."""
+def wire_seconds(frame_bytes: int, port: Port) -> float:
+    """Time one frame occupies the port's line (frame bytes + the line's overhead)."""
+    return (frame_bytes + port.overhead_bytes) * 8 / port.rate_bps
+
+
+def paced(frames: list[bytes], load: float, port: Port | None = None) -> list[RxFrame]:
+    """Frames offered back to back at `load` (fraction of the port's line rate; 10GbE
+    when no port is given)."""
+    port = port or Port.ethernet_10g()
     out, start = [], 0.0
     for frame in frames:
         out.append(RxFrame(frame, time_s=start))
-        start += (len(frame) + WIRE_OVERHEAD) * 8 / LINE_BPS / load
+        start += wire_seconds(len(frame), port) / load
     return out
 
 
@@ -173,32 +184,48 @@ class CompiledRun:
 
     # ---- running ----
     def run(self, frames: dict[int, list[bytes]], load: float = 0.5,
-            max_cycles: int | None = None) -> CompiledResult:
+            max_cycles: int | None = None,
+            window: tuple[float, float] | None = None,
+            advance: Callable[[int], object] | None = None) -> CompiledResult:
         """Offer the frames (per input port, in order) at `load` x line rate and run until
-        every one is accounted for (or `max_cycles`), then settle and drain."""
+        every one is accounted for (or `max_cycles`), then settle and drain.  `window`
+        (fractions of the offered span, e.g. (0.25, 0.85)) also snapshots chip.counters()
+        at those two instants: their difference is the steady state, free of the start-up
+        and of the drain.  `advance(cycles)` runs the chip (default `chip.run`; the control
+        plane's `cp.run` when an XScale model runs beside it)."""
+        advance = advance or (lambda cycles: self.chip.run(cycles=cycles))
         sinks = {q: ListSink() for q in range(self.linked.ports)}
         for q, sink in sinks.items():
             self.chip.attach_sink(q, sink)
+        ports = self.chip.config.ports
         for p, port_frames in frames.items():
-            self.chip.attach_source(p, ListSource(paced(port_frames, load)))
+            self.chip.attach_source(p, ListSource(paced(port_frames, load, ports[p])))
         offered = sum(len(f) for f in frames.values())
+        wire = max((sum(wire_seconds(len(f), ports[p]) for f in fs)
+                    for p, fs in frames.items()), default=0.0)
+        span = wire / load * self.chip.config.clock_hz       # cycles the offer lasts
         if max_cycles is None:
-            wire = max((sum(len(f) + WIRE_OVERHEAD for f in fs) for fs in frames.values()),
-                       default=0)
-            clock = self.chip.config.clock_hz
-            max_cycles = int(wire * 8 / LINE_BPS / load * clock * 4) + 400_000
+            max_cycles = int(span * 4) + 400_000
         start = self.chip.now
+        marks = sorted(int(f * span) for f in window) if window else []
+        snapshots: list[dict[str, Any]] = []
         while self.chip.now - start < max_cycles:
-            self.chip.run(cycles=STEP_CYCLES)
+            elapsed = self.chip.now - start
+            step = min([STEP_CYCLES] + [m - elapsed for m in marks if m > elapsed])
+            advance(max(1, step))
+            if len(snapshots) < len(marks) and self.chip.now - start >= marks[len(snapshots)]:
+                snapshots.append(self.chip.counters())
+                continue
             done = (sum(len(s.frames) for s in sinks.values()) + self._exceptions_waiting()
                     + sum(self.drop_counts().values()) + sum(self.receive_drops().values()))
             if done >= offered:
                 break
-        self.chip.run(cycles=SETTLE_CYCLES)
+        advance(SETTLE_CYCLES)
         self.chip.close_sinks()
         exceptions = self.take_exceptions()
         return CompiledResult(
             out={q: list(s.frames) for q, s in sinks.items()}, drops=self.drop_counts(),
             exceptions=exceptions, receive_drops=self.receive_drops(),
             leaks=leak_check(self.loaded), cycles=self.chip.now - start, offered=offered,
-            counters=self.chip.counters())
+            counters=self.chip.counters(),
+            window=(snapshots[0], snapshots[1]) if len(snapshots) == 2 else None)
