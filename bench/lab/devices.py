@@ -13,13 +13,18 @@ prefix-length distribution (``npkit.runtime.routes.generate_routes``); next hop 
 leaves on port ``h % ports`` with MAC addresses derived from *h* (``next_hop_macs``).
 ``destinations(family, out_port, count, seed)`` picks destinations whose route leaves on a
 given port, which is how a procedure builds port-pair traffic.
+
+``CompiledChipDevice`` is also an ``npf.UpdatableDevice``: ``measure_update_rate`` and
+``run_with_updates`` run the program as a ``runtime.compiled_router.CompiledRouter``, the
+XScale model replaying every route update into the chip's memory in simulated time, with
+the streams of ``bench/lab/updates.py``.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -45,6 +50,7 @@ from npkit.bench.tester.media import ETHERTYPE, PS_PER_S
 STEP_CYCLES = 20_000  # how often a run checks whether every frame is accounted for
 NEXT_HOPS = 16
 MTU = 1500
+SPARE_ROUTES = 4096  # per family: routes not loaded, for the update streams' adds
 ROUTER4_ADDRESS = 0x0A000001  # router4's own address (10.0.0.1): never a destination
 
 
@@ -181,6 +187,15 @@ class _Loaded:
     drain: Callable[[], None]  # the slow path: take exceptions off their ring, free buffers
     finish: Callable[[], dict[str, float]]  # counters by reason
     fwd_mes: tuple[int, ...]
+    # how the trial moves time on: the chip alone, or the chip with the XScale model beside
+    # it (route updates landing while the frames flow); None: chip.run
+    advance: Callable[[int], Any] | None = None
+
+    def step(self, cycles: int) -> None:
+        if self.advance is None:
+            self.chip.run(cycles=cycles)
+        else:
+            self.advance(cycles)
 
 
 def _run_trial(loaded: _Loaded, traffic: Traffic, settle_ps: int,
@@ -205,14 +220,14 @@ def _run_until_done(loaded: _Loaded, sinks: Mapping[int, Any], offered: int,
     clock = chip.config.clock_hz
     traffic_end, deadline = _cycle(last_ps, clock), _cycle(last_ps + settle_ps, clock)
     while chip.now < traffic_end:
-        chip.run(cycles=min(STEP_CYCLES, traffic_end - chip.now))
+        loaded.step(min(STEP_CYCLES, traffic_end - chip.now))
         loaded.drain()
     during = chip.counters()  # busy fractions over the offered traffic's span
     while chip.now < deadline:
         out = sum(len(s.frames) for s in sinks.values())
         if out + loaded.settled() >= offered:
             break
-        chip.run(cycles=min(STEP_CYCLES, deadline - chip.now))
+        loaded.step(min(STEP_CYCLES, deadline - chip.now))
         loaded.drain()
     chip.close_sinks()
     return during
@@ -301,9 +316,13 @@ class _ChipDevice:
         raise NotImplementedError
 
     def run(self, trial: Trial) -> TrialResult:
+        traffic = generate(trial.streams, self.ports)
+        return self._trial_on(self._load(), trial, traffic)
+
+    def _trial_on(self, loaded: _Loaded, trial: Trial, traffic: Traffic) -> TrialResult:
+        """Run ``traffic`` on a loaded chip and analyze it against the loaded table."""
         models = self.ports
-        traffic = generate(trial.streams, models)
-        rx, counters, sim_ps = _run_trial(self._load(), traffic, trial.settle_ps, models)
+        rx, counters, sim_ps = _run_trial(loaded, traffic, trial.settle_ps, models)
         analyzer = Analyzer(models, self.tables.reference(models), self.options.latency_bin_ps)
         report = analyzer.analyze(traffic.records(), rx)
         return TrialResult(report, traffic, rx, counters, sim_ps)
@@ -393,6 +412,10 @@ class CompiledChipDevice(_ChipDevice):
 
         run = CompiledRun(self.linked, seed=self.options.chip_seed)
         run.load_memories(self.native)
+        return self._loaded(run)
+
+    def _loaded(self, run: Any, advance: Callable[[int], Any] | None = None) -> _Loaded:
+        """A trial's view of a CompiledRun (also a CompiledRouter's): drops, exceptions."""
         names = self.linked.exceptions
         taken: dict[str, float] = {}
 
@@ -411,7 +434,104 @@ class CompiledChipDevice(_ChipDevice):
             out.update({f"rx.{k}": v for k, v in run.receive_drops().items()})
             return {**out, **taken}
 
-        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.runtime.fwd_mes))
+        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.runtime.fwd_mes),
+                       advance)
+
+    # ---- the control plane (npf.UpdatableDevice) ----
+    @cached_property
+    def spare_routes(self) -> dict[int, dict[tuple[int, int], int]]:
+        """Routes the device did not load, for the update streams' adds."""
+        from npkit.bench.lab.updates import spare_routes
+
+        return spare_routes(self.options.routes, self.tables.routes, SPARE_ROUTES)
+
+    def updatable_router(self) -> Any:
+        """The device's program and tables on a fresh chip with the XScale control plane
+        beside it (``runtime.compiled_router.CompiledRouter``): next hops and routes set
+        through the control plane, copied in at load time."""
+        import dataclasses
+
+        from npkit.compiler.mbl import compile_file
+        from npkit.runtime.compiled_router import CompiledRouter
+        from npkit.runtime.neighbours import NextHop
+
+        # the router's shadow is a NativeProgram of linked.program: give it a fresh compile
+        # (as `native` does), since a program unpickled on a dask worker cannot be lowered
+        linked = self.linked
+        if dataclasses.is_dataclass(linked):
+            linked = dataclasses.replace(linked, program=compile_file(self.source))
+        router = CompiledRouter(linked=linked, seed=self.options.chip_seed,
+                                exception_path=False)
+        for hop in range(self.options.routes.next_hops):
+            dmac, smac = next_hop_macs(hop)
+            router.control.nexthops.set(hop, NextHop(dmac, smac, self.tables.port_of(hop),
+                                                     self.options.next_hop_mtu))
+        families = router.families
+        router.control.routes.reload(self.tables.routes[4] if 4 in families else None,
+                                     self.tables.routes[6] if 6 in families else None)
+        router.load_tables()
+        return router
+
+    def update_stream(self, family: int, count: int, seed: int,
+                      protected: tuple[tuple[int, int], ...] = ()) -> list[Any]:
+        """``bench.lab.updates.update_stream`` on the device's table (at least ``count``)."""
+        from npkit.bench.lab.updates import update_stream
+
+        return update_stream(self.tables.routes[family], self.spare_routes[family], family,
+                             -(-count // 6) * 6, seed, protected,
+                             self.options.routes.next_hops)
+
+    def measure_update_rate(self, family: int, updates: int, seed: int) -> float:
+        """Updates per second of simulated time, ``updates`` of the device's stream back to
+        back on the XScale model, no traffic (``compiled_router.update_rate``)."""
+        from npkit.runtime.compiled_router import update_rate
+
+        if updates < 1:
+            raise ValueError(f"updates must be >= 1, got {updates}")
+        stream = self.update_stream(family, updates, seed)[:updates]
+        return update_rate(self.updatable_router(), stream).per_second
+
+    def run_with_updates(self, trial: Trial, family: int, updates_per_s: float,
+                         seed: int, stream: Sequence[Any] | None = None) -> TrialResult:
+        """``trial`` while updates of ``family`` arrive every 1 / ``updates_per_s`` s from
+        the first frame's send time until the last's.  The updates (``update_stream``)
+        never touch the trial's exercised prefixes nor prefixes inside them, so the
+        analyzer's reference of the loaded table stays exact; ``stream`` replaces them
+        (the analyzer still judges by the loaded table: a given stream that changes the
+        traffic's routes shows as misrouted frames).  Counters add
+        ``updates.scheduled``, ``updates.landed`` (last word visible before the run
+        ended) and ``updates.words``."""
+        from npkit.runtime.compiled_router import at_rate
+
+        if updates_per_s <= 0:
+            return self.run(trial)
+        traffic = generate(trial.streams, self.ports)
+        sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
+        if not sends:
+            return self.run(trial)
+        first, last = min(sends), max(sends)
+        count = 1 + int((last - first) * Fraction(str(updates_per_s)) // PS_PER_S)
+        if stream is None:
+            stream = self.update_stream(family, count, seed, _exercised(trial, family))
+        stream = list(stream)[:count]
+        router = self.updatable_router()
+        at_rate(router, stream, updates_per_s, _cycle(first, router.chip.config.clock_hz))
+        loaded = self._loaded(router.compiled, lambda cycles: router.cp.run(cycles=cycles))
+        result = self._trial_on(loaded, trial, traffic)
+        landed = [r for r in router.records if r.end <= router.chip.now]
+        result.counters.update({"updates.scheduled": len(stream),
+                                "updates.landed": len(landed),
+                                "updates.words": sum(r.words for r in landed)})
+        return result
+
+
+def _exercised(trial: Trial, family: int) -> tuple[tuple[int, int], ...]:
+    """The prefixes ``trial``'s streams send to, of ``family``."""
+    out: set[tuple[int, int]] = set()
+    for stream in trial.streams:
+        prefixes = getattr(stream.destinations.get(family), "prefixes", ())
+        out.update((p.network, p.length) for p in prefixes)
+    return tuple(sorted(out))
 
 
 def _route_source(routes: Any) -> str:

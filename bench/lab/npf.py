@@ -19,11 +19,26 @@ signature, optionally the Internet mix):
 * **overload forwarding rate**: more input than output capacity -- every input port at
   100 % towards one output port -- and what that port still forwards.
 
-The **forwarding-table update rate** tests (the maximum update rate, and forwarding under
-25/50/75/100 % of it) need a control plane changing the device's table while it forwards.
-A device offers that with the ``UpdatableDevice`` methods; one without them (the simulated
-chip, until a control plane drives the compiled program) gets a result that says "not
-measured" and carries no figure.
+The **forwarding-table update rate** tests need a control plane changing the device's
+table while it forwards; a device offers that with the ``UpdatableDevice`` methods (the
+compiled router on the chip does, through ``runtime.compiled_router``: every update is
+replayed by the XScale model in simulated time).  One without them gets a result that
+says "not measured" and carries no figure.  Per family:
+
+* **update rate**: ``updates_per_measurement`` updates (one per call) back to back with no
+  traffic, in updates per second;
+* **forwarding under updates**: at the throughput load of the family's smallest size (100 %
+  when that case was not run or found no throughput), one trial per 25/50/75/100 % of the
+  update rate, updates arriving evenly while the frames are sent.  The updates change
+  routes the traffic does not use (bench/lab/updates.py: no exercised prefix nor a prefix
+  inside one is touched), so the analyzer's reference stays exact and every misrouted or
+  damaged frame counts as an error.
+
+**Forwarding rates** are packets received over the sending time (``trial_ps``), and
+frames that leave during the settle time count as received: at overload this includes the
+backlog the device drains after the tester stopped.  ``RatePoint.received_by_end`` counts
+only the frames out by the end of the sending time (which misses the frames still in
+flight when it ends); the true rate is between the two.
 
 Each (traffic, size) case is one task of ``sweep.run_tasks`` (serial or dask) and carries
 its configuration; every result is a frozen dataclass of plain values.
@@ -35,7 +50,6 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,7 +59,6 @@ from npkit.bench.lab.devices import (
     ChipOptions,
     CompiledChipDevice,
     example_path,
-    next_hop_macs,
 )
 from npkit.bench.lab.search import (
     LossCurve,
@@ -71,8 +84,8 @@ from npkit.bench.tester.stream import Destinations
 FAMILIES = {"ipv4": 4, "ipv6": 6, "mixed": "mixed"}
 LATENCY_PERCENTS = (100.0, 95.0, 90.0, 50.0)
 UPDATE_PERCENTS = (25.0, 50.0, 75.0, 100.0)
-NOT_MEASURED = ("not measured on the chip: no control plane drives the compiled program's "
-                "forwarding table yet")
+NOT_MEASURED = ("not measured: the device has no control plane to change its forwarding "
+                "table while it runs")
 
 
 # --------------------------------------------------------------------------- route tables
@@ -232,6 +245,7 @@ class RatePoint:
     forwarded_pps: float
     forwarded_ip_gbps: float
     offered_ip_gbps: float
+    received_by_end: int | None = None  # of ``received``, out by the end of the sending time
 
 
 @dataclass(frozen=True)
@@ -284,9 +298,14 @@ class NpfCaseResult:
 
 @dataclass(frozen=True)
 class UpdatePoint:
+    """Forwarding while updates arrive at ``percent_of_max`` of the maximum rate;
+    ``updates_landed`` (None: the device does not say) are those whose writes were all
+    visible before the trial ended."""
+
     percent_of_max: float
     updates_per_s: float
     rate: RatePoint
+    updates_landed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +321,7 @@ class UpdateResult:
     max_updates_per_s: float | None = None
     traffic_size: str = ""
     concurrent: tuple[UpdatePoint, ...] = ()
+    load_percent: float = 100.0  # the offered load of the concurrent trials
 
 
 @dataclass(frozen=True)
@@ -324,8 +344,9 @@ class NpfResult:
 @runtime_checkable
 class UpdatableDevice(Protocol):
     """A device whose forwarding table a control plane can change (the NPF control-plane
-    and concurrent tests).  Updates are add/delete of prefixes of the loaded table, one
-    update per call, in a seeded order."""
+    and concurrent tests).  Updates are adds, deletes and next-hop changes, one update per
+    call, in a seeded order; those of ``run_with_updates`` leave the routes of the trial's
+    destinations alone, so the analyzer's reference of the loaded table stays exact."""
 
     def measure_update_rate(self, family: int, updates: int, seed: int) -> float:
         """Updates per second, back to back, with no traffic."""
@@ -425,13 +446,16 @@ def rate_point(load_percent: float, result: TrialResult, duration_ps: int,
     """Rates over the sending time ``duration_ps`` (frames still arriving in the settle
     time count: they were forwarded)."""
     total = result.report.total
-    sent_bits = _ip_bits(framing, (r.data for r in result.traffic.records()))
+    sent = result.traffic.records()
+    sent_bits = _ip_bits(framing, (r.data for r in sent))
     got_bits = _ip_bits(framing, (r.data for r in result.received))
     seconds = Fraction(duration_ps, PS_PER_S)
+    end = min((r.time_ps for r in sent), default=0) + duration_ps
+    by_end = sum(1 for r in result.received if r.time_ps <= end)
     return RatePoint(float(load_percent), total.sent, total.received, total.lost,
                      result.report.errors - total.lost, duration_ps,
                      float(total.received / seconds), float(got_bits / seconds) / 1e9,
-                     float(sent_bits / seconds) / 1e9)
+                     float(sent_bits / seconds) / 1e9, by_end)
 
 
 def latency_point(percent: float, load_percent: float, result: TrialResult) -> LatencyPoint:
@@ -547,23 +571,39 @@ def run_case(device: Device, config: NpfConfig, traffic: str, label: str,
                          over, dict(full.counters), counters, above, note)
 
 
-def update_tests(device: Device, config: NpfConfig, family: int) -> UpdateResult:
-    """The forwarding-table update rate and forwarding under concurrent updates (at the
-    smallest size of the family, 100 % offered load)."""
+def update_tests(device: Device, config: NpfConfig, family: int,
+                 load_percent: float | None = None) -> UpdateResult:
+    """The forwarding-table update rate and forwarding under concurrent updates at the
+    smallest size of the family and ``load_percent`` (None: 100 %) offered load."""
     if not isinstance(device, UpdatableDevice):
         return UpdateResult(family, False, NOT_MEASURED)
     traffic = "ipv4" if family == 4 else "ipv6"
     label, sizes = config.sizes(traffic, _framing(device))[0]
+    load = 100.0 if load_percent is None else float(load_percent)
     updates = config.updates_per_measurement
     best = device.measure_update_rate(family, updates, config.seed)
     trials = make_trials(device, config, traffic, label, sizes)
     points = []
     for percent in config.update_percents:
         rate = best * percent / 100
-        result = device.run_with_updates(trials.at(100.0), family, rate, config.seed)
+        result = device.run_with_updates(trials.at(load), family, rate, config.seed)
+        landed = result.counters.get("updates.landed")
         points.append(UpdatePoint(float(percent), float(rate),
-                                  rate_point(100.0, result, config.trial_ps, trials.framing)))
-    return UpdateResult(family, True, "", updates, float(best), label, tuple(points))
+                                  rate_point(load, result, config.trial_ps, trials.framing),
+                                  None if landed is None else int(landed)))
+    return UpdateResult(family, True, "", updates, float(best), label, tuple(points), load)
+
+
+def throughput_of(results: Iterable[NpfCaseResult], config: NpfConfig, family: int,
+                  framing: str) -> float | None:
+    """The throughput load found for the family's smallest size (the update tests' load),
+    None when that case was not run or no load passed."""
+    traffic = "ipv4" if family == 4 else "ipv6"
+    label = config.sizes(traffic, framing)[0][0]
+    for case in results:
+        if (case.traffic, case.size) == (traffic, label):
+            return case.throughput.throughput_percent
+    return None
 
 
 # --------------------------------------------------------------------------- the suite
@@ -587,10 +627,11 @@ class UpdateTask:
     device: Any
     config: NpfConfig
     family: int
+    load_percent: float | None = None
 
 
 def run_update_task(task: UpdateTask) -> UpdateResult:
-    return update_tests(task.device, task.config, task.family)
+    return update_tests(task.device, task.config, task.family, task.load_percent)
 
 
 def cases(device: Device, config: NpfConfig) -> list[CaseTask]:
@@ -609,8 +650,11 @@ def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
     families = sorted({4 if t == "ipv4" else 6 for t in config.traffic if t != "mixed"})
     updates: list[UpdateResult] = []
     if config.update_tests:
-        updates = run_tasks(run_update_task, [UpdateTask(device, config, f) for f in families],
-                            where or Where())
+        framing = _framing(device)
+        updates = run_tasks(run_update_task,
+                            [UpdateTask(device, config, f,
+                                        throughput_of(results, config, f, framing))
+                             for f in families], where or Where())
     return NpfResult("npf", config, device.describe(), tuple(results), tuple(updates),
                      dict(setup or {}))
 
@@ -632,47 +676,24 @@ def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
 POS_MTU = 4470  # the usual POS interface MTU: the NPF sizes reach 1518 IP bytes
 
 
-class MtuChipDevice(CompiledChipDevice):
-    """``devices.CompiledChipDevice`` with every next hop's MTU set to ``mtu``: POS links
-    carry 1518-byte IP packets, which the Ethernet MTU of 1500 would send to the slow path
-    (fragmentation / too big)."""
-
-    def __init__(self, options: ChipOptions | None = None, *, mtu: int = MTU,
-                 **rest: Any) -> None:
-        super().__init__(options, **rest)
-        self.mtu = mtu
-
-    def _config_state(self) -> dict[str, Any]:
-        return {**super()._config_state(), "mtu": self.mtu}
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "next_hop_mtu": self.mtu}
-
-    @cached_property
-    def native(self) -> Any:
-        native = CompiledChipDevice.native.func(self)  # type: ignore[attr-defined]
-        for hop in range(self.options.routes.next_hops):
-            dmac, smac = next_hop_macs(hop)
-            native.write("nexthops", hop, {"dmac": dmac, "smac": smac,
-                                           "port": self.tables.port_of(hop), "mtu": self.mtu})
-        return native
-
-
-def chip_device(npf: NpfPreset, **options: Any) -> Device:
+def chip_device(npf: NpfPreset, mtu: int | None = None, **options: Any) -> Device:
     """The compiled router on the simulated chip with the preset's ports and tables (the
     sampled tables stand in for the chip devices' generated ``RouteConfig``).  POS ports
-    run examples/pos_router with next-hop MTU ``POS_MTU`` unless ``source`` / ``mtu`` say
-    otherwise."""
-    chip_options = ChipOptions(port_kinds=npf.port_kinds, routes=npf.routes)  # type: ignore
-    if all(k == "oc192pos" for k in npf.port_kinds):
+    run examples/pos_router with next-hop MTU ``POS_MTU`` (POS links carry 1518-byte IP
+    packets, which the Ethernet MTU of 1500 would send to the slow path) unless ``source``
+    / ``mtu`` say otherwise.  The device is an ``UpdatableDevice``."""
+    pos = all(k == "oc192pos" for k in npf.port_kinds)
+    chip_options = ChipOptions(port_kinds=npf.port_kinds, routes=npf.routes,  # type: ignore
+                               next_hop_mtu=mtu or (POS_MTU if pos else MTU))
+    if pos:
         options = {"source": example_path("pos_router", "pos_router.mbl"),
-                   "entry": "pos_router", "mtu": POS_MTU, **options}
-    return MtuChipDevice(chip_options, **options)
+                   "entry": "pos_router", **options}
+    return CompiledChipDevice(chip_options, **options)
 
 
 __all__ = [
     "LatencyPoint", "NpfCaseResult", "NpfConfig", "NpfPreset", "NpfResult", "OverloadResult",
     "RatePoint", "SampledRoutes", "UpdatableDevice", "UpdatePoint", "UpdateResult",
     "chip_device", "duplex_flows", "forwarding_rate", "latency_at", "make_trials", "overload",
-    "preset", "run_case", "run_npf", "run_preset", "update_tests",
+    "preset", "run_case", "run_npf", "run_preset", "throughput_of", "update_tests",
 ]

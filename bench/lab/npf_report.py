@@ -8,6 +8,8 @@ Rates: "% of line" is of the input ports' line (OC-192 POS: the 9.58464 Gb/s STS
 payload, which carries PPP header + IP packet + flag + FCS-32); Gbps are IP bits.  The
 published "20 Gbps at all packet sizes" is 2 x OC-192 at full line rate, so the figure to
 compare with it is our throughput in % of line rate (100 % = the published figure).
+Forwarding rates are packets received over the sending time, frames that leave during the
+settle time included (see ``npf``'s module documentation).
 """
 
 from __future__ import annotations
@@ -163,6 +165,18 @@ def _differences(result: NpfResult) -> str:
     for u in result.updates:
         if not u.measured:
             notes.append(f"* **IPv{u.family} route updates**: {u.note}; no figure is given")
+        elif u.max_updates_per_s is not None:
+            theirs = published.npf_figure(f"updates_v{u.family}_per_s").value or 0.0
+            notes.append(f"* **IPv{u.family} route updates**: ours {u.max_updates_per_s:,.0f}/s "
+                         f"against {theirs:,.0f}/s, in simulated time; on the chip the cost "
+                         "per update is mostly the XScale model's `[xscale] "
+                         "route_update_cycles` (chip TOML), an unverified [U] figure")
+        for p in u.concurrent:
+            if p.rate.lost or p.rate.errors:
+                notes.append(f"* **IPv{u.family} forwarding under updates** at "
+                             f"{p.percent_of_max:g} % of the update rate: {p.rate.lost:,} "
+                             f"lost, {p.rate.errors:,} errors (misrouted, damaged, ...) of "
+                             f"{p.rate.sent:,} at {p.rate.load_percent:.1f} % load")
     if not notes:
         return "Ours match the published figures where both exist.\n"
     return "**Where ours differ** (from the device's counters):\n\n" + "\n".join(notes) + "\n"
@@ -203,15 +217,20 @@ def _traffic_section(result: NpfResult, traffic: str, out_dir: Path) -> Section:
         f = c.forwarding
         rows.append((c.size, _num(f.sent * 1e6 / f.duration_ps, 3),  # per us = Mpps
                      _num(f.forwarded_pps / 1e6, 3), _num(f.forwarded_ip_gbps, 2),
-                     _num(_line_percent(c), 2), _num(_throughput_gbps(c), 2),
+                     _by_end(f), _num(_line_percent(c), 2), _num(_throughput_gbps(c), 2),
                      len(c.throughput.steps)))
     text = ("Forwarding rate at 100 % offered load on every input port, and throughput (the "
-            "highest load with zero loss).  Mpps and IP Gbps over all input ports.")
+            "highest load with zero loss).  Mpps and IP Gbps over all input ports.  The "
+            "forwarding rate is the packets received divided by the sending time: frames "
+            "that leave during the settle time after the tester stopped count too, so above "
+            "the throughput it includes the backlog the device drained; \"out by end\" is "
+            "the share of received frames out by the end of the sending time (it misses "
+            "those in flight then), and the rate the device sustains lies between the two.")
     if traffic != "ipv4":
         text += ("  IPv6 packets start at 60 bytes, the smallest that carries the IPv6 header "
                  "and the tester's 20-byte signature (smaller sizes are sent at 60).")
     text += "\n\n"
-    text += table(("size", "offered Mpps", "forwarded Mpps", "forwarded Gbps",
+    text += table(("size", "offered Mpps", "forwarded Mpps", "forwarded Gbps", "out by end",
                    "throughput % of line", "throughput Gbps", "search trials"), rows)
     charts = []
     chart = rate_chart(cases, out_dir / f"npf_{traffic}_rates.png", title)
@@ -283,21 +302,49 @@ def _overload_table(cases: Sequence[NpfCaseResult]) -> str:
     return text
 
 
+def _by_end(rate: Any) -> str:
+    """The share of received frames out by the end of the sending time."""
+    by_end = getattr(rate, "received_by_end", None)
+    if by_end is None or not rate.received:
+        return "–"
+    return f"{100 * by_end / rate.received:.1f} %"
+
+
+UPDATE_METHOD = (
+    "Forwarding-table updates, one per call: the update rate is a stream of updates applied "
+    "back to back with no traffic, in updates per second (on the chip: the XScale model "
+    "runs the route manager and replays every word it writes into the chip's memory, in "
+    "simulated time, from the first update's start to the last word visible).  A stream "
+    "is pairs that leave the table as it was: delete a loaded prefix and add it back, add "
+    "a prefix of the real table the device did not load (generated tables: a generated "
+    "one) and delete it, change a prefix's next hop and restore it.  Then the forwarding "
+    "rate at the throughput load of the family's smallest size while updates arrive "
+    "evenly at 25/50/75/100 % of that rate.  The updates change routes the traffic does "
+    "not use: no exercised prefix nor any prefix inside one, so every destination's route "
+    "is the same before, during and after, and a frame on a wrong port or with a wrong "
+    "header counts as an error (\"errors\": misrouted, damaged, duplicated, reordered) -- "
+    "no old-or-new allowance is needed or made.  \"landed\": updates whose writes were "
+    "all visible before the trial ended.\n\n")
+
+
 def _updates_section(result: NpfResult) -> Section:
     rows = []
     for u in result.updates:
         if not u.measured:
-            rows.append((f"IPv{u.family}", "–", "–", "–", u.note))
+            rows.append((f"IPv{u.family}", "–", "–", "–", "–", "–", "–", "–", u.note))
             continue
         for p in u.concurrent:
+            r = p.rate
             rows.append((f"IPv{u.family}", f"{p.percent_of_max:g} %",
-                         _num(p.updates_per_s, 0), _num(p.rate.forwarded_pps / 1e6, 3),
+                         _num(p.updates_per_s, 0),
+                         "–" if p.updates_landed is None else f"{p.updates_landed:,}",
+                         _num(r.load_percent, 1), _num(r.forwarded_pps / 1e6, 3),
+                         f"{r.lost:,}", f"{r.errors:,}",
                          f"max {u.max_updates_per_s:,.0f}/s ({u.updates} updates), "
-                         f"{u.traffic_size} B at 100 % load"))
-    text = ("Forwarding-table update rate (one update per call) and forwarding rate under "
-            "25/50/75/100 % of the maximum update rate.\n\n")
-    text += table(("family", "of max rate", "updates/s", "forwarded Mpps", "note"), rows) \
-        if rows else "Not run.\n"
+                         f"{u.traffic_size} B"))
+    text = UPDATE_METHOD
+    text += table(("family", "of max rate", "updates/s", "landed", "load %",
+                   "forwarded Mpps", "lost", "errors", "note"), rows) if rows else "Not run.\n"
     return Section("Forwarding-table updates", text)
 
 
