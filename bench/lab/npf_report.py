@@ -179,7 +179,18 @@ def _differences(result: NpfResult) -> str:
                              f"{p.rate.sent:,} at {p.rate.load_percent:.1f} % load")
     if not notes:
         return "Ours match the published figures where both exist.\n"
-    return "**Where ours differ** (from the device's counters):\n\n" + "\n".join(notes) + "\n"
+    return ("**Where ours differ** (from the device's counters):\n\n" + DEVICE_DIFFERENCE
+            + "\n".join(notes) + "\n")
+
+
+# The published device is not ours: say so before the per-case notes.
+DEVICE_DIFFERENCE = (
+    "The published system is two IXP2800s, each with its own SRAM and DRAM (123.9 MB of "
+    "packet buffers per chip, FACTS.md §3); ours is one simulated IXP2800 that receives, "
+    "forwards and transmits both ports' traffic, so every packet's DRAM accesses (receive "
+    "write, header read, header write-back, transmit read) fall on one chip's three DRAM "
+    "channels. Where the counters below show DRAM saturated, that is the first reason; "
+    "docs/performance.md \"Compiled router on 2 x OC-192 POS\" gives the arithmetic.\n\n")
 
 
 def _latency_differences(result: NpfResult) -> list[str]:
