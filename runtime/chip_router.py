@@ -184,12 +184,20 @@ class ChipRouter:
         for emit in emits:
             yield from self._inject(emit.port, emit.frame)
 
+    def _injection_freelist(self) -> tuple[int, int]:
+        """(SRAM channel, queue) of the buffers the XScale's injected frames come from."""
+        return self.layout.xs_channel, self.layout.freelist_queue
+
+    def _injection_ports(self) -> int:
+        return self.layout.ports
+
     def _inject(self, port: int, frame: bytes) -> Generator[Any, Any, None]:
         lay, cp = self.layout, self.cp
-        if not 0 <= port < lay.ports or len(frame) > lay.buf_max_frame:
+        channel, queue = self._injection_freelist()
+        if not 0 <= port < self._injection_ports() or len(frame) > lay.buf_max_frame:
             self.counters_cp["inject_refused"] += 1
             return
-        handle = yield from cp.dequeue(lay.xs_channel, lay.freelist_queue)
+        handle = yield from cp.dequeue(channel, queue)
         if handle == 0:
             self.counters_cp["inject_no_buffer"] += 1
             return
@@ -197,7 +205,7 @@ class ChipRouter:
         meta_word = (handle & 0x03FFFFFF) // 4
         yield from cp.sram_write((handle >> 26) & 3, meta_word + 1,
                                  [lay.buf_data_offset << 16 | len(frame),
-                                  len(frame) << 16 | lay.freelist_queue,
+                                  len(frame) << 16 | queue,
                                   lay.host_port << 16 | port])
         yield from cp.ring_put(lay.tx_ring(port), [handle])
         self.port_counters.port(port).injected += 1

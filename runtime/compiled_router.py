@@ -198,23 +198,11 @@ class CompiledRouter(ChipRouter):
         return end
 
     # ---- the exception path's injection (ChipRouter's, with the XScale's own queue) ----
-    def _inject(self, port: int, frame: bytes) -> Generator[Any, Any, None]:
-        lay, cp, spec = self.layout, self.cp, self.xs_freelist
-        if not 0 <= port < self.linked.ports or len(frame) > lay.buf_max_frame:
-            self.counters_cp["inject_refused"] += 1
-            return
-        handle = yield from cp.dequeue(spec.channel, spec.queue)
-        if handle == 0:
-            self.counters_cp["inject_no_buffer"] += 1
-            return
-        yield from cp.dram_write(lay.frame_address(handle), frame)
-        yield from cp.sram_write(spec.channel, (handle & 0x03FFFFFF) // 4 + 1,
-                                 [lay.buf_data_offset << 16 | len(frame),
-                                  len(frame) << 16 | spec.queue,
-                                  lay.host_port << 16 | port])
-        yield from cp.ring_put(lay.tx_ring(port), [handle])
-        self.port_counters.port(port).injected += 1
-        self.counters_cp["injected"] += 1
+    def _injection_freelist(self) -> tuple[int, int]:
+        return self.xs_freelist.channel, self.xs_freelist.queue
+
+    def _injection_ports(self) -> int:
+        return self.linked.ports
 
     # ---- running and counters ----
     def forward(self, frames: dict[int, list[bytes]], load: float = 0.5,
