@@ -348,7 +348,9 @@ class CompiledChipDevice(_ChipDevice):
         self.source = Path(source) if source is not None else example_path("router",
                                                                            "router.mbl")
         self.entry = entry
-        self.fwd_mes_per_port = fwd_mes_per_port
+        # 4 ports fit the chip's 16 MEs with 2 forwarding MEs a port (compiler/me/link.py)
+        four_ports = len(self.options.port_kinds) == 4
+        self.fwd_mes_per_port = min(fwd_mes_per_port, 2) if four_ports else fwd_mes_per_port
         self.name = f"compiled:{self.source.stem}:{entry}"
 
     def _config_state(self) -> dict[str, Any]:

@@ -15,6 +15,13 @@ Mapping (two ports, N = `fwd_mes_per_port`): ME 0, 1 receive (rx_eth.uc), MEs
 joined by next-neighbour rings), ME 6, 7 transmit (tx_eth.uc; 2 + 2N, 3 + 2N when N > 2).
 Rings: RX ring base + N p + i feeds ME i of port p's chain (base 0, or 7 when the 2N RX
 rings do not fit below router4's TX rings 4 + q and exception ring 6).
+
+Four ports (N = 2 only: 4 + 4N + 4 <= 16 MEs, and rx_eth.uc puts port p on rings 2p,
+2p + 1): ME 0..3 receive, 4..11 forward, 12..15 transmit (port = ME & 3); RX rings 0..7,
+TX rings 8 + q, exception ring 12; 64 buffers per port (the
+scratch holds 4 x 2 x 128 RX, 4 x 256 TX and 512 exception words, not the 5,120 words 128
+buffers need), two ports' freelists per SRAM channel (queues 0, 1) and a TBUF partition of
+16 elements per port.
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ MEDIA_DIR = router4.FOLDER
 CHANNEL_SHIFT = 26                  # SRAM byte address bits 27..26: the channel
 BIG_CHANNEL_BYTES = 1 << CHANNEL_SHIFT
 RX_MES, FWD_FIRST_ME, TX_FIRST_ME = (0, 1), 2, 6
+FOUR_PORTS = 4
+MAX_FWD_MES_PER_PORT_4 = 2          # 4 receive + 4 transmit + 4 N forwarding MEs <= 16
 FWD_MES_PER_PORT = 4                # the default: the most the chip's scratch holds rings for
 MAX_FWD_MES_PER_PORT = 4            # 2N + 3 rings of 16; N RX rings of 256 words per port
 CONTEXTS = 8
@@ -202,15 +211,17 @@ def _channel_ends(placements: tuple[MemoryPlacement, ...], channels: int) -> lis
 
 
 def _place_descriptors(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig,
-                       channel_bytes: int, ports: int, lay: router4.Layout) -> tuple[int, int]:
-    """(first channel, descriptor base): port p's freelist on channel first + p, its
-    descriptors at base + p x (buffers x 32) on it, clear of the program's memories.  The
+                       channel_bytes: int, channels: int, ports: int, lay: router4.Layout
+                       ) -> tuple[int, int]:
+    """(first channel, descriptor base): the freelists on `channels` adjacent channels from
+    first (port p on first + p, or first + p // 2 when two ports share a channel), port p's
+    descriptors at base + p x (buffers x 32), clear of the program's memories.  The
     lowest base wins (router4's own 0x10000 when the channels are free)."""
     ends = _channel_ends(placements, cfg.sram_channels)
     size = ports * lay.bufs_per_port * lay.desc_bytes
     options = []
-    for first in range(cfg.sram_channels - ports + 1):
-        used = ends[first:first + ports]
+    for first in range(cfg.sram_channels - channels + 1):
+        used = ends[first:first + channels]
         base = max(lay.buf_desc_base, _align(max(used), DESC_ALIGN))
         if base + size <= channel_bytes:
             options.append((base, first))
@@ -267,20 +278,47 @@ def _place_local(placements: tuple[MemoryPlacement, ...], cfg: ChipConfig) -> in
     return word
 
 
-def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: int,
-                 per_port: int = FWD_MES_PER_PORT) -> RuntimeLayout:
-    if ports != 2:
-        raise LinkError(f"{ports} ports: the linker maps exactly 2 (router4's media stages)")
+def four_port_layout(cfg: ChipConfig, per_port: int) -> router4.Layout:
+    """router4's layout re-planned for 4 ports: TX rings after the 4N RX rings, fewer
+    buffers (the scratch), two freelists a channel (the SRAM channels the program leaves)."""
+    lay = router4.LAYOUT
+    tx_base = max(8, 4 * per_port)
+    bufs = 64
+    return dataclasses.replace(
+        lay, ports=FOUR_PORTS, fwd_first_me=4, tx_first_me=12, bufs_per_port=bufs,
+        rx_ring_base=0, tx_ring_base=tx_base, exc_ring=tx_base + FOUR_PORTS,
+        rx_ring_words=max(cfg.ring_words_range[0], bufs * lay.rx_entry_words),
+        tx_ring_words=max(cfg.ring_words_range[0], FOUR_PORTS * bufs),
+        exc_ring_words=FOUR_PORTS * bufs * lay.exc_entry_words)
+
+
+def _check_mapping(ports: int, per_port: int) -> None:
+    if ports not in (2, FOUR_PORTS):
+        raise LinkError(f"{ports} ports: the linker maps 2 or 4 (router4's media stages)")
+    if ports == FOUR_PORTS and per_port != MAX_FWD_MES_PER_PORT_4:
+        raise LinkError(f"fwd_mes_per_port={per_port} on 4 ports: only 2 (16 MEs: 4 receive "
+                        "+ 4 transmit + 4 x 2 forwarding; rx_eth.uc puts port p on rings "
+                        "2p, 2p + 1)")
     if not 1 <= per_port <= MAX_FWD_MES_PER_PORT:
         raise LinkError(f"fwd_mes_per_port={per_port}: 1..{MAX_FWD_MES_PER_PORT} (the "
                         f"scratch rings: {per_port} RX rings per port + TX + exception)")
+
+
+def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: int,
+                 per_port: int = FWD_MES_PER_PORT) -> RuntimeLayout:
+    _check_mapping(ports, per_port)
     placements = memory_map(program)
-    base = ring_numbers(ports, per_port, router4.LAYOUT)
-    first, desc_base = _place_descriptors(placements, cfg, channel_bytes, ports, base)
+    four = ports == FOUR_PORTS
+    base = four_port_layout(cfg, per_port) if four else ring_numbers(ports, per_port,
+                                                                      router4.LAYOUT)
+    channels = ports // 2 if four else ports     # 4 ports: two freelists a channel
+    first, desc_base = _place_descriptors(placements, cfg, channel_bytes, channels, ports,
+                                          base)
     rings, counters = _place_scratch(placements, cfg, ports, len(program.reasons.ids), base,
                                      per_port)
     freelists = tuple(
-        FreelistSpec(channel=first + p, queue=base.freelist_queue,
+        FreelistSpec(channel=first + (p // 2 if four else p),
+                     queue=p % 2 if four else base.freelist_queue,
                      descriptor_base=desc_base + p * base.bufs_per_port * base.desc_bytes,
                      descriptor_bytes=base.desc_bytes, count=base.bufs_per_port,
                      dram_base=p * base.bufs_per_port * base.buf_bytes,
@@ -294,14 +332,17 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
         exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
         cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],
         cnt_rx_too_long=counters["cnt_rx_too_long"], cnt_tx_race=counters["cnt_tx_race"])
-    fwd_end = FWD_FIRST_ME + ports * per_port
-    tx_first = max(TX_FIRST_ME, fwd_end + fwd_end % 2)   # tx_eth.uc: port = ME & 1
+    fwd_first = base.fwd_first_me if four else FWD_FIRST_ME
+    fwd_end = fwd_first + ports * per_port
+    # tx_eth.uc: port = ME & 1 (2 ports); 4 ports: ME 12..15, hardware 0x14..0x17, & 3
+    tx_first = base.tx_first_me if four else max(TX_FIRST_ME, fwd_end + fwd_end % 2)
     rx_rings = tuple(tuple(base.rx_ring_base + per_port * p + i for i in range(per_port))
                      for p in range(ports))
     return RuntimeLayout(layout, tuple(rings), freelists, counters["drop_cnt_base"],
                          len(program.reasons.ids) + 2, _place_local(placements, cfg),
-                         tuple(range(FWD_FIRST_ME, fwd_end)), RX_MES,
-                         tuple(range(tx_first, tx_first + ports)), per_port, rx_rings)
+                         tuple(range(fwd_first, fwd_end)), tuple(range(ports)) if four
+                         else RX_MES, tuple(range(tx_first, tx_first + ports)), per_port,
+                         rx_rings)
 
 
 # --------------------------------------------------------------------------- metadata set-up
@@ -417,9 +458,27 @@ def _entry_first(body_uc: str) -> bool:
 
 
 # --------------------------------------------------------------------------- the header
+def four_port_defines(runtime: RuntimeLayout, tbuf_elements: int
+                      ) -> list[tuple[str, int | str]]:
+    """router4.h's #ifndef numbers for 4 ports: the mapping, the TX and exception rings
+    (tx_eth.uc tests each TX ring by its state name), two freelists a channel and the TBUF
+    partitions (`tbuf_elements` per port, a power of two)."""
+    lay = runtime.layout
+    part = tbuf_elements
+    return [("PORTS", FOUR_PORTS), ("FWD_FIRST_ME", runtime.fwd_mes[0]),
+            ("TX_FIRST_ME", runtime.tx_mes[0]), ("MEDIA_PORT_MASK", FOUR_PORTS - 1),
+            ("RX_FL_PAIRS", 1), ("TX_RING_BASE", lay.tx_ring_base), ("EXC_RING", lay.exc_ring),
+            ("TBUF_PART_ELEMENTS", part), ("TBUF_PART_MASK", part - 1),
+            ("TBUF_PART_SHIFT", part.bit_length() - 1)] + [
+            (f"TX_RING_EMPTY_{q}", f"SCR_Ring{lay.tx_ring(q)}_Empty")
+            for q in range(FOUR_PORTS)]
+
+
 def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
-                  pipeline: str, body: list[tuple[str, int | str]] | None = None) -> str:
-    """layout.h; `body`: body_defines() of the body (default: none, the safe set-up)."""
+                  pipeline: str, body: list[tuple[str, int | str]] | None = None,
+                  tbuf_elements: int = 16) -> str:
+    """layout.h; `body`: body_defines() of the body (default: none, the safe set-up);
+    `tbuf_elements`: TBUF elements per port (4 ports only)."""
     lay = runtime.layout
     lines = [f"// layout.h -- generated by compiler/me/link.py for '{pipeline}': do not edit.",
              "// The runtime's structures, placed where the program's memories are not.",
@@ -433,6 +492,8 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
         defines.append(("RX_RING_BASE", lay.rx_ring_base))
     if runtime.fwd_mes_per_port != 2:       # 2: rx_eth.uc's own alternation (router4's)
         defines.append(("RX_RINGS_PER_PORT", runtime.fwd_mes_per_port))
+    if len(runtime.rx_rings) == FOUR_PORTS:
+        defines += four_port_defines(runtime, tbuf_elements)
     dispatch: list[tuple[str, int | str]] = [
         ("FWD_FIRST_ME", runtime.fwd_mes[0]), ("FWD_PER_PORT", runtime.fwd_mes_per_port),
         ("LAST_POSITION", runtime.fwd_mes_per_port - 1),
@@ -450,6 +511,9 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
         dispatch.append(("WINDOW_QW", window_bytes // 8))
     if runtime.fwd_mes_per_port > 2:        # more than one upstream record in a turn
         dispatch.append(("FWD_CHAIN_LONG", 1))
+    ports = len(runtime.rx_rings)
+    if ports > 1 and ports & (ports - 1) == 0:   # out_port < PORTS: one shift test
+        dispatch.append(("PORTS_SHIFT", ports.bit_length() - 1))
     dispatch += body if body is not None else body_defines("index0", MetaSetup())
     rx_rings = [r for r in runtime.rings if r.what.startswith("RX")]
     dispatch += [(f"RX_EMPTY_{r.number - lay.rx_ring_base}", f"SCR_Ring{r.number}_Empty")
@@ -519,14 +583,15 @@ def _exception_names(program: Program) -> dict[int, str]:
 
 def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
          ports: int = 2, chip: str = "ixp2800", build_dir: str | Path | None = None,
-         fwd_mes_per_port: int = FWD_MES_PER_PORT,
+         fwd_mes_per_port: int | None = None,
          port_kinds: tuple[str, ...] | None = None,
          meta: MetaSetup | None = None) -> LinkedProgram:
     """Link a compiled body (the back end's .uc fragment) into ME images for `ports`
-    ports, `fwd_mes_per_port` forwarding MEs per input port (1..4, a chain that
-    keeps the port's order).  `port_kinds` names each port's kind (`Port.from_kind`:
-    "10gbe", "1gbe", "oc192pos"; default all 10GbE): the media stages move frame bytes
-    whatever the framing, so only the chip's ports (rate, per-frame overhead) change.
+    ports (2 or 4), `fwd_mes_per_port` forwarding MEs per input port (2 ports: 1..4,
+    default 4; 4 ports: 2; a chain that keeps the port's order).  `port_kinds` names
+    each port's kind (`Port.from_kind`: "10gbe", "1gbe", "oc192pos"; default all
+    10GbE): the media stages move frame bytes whatever the framing, so only the chip's
+    ports (rate, per-frame overhead) change.
     `build_dir` keeps the generated files (layout.h, body.uc); by default they go to a
     temporary folder.  `meta`: the body's metadata set-up (`meta_setup(wir)`; default:
     the one that suits any body).  Raises LinkError (layout) or the
@@ -538,10 +603,13 @@ def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
     cfg = ChipConfig.load(chip)
     placements = memory_map(program)
     channel_bytes = _sram_channel_bytes(placements, cfg)
+    if fwd_mes_per_port is None:
+        fwd_mes_per_port = FWD_MES_PER_PORT if ports != FOUR_PORTS else MAX_FWD_MES_PER_PORT_4
     runtime = plan_runtime(program, ports, cfg, channel_bytes, fwd_mes_per_port)
     reasons = len(program.reasons.ids)
     header = layout_header(runtime, window_bytes, reasons, pipeline,
-                           body_defines(body_uc, meta or MetaSetup()))
+                           body_defines(body_uc, meta or MetaSetup()),
+                           _tbuf_elements(cfg, ports))
     if build_dir is None:
         with tempfile.TemporaryDirectory(prefix="npkit-link-") as tmp:
             images = _assemble(Path(tmp), header, body_uc, window_bytes, runtime, pipeline)
@@ -560,6 +628,14 @@ def link(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
         exceptions=_exception_names(program),
         mapping=_mapping(program, pipeline, runtime, images),
         symbols=dict(images[1].image.symbols), port_kinds=kinds)
+
+
+def _tbuf_elements(cfg: ChipConfig, ports: int) -> int:
+    """TBUF elements per port (the MSF's partitions), a power of two for tx_eth.uc."""
+    elements = int(cfg.raw["msf"]["tbuf_bytes"]) // int(cfg.raw["msf"]["element_bytes"]) // ports
+    if elements & (elements - 1):
+        raise LinkError(f"{elements} TBUF elements per port: tx_eth.uc needs a power of two")
+    return elements
 
 
 def _port_kinds(port_kinds: tuple[str, ...] | None, ports: int) -> tuple[str, ...]:

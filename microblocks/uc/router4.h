@@ -20,15 +20,29 @@
 // ME 6, 7: tx_eth.uc    TX ring of port p = ME - 6 -> transmit port p
 // Each ME runs 8 threads; every stage keeps the arrival order of its input port with
 // ordered sections (token passing between the 8 threads of the ME).
+// (compiler/me/link.py overrides the #ifndef numbers for a compiled pipeline on 4 ports;
+// MEDIA_PORT_MASK: receive / transmit port = ME number & MEDIA_PORT_MASK)
+#ifndef PORTS
 #define PORTS 2
+#endif
+#ifndef FWD_FIRST_ME
 #define FWD_FIRST_ME 2
+#endif
+#ifndef TX_FIRST_ME
 #define TX_FIRST_ME 6
+#endif
+#ifndef MEDIA_PORT_MASK
+#define MEDIA_PORT_MASK 1
+#endif
 
 // ---------------------------------------------------------------- GEOMETRY (ixp2800, 2 ports)
 #define ELEMENT_SHIFT 7               // 128-byte RBUF/TBUF elements
 #define ELEMENT_BYTES 128
+#ifndef TBUF_PART_ELEMENTS
 #define TBUF_PART_ELEMENTS 32         // TBUF elements per port: 8192 / 2 ports / 128
 #define TBUF_PART_MASK 31
+#define TBUF_PART_SHIFT 5             // log2(TBUF_PART_ELEMENTS)
+#endif
 
 // ---------------------------------------------------------------- buffers
 // A buffer handle is the SRAM byte address of the buffer's 32-byte descriptor (metadata),
@@ -96,8 +110,10 @@
 #ifndef RX_RING_BASE                  // (compiler/me/link.py moves it for more RX rings)
 #define RX_RING_BASE 0                // RX ring of port p, half h = RX_RING_BASE + 2p + h
 #endif
+#ifndef TX_RING_BASE
 #define TX_RING_BASE 4                // TX ring of port p = TX_RING_BASE + p
 #define EXC_RING 6
+#endif
 #define RX_RING_WORDS 256
 #define TX_RING_WORDS 512
 #define EXC_RING_WORDS 512

@@ -79,7 +79,7 @@
 init:
     local_csr_rd[ACTIVE_CTX_STS]
     immed[t_b, 0]                       // ME number << 3 | context
-    alu_shf[port, 1, AND, t_b, >>3]     // receive port = ME & 1
+    alu_shf[port, MEDIA_PORT_MASK, AND, t_b, >>3]   // receive port = ME & MEDIA_PORT_MASK
 #ifdef RX_RINGS_PER_PORT
     // a compiled pipeline's own number of rings per port (compiler/me/link.py)
     alu[t_b2, 0, -, port]               // port is 0 or 1: port * RX_RINGS_PER_PORT
@@ -89,8 +89,17 @@ init:
     alu_shf[ring, RX_RING_BASE, +, port, <<1]
 #endif
     alu[fl_csr, port, +, MSF_RX_THREAD_FREELIST_BASE]
+#ifdef RX_FL_PAIRS
+    // two ports per SRAM channel (compiler/me/link.py, 4 ports): port p's freelist is
+    // queue p & 1 of channel RX_FL_CHANNEL + (p >> 1)
+    alu_shf[t_b2, --, B, port, >>1]
+    alu[t_b2, t_b2, +, RX_FL_CHANNEL]
+    alu[t_a, port, AND, 1]
+    alu_shf[fl_qaddr, t_a, OR, t_b2, <<26]
+#else
     alu[t_b2, port, +, RX_FL_CHANNEL]
     alu_shf[fl_qaddr, FREELIST_QUEUE, OR, t_b2, <<26]   // SRAM channel RX_FL_CHANNEL + port
+#endif
     alu_shf[t_b2, --, B, port, <<2]
     immed[cnt_no_buf, CNT_RX_NO_BUFFER]
     alu[cnt_no_buf, cnt_no_buf, +, t_b2]
@@ -114,6 +123,9 @@ init:
     // constant metadata word LW3: input_port << 16 | output_port (not known yet)
     immed[t_a, NO_PORT]
     alu_shf[$10, t_a, OR, port, <<16]
+#ifdef RX_FL_PAIRS
+    alu[t_a, port, AND, 1]              // from here on: the freelist queue (LW2)
+#endif
     // one ring-put completion is "owed" at every put: owe the first one to myself
     local_csr_rd[ACTIVE_CTX_STS]
     immed[t_b, 0]
@@ -156,7 +168,11 @@ rx_loop:
     alu[rbuf, mask16, AND, st1]
     alu_shf[rbuf, --, B, rbuf, <<ELEMENT_SHIFT]
     alu[$8, lw1_hi, OR, len]            // LW1 offset << 16 | buffer_size
+#ifdef RX_FL_PAIRS
+    alu_shf[$9, t_a, OR, len, <<16]     // LW2 packet_size << 16 | freelist queue
+#else
     alu_shf[$9, FREELIST_QUEUE, OR, len, <<16]    // LW2 packet_size << 16 | freelist queue
+#endif
     ctx_arb[SIG_DEQ]
     alu[handle, --, B, $2]
     beq[no_buffer#]

@@ -19,6 +19,12 @@
 
 #include "router4.h"
 
+// the TX rings' "empty?" states (router4: rings 4, 5; a linked pipeline may move them)
+#ifndef TX_RING_EMPTY_0
+#define TX_RING_EMPTY_0 SCR_Ring4_Empty
+#define TX_RING_EMPTY_1 SCR_Ring5_Empty
+#endif
+
 .me 6 7
 
 // ---------------------------------------------------------------- signals
@@ -81,11 +87,11 @@
 init:
     local_csr_rd[ACTIVE_CTX_STS]
     immed[t_b, 0]                       // ME number << 3 | context
-    alu_shf[port, 1, AND, t_b, >>3]     // transmit port = ME & 1
+    alu_shf[port, MEDIA_PORT_MASK, AND, t_b, >>3]   // transmit port = ME & MEDIA_PORT_MASK
     alu[ring, port, +, TX_RING_BASE]
     alu_shf[port_hi, --, B, port, <<16]
-    alu_shf[part_first, --, B, port, <<5]       // port * TBUF_PART_ELEMENTS
-    alu_shf[tbuf_start, --, B, port, <<(5 + ELEMENT_SHIFT)]
+    alu_shf[part_first, --, B, port, <<TBUF_PART_SHIFT]     // port * TBUF_PART_ELEMENTS
+    alu_shf[tbuf_start, --, B, port, <<(TBUF_PART_SHIFT + ELEMENT_SHIFT)]
     immed[t_a, (TBUF_PART_ELEMENTS << ELEMENT_SHIFT)]
     alu[tbuf_end, t_a, +, tbuf_start]
     immed32[ctl_base, MSF_TBUF_CTL_BASE]
@@ -134,8 +140,11 @@ init:
 tx_loop:
     ctx_arb[SIG_TOK_GET]
     // ring empty?  (the state names a ring statically: one test per ring)
+#ifdef TX_RING_EMPTY_2
+    br_bset[port, 1, test_ring23#]      // 4 ports (compiler/me/link.py): rings 2, 3
+#endif
     br_bset[port, 0, test_ring1#]
-    br_inp_state[SCR_Ring4_Empty, empty#]
+    br_inp_state[TX_RING_EMPTY_0, empty#]
 get:
     scratch[get, $0, ring, 0, 1], sig_done[SIG_GET]
     local_csr_wr[SAME_ME_SIGNAL, tok_get_next]
@@ -186,8 +195,17 @@ valid:
     br[tx_loop#]
 
 test_ring1:
-    br_inp_state[SCR_Ring5_Empty, empty#]
+    br_inp_state[TX_RING_EMPTY_1, empty#]
     br[get#]
+#ifdef TX_RING_EMPTY_2
+test_ring23:
+    br_bset[port, 0, test_ring3#]
+    br_inp_state[TX_RING_EMPTY_2, empty#]
+    br[get#]
+test_ring3:
+    br_inp_state[TX_RING_EMPTY_3, empty#]
+    br[get#]
+#endif
 
 copy0:
     alu[--, c128, -, len]

@@ -156,8 +156,26 @@ split_done:
     br[loop#], defer[1]
     local_csr_wr[SAME_ME_SIGNAL, b6]
 
-// ---------------------------------------------------------------- the put turn's end on the
-// last ME (here to fall through into loop): my record, then wait for this turn's TX puts
+// ---------------------------------------------------------------- the last ME's put turn
+// (here to fall through into loop).  b2: my record.
+last_turn:
+    alu[--, --, B, *l$index0[0]]
+    beq[last_own#]                      // none owed: N = 1, or an idle turn passed them on
+#ifdef FWD_CHAIN_LONG
+    br[upstream#], defer[1]
+    immed[b4, 1]                        // my own turn: wait for each, then my own record
+#else
+    // N = 2: exactly one upstream record precedes my frame, so the count stays 1 (no
+    // position tests, no count update: the general code's work, specialised)
+last_up:
+    br_inp_state[NN_EMPTY, last_up_wait#]
+last_up_ready:
+    alu[a0, --, B, *n$index++]
+    br_bclr[a0, TAG_FORWARD_BIT, last_up_other#]
+    alu_shf[a1, OUT_PORT_MASK, AND, a0, >>OUT_PORT_SHIFT]
+    alu[$0, a0, AND~, TAG_MASK]
+    scratch[put, $0, a1, TX_RING_BASE, 1]
+#endif
 own_apply:                              // b2: my record
     br_bclr[b2, TAG_FORWARD_BIT, own_apply_other#]
     alu[$7, handle, AND~, TAG_MASK]
@@ -255,22 +273,48 @@ body_exit:
 #ifdef BODY_USES_LM0
     local_csr_wr[ACTIVE_LM_ADDR_0, *l$index1[LM_SHARED]]  // the shared count, from the put turn on
 #endif
+#ifdef PORTS_SHIFT
+    // PORTS a power of two: forward with a good port <=> (verdict ^ forward) | out_port >>
+    // log2(PORTS) == 0, one test (the record is built in the defer slot, every other
+    // path sets b2 again)
+    alu[a5, --, B, *l$index1[META_OUT_PORT]]
+    alu[b0, *l$index1[META_VERDICT], XOR, VERDICT_FORWARD]
+    alu_shf[--, b0, OR, a5, >>PORTS_SHIFT]
+    bne[not_forward_or_bad#], defer[1]
+    alu_shf[b2, handle, OR, a5, <<OUT_PORT_SHIFT]
+#else
     alu[--, *l$index1[META_VERDICT], -, VERDICT_FORWARD]
     bne[not_forward#]
     alu[a5, --, B, *l$index1[META_OUT_PORT]]
     alu[--, a5, -, PORTS]
     bcs[bad_port#]
     alu_shf[b2, handle, OR, a5, <<OUT_PORT_SHIFT]
+#endif
 
 // ================================================================ the put turn of my frame
 // b2: my record (a5: the out_port of a forward; b3: the second word of an exception).
 // *l$index0[0]: upstream records still owed before my frame.
 own_turn:
     ctx_arb[SIG_TOK_PUT]
+    br=byte[position, 0, LAST_POSITION, last_turn#]
+#ifdef FWD_CHAIN_LONG
     alu[--, --, B, *l$index0[0]]
-    beq[own_record#], defer[1]
-    immed[b4, 1]                        // upstream records first, then my own
+    bne[own_upstream#]
+    alu[*l$index0[0], --, B, position]  // none owed (the first ME, or passed on when idle)
+#endif
+// Not the last ME: pass my record on (N <= 2: the first ME, which never owes upstream
+// records: its count stays 0)
+own_pass:
+    br_inp_state[NN_FULL, own_pass_full#]
+    br_bset[b2, TAG_EXCEPTION_BIT, own_pass_exception#]
+    br[loop#], defer[2]                 // not the last ME: nothing to wait for
+    alu[*n$index++, --, B, b2]
+    local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
 
+#ifdef FWD_CHAIN_LONG
+own_upstream:
+    immed[b4, 1]                        // upstream records first, then my own
+#endif
 // Upstream records (*l$index0[0] > 0 of them still precede my next frame).  b4 bit 0: set
 // in the turn of my own frame (wait for each, then my own record), clear in an idle turn
 // (pass on the ones that are there; b4 >> 1: the count owed when the turn began).
@@ -300,13 +344,16 @@ up_next:
 own_record:
     alu[*l$index0[0], --, B, position]  // owed before my next frame
     br=byte[position, 0, LAST_POSITION, own_apply#]
-own_pass:
-    br_inp_state[NN_FULL, own_pass_full#]
-    alu[*n$index++, --, B, b2]
-    br_bset[b2, TAG_EXCEPTION_BIT, own_pass_second#]
-pass_done:                              // not the last ME: nothing to wait for
-    br[loop#], defer[1]
-    local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
+    br[own_pass#]
+
+last_own:                               // the last ME, none owed
+    br[own_apply#], defer[1]
+    alu[*l$index0[0], --, B, position]  // owed before my next frame
+#ifndef FWD_CHAIN_LONG
+last_up_other:                          // not a forward: the general code, in my own turn
+    br[up_apply_other#], defer[1]
+    immed[b4, 1]
+#endif
 
 own_apply_other:
     br=byte[b2, 0, 0, apply_done#]      // dropped: done already
@@ -315,10 +362,14 @@ own_apply_exception:
     alu[a1, --, B, b3]
     br[apply_exception#], defer[1]
     immed[b5, 1]                        // then apply_done
-own_pass_second:                        // the writer puts both words in one turn
+own_pass_exception:                     // the writer puts both words in one turn
+    alu[*n$index++, --, B, b2]
+own_pass_second:
     br_inp_state[NN_FULL, own_pass_second_full#]
-    br[pass_done#], defer[1]
     alu[*n$index++, --, B, b3]
+pass_done:                              // not the last ME: nothing to wait for
+    br[loop#], defer[1]
+    local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
 
 // ---------------------------------------------------------------- upstream, the rest
 up_pass:                                // not the last ME: pass it on
@@ -370,6 +421,11 @@ apply_exception:
     br[apply_done#]
 
 // ================================================================ other verdicts
+#ifdef PORTS_SHIFT
+not_forward_or_bad:                     // b0: verdict ^ forward
+    alu[--, --, B, b0]
+    beq[bad_port#]
+#endif
 not_forward:
     alu[a0, --, B, *l$index1[META_VERDICT]]
     alu[a1, --, B, *l$index1[META_CODE]]
@@ -388,7 +444,12 @@ drop_count:                             // a1: counter index
     alu_shf[b0, --, B, a1, <<2]
     scratch[incr, --, a2, b0]
     alu_shf[b1, --, B, handle, >>26]    // the handle's channel, queue FREELIST_QUEUE
+#ifdef RX_FL_PAIRS
+    alu[a2, port, AND, 1]               // 4 ports: two freelists a channel, queue port & 1
+    alu_shf[b1, a2, OR, b1, <<26]
+#else
     alu_shf[b1, FREELIST_QUEUE, OR, b1, <<26]
+#endif
     alu[$15, handle, AND~, TAG_MASK]
     sram[enqueue, $15, b1, 0], ctx_swap[SIG_IO]
     br[own_turn#], defer[1]
@@ -431,6 +492,12 @@ own_pass_full:
 own_pass_second_full:
     ctx_arb[voluntary]
     br[own_pass_second#]
+#ifndef FWD_CHAIN_LONG
+last_up_wait:                           // the frame before mine is not decided yet
+    ctx_arb[voluntary]                  // (its own test: the retries are polling)
+    br_inp_state[NN_EMPTY, last_up_wait#]
+    br[last_up_ready#]
+#endif
 
 // ================================================================ an idle turn
 // Ring empty: take the put turn all the same, in the same order (pass on upstream records

@@ -223,3 +223,115 @@ def test_random_kinds_match_the_native_target(stale, kinds0, kinds1, per_port) -
               1: [frame(k, 1000 + i) for i, k in enumerate(kinds1)]}
     check_against_native(run(build, native, frames, fwd_mes_per_port=per_port), native,
                          frames)
+
+
+# --------------------------------------------------------------------------- verdict records
+# A hand-written body that leaves whatever verdict the frame spells, so every record kind
+# (and every bad one) reaches every chain position: frame byte 0 = meta.verdict, bytes 1..4
+# = meta.out_port (a whole word: the dispatch must drop any out_port >= PORTS), byte 5 =
+# meta.code, bytes 6..7 = meta.next_hop.  It writes no header word.
+SPELLED_UC = """
+body_entry:
+    alu_shf[a0, --, B, $$0, >>24]
+    dbl_shf[a1, $$0, $$1, >>24]
+    alu_shf[a2, --, B, $$1, <<8]
+    alu_shf[a2, --, B, a2, >>24]
+    immed[a3, 0xFFFF]
+    alu[a3, a3, AND, $$1]
+    alu[*l$index1[2], --, B, a1]
+    alu[*l$index1[5], --, B, a3]
+    alu[*l$index1[9], --, B, a2]
+    alu[*l$index1[8], --, B, a0]
+    br[body_exit#]
+"""
+BODIES = Path(__file__).parent / "bodies"
+RUNT = 1                                    # swap.mbl's only reason: id 1
+
+
+@st.composite
+def spelled(draw: st.DrawFn, uid: int) -> bytes:
+    verdict = draw(st.sampled_from([1, 1, 1, 1, 2, 3, 0, 4, 0x81]))
+    out_port = draw(st.sampled_from([0, 1, 0, 1, 2, 3, 9, 0x80000000, 0x10000]))
+    code = draw(st.sampled_from([RUNT, 0, 7, 200]))
+    next_hop = draw(st.integers(0, 0xFFFF))
+    head = bytes([verdict]) + out_port.to_bytes(4, "big") + bytes([code]) + \
+        next_hop.to_bytes(2, "big") + uid.to_bytes(4, "big")
+    return head + bytes(60 - len(head))
+
+
+def spelled_expectation(frames: dict[int, list[bytes]]):
+    """The dispatch's contract written out (docs/me-backend.md, "Dispatch and link"):
+    (out port -> {in port -> frames}, drops by reason, in port -> exceptions)."""
+    out: dict[int, dict[int, list[bytes]]] = {}
+    drops: dict[str, int] = {}
+    exceptions: dict[int, list[tuple[int, int, bytes]]] = {}
+    for p, port_frames in frames.items():
+        for f in port_frames:
+            verdict, out_port, code = f[0], int.from_bytes(f[1:5], "big"), f[5]
+            next_hop = int.from_bytes(f[6:8], "big")
+            if verdict == 1 and out_port < 2:
+                out.setdefault(out_port, {}).setdefault(p, []).append(f)
+                continue
+            if verdict == 3:
+                exceptions.setdefault(p, []).append((code, next_hop, f))
+                continue
+            reason = "bad_port" if verdict == 1 else \
+                "runt" if verdict == 2 and code == RUNT else "no_verdict"
+            drops[reason] = drops.get(reason, 0) + 1
+    return out, drops, exceptions
+
+
+def run_spelled(per_port: int, frames: dict[int, list[bytes]]):
+    from npkit.compiler.me.link import link
+
+    from .harness import is_interleaving
+
+    program = compile_file(BODIES / "swap.mbl")
+    linked = link(program, SPELLED_UC, 8, pipeline="swap", fwd_mes_per_port=per_port)
+    result = CompiledRun(linked).run(frames, load=0.5)
+    out, drops, exceptions = spelled_expectation(frames)
+    for q in (0, 1):
+        by_input = out.get(q, {})
+        assert is_interleaving(result.frames(q), by_input.get(0, []), by_input.get(1, [])), q
+    assert result.drops == drops
+    got: dict[int, list[tuple[int, int, bytes]]] = {}
+    for e in result.exceptions:
+        got.setdefault(e.in_port, []).append((e.code, e.next_hop, e.frame))
+    assert got == exceptions
+    assert result.leak_free
+    return linked
+
+
+def test_the_header_names_the_port_shift() -> None:
+    from npkit.compiler.me.link import link
+
+    program = compile_file(BODIES / "swap.mbl")
+    header = link(program, SPELLED_UC, 8, pipeline="swap", fwd_mes_per_port=2).header
+    assert "#define PORTS_SHIFT 0x1" in header      # 2 ports: out_port >> 1 == 0
+
+
+@pytest.mark.parametrize("per_port", [1, 2, 3, 4])
+def test_every_record_kind_at_every_chain_position(per_port: int) -> None:
+    """Frame k of a port goes to chain position k mod N: 4 rounds of 9 kinds (forwards to
+    both ports, a bad port, a drop of each counter, exceptions) put each kind on every
+    position, between forwards, both as the own record and as an upstream one."""
+    kinds = [(1, 0), (2, 0), (1, 1), (3, 0), (1, 0), (1, 2), (0, 1), (1, 1), (4, 0)]
+    frames: dict[int, list[bytes]] = {}
+    for p in (0, 1):
+        frames[p] = []
+        for i in range(4 * len(kinds)):
+            verdict, out_port = kinds[(i + p) % len(kinds)]
+            head = bytes([verdict]) + out_port.to_bytes(4, "big") + \
+                bytes([RUNT if i % 2 else 9]) + (i * 77 & 0xFFFF).to_bytes(2, "big") + \
+                (1000 * p + i).to_bytes(4, "big")
+            frames[p].append(head + bytes(60 - len(head)))
+    run_spelled(per_port, frames)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(st.data(), st.sampled_from([1, 2, 2, 3, 4]))
+def test_random_verdicts_keep_the_contract(data: st.DataObject, per_port: int) -> None:
+    frames = {p: [data.draw(spelled(1000 * p + i)) for i in
+                  range(data.draw(st.integers(0, 30)))] for p in (0, 1)}
+    run_spelled(per_port, frames)
