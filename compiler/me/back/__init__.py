@@ -6,9 +6,11 @@
     print(body.listing)              # the machine IR after register allocation
 
 Passes (one module each): `prefetch` (reads issued blocks early, waited for at first use),
-`thread` (jumps to a test a constant decides), `layout`, `compares`, `isel` (instruction
-selection, with latency hiding of unit commands), `hoist` (constants out of loops),
-`forward` (results computed straight into transfer registers and metadata words),
+`thread` (jumps to a test a constant decides), `sink` (values computed in the one block
+that reads them), `layout`, `compares`, `isel` (instruction selection, with latency hiding
+of unit commands; `bytetests`: header bytes tested in place), `hoist` (constants out of
+loops), `forward` (results computed straight into transfer registers and metadata words),
+`xfer` (read transfer registers used in place, not copied first),
 `liveness` + `regalloc` (A/B banks, spills to *l$index0), `peephole` (zero tests the
 previous instruction made), `defer` (branch defer slots),
 `emit` (text with `.loc` lines).  Errors are npkit.compiler.mbl.CompileError.
@@ -20,11 +22,13 @@ from dataclasses import dataclass, field
 
 from .. import wir
 from ..abi import BodyABI
+from .bytetests import find_byte_tests, fixed_operands
 from .compares import normalize_compares
 from .defer import fill_defer_slots
 from .emit import emit
 from .errors import compile_error
 from .forward import forward_copy_destinations
+from .hdrwrite import plan_header_writes
 from .hoist import hoist_loop_constants
 from .isel import select
 from .layout import layout
@@ -33,7 +37,9 @@ from .options import DEFAULT_OPTIONS, BackOptions
 from .peephole import drop_redundant_tests
 from .prefetch import hoist_reads
 from .regalloc import allocate, drop_coalesced_copies
+from .sink import sink_to_uses
 from .thread import thread_constant_jumps
+from .xfer import read_transfer_operands
 
 
 @dataclass
@@ -67,13 +73,20 @@ def compile_body(fn: wir.Function, abi: BodyABI = DEFAULT_ABI,
     source = hoisted.fn if hoisted else fn
     if options.thread_jumps:
         source = thread_constant_jumps(source)
-    mfn, def_loc = select(normalize_compares(layout(source), options.narrow_sums), abi,
+    if options.sink_values:
+        source = sink_to_uses(source)
+    laid = layout(source)
+    keep = frozenset(find_byte_tests(laid, fixed_operands(laid, plan_header_writes(laid)))
+                     if options.byte_tests else ())
+    mfn, def_loc = select(normalize_compares(laid, options.narrow_sums, keep), abi,
                           hoisted.slots if hoisted else None, options)
     remove_dead_code(mfn)
     if options.loop_constants:
         hoist_loop_constants(mfn)
     if options.forward_copies:
         forward_copy_destinations(mfn)
+    if options.xfer_operands:
+        read_transfer_operands(mfn)
     alloc = allocate(mfn, abi, def_loc)
     drop_coalesced_copies(mfn, alloc.names)
     if options.drop_tests:

@@ -9,7 +9,10 @@ condition codes that the branch tests.  Defer-slot instructions run whether the 
 taken or not, so moving them keeps the meaning on both paths.  The search goes on past a
 `ctx_arb` (e.g. a return's final wait) and a unit command for instructions that name no
 transfer register and nothing the command names: those cannot see whether the commands
-are done, and the command reads its operands when it is issued.
+are done, and the command reads its operands when it is issued.  A read transfer register
+`$k` that an instruction only reads may pass them too when none of the commands passed
+names a read transfer register (none can refill `$k`; what was in flight before the
+instruction it did not read either).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from .mir import MBlock, MFunction, MInstr
 
 MAX_DEFER = 3
 OPERAND = re.compile(r"\*l\$index\d\[\d+\]|\$*\w+")
+READ_XFER = re.compile(r"\$\d+$")
+NAMES_READ_XFER = re.compile(r"(?<![$\w])\$\d")
 
 
 def fill_defer_slots(fn: MFunction, names: dict) -> None:
@@ -62,11 +67,14 @@ def _fill_block(b: MBlock, names: dict) -> None:
     i = bi - 1
     past_wait = False
     commands: set[str] = set()      # what the commands skipped over name
+    refills = False                 # a command skipped over names a read transfer register
     while i >= 0 and len(moved) < MAX_DEFER:
         ins = b.instrs[i]
         if ins.kind in ("wait", "mem") and not ins.is_macro:
             past_wait = True
-            commands |= set(OPERAND.findall(ins.render(names)))
+            text = ins.render(names)
+            commands |= set(OPERAND.findall(text))
+            refills = refills or ins.kind == "mem" and NAMES_READ_XFER.search(text) is not None
             skipped.append(ins)
             i -= 1
             continue
@@ -76,7 +84,9 @@ def _fill_block(b: MBlock, names: dict) -> None:
         ins_uses = _operands(ins, ins.uses, names)
         independent = not (ins_defs & reads) and not (ins_uses & writes) and \
             not (ins_defs & writes)
-        if past_wait and any(o.startswith("$") or o in commands for o in ins_defs | ins_uses):
+        if past_wait and any(o in commands or o.startswith("$") and not (
+                o in ins_uses and o not in ins_defs and READ_XFER.match(o) and not refills)
+                for o in ins_defs | ins_uses):
             independent = False
         if _movable(ins) and independent and not (cc_needed and ins.sets_cc):
             moved.insert(0, ins)

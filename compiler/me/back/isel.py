@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
 from ..wir import MASK32, Loc
+from .bytetests import ByteField, byte_test, find_byte_tests, fixed_operands
 from .errors import unsupported
 from .hdrwrite import plan_header_writes
 from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
@@ -133,7 +134,8 @@ class Selector:
         self.meta_written = {i.word for b in fn.blocks for i in b.instrs
                              if isinstance(i, wir.MetaWrite)}
         self.plan = plan_header_writes(fn)
-        self.fixed = self._fixed_operands()
+        self.fixed = fixed_operands(fn, self.plan)
+        self.byte_tests = find_byte_tests(fn, self.fixed) if options.byte_tests else {}
         self.byte_values = self._byte_values()
         self.halfword_tests = self._halfword_tests() if self.options.halfword_tests else {}
         self.hdr_vregs = {k: self._new(f"hdr{k}") for k in self.hdr_written
@@ -166,20 +168,6 @@ class Selector:
                     if isinstance(u, wir.Reg):
                         uses[u.id] = uses.get(u.id, 0) + 1
         return defs, uses
-
-    def _fixed_operands(self) -> dict[int, str]:
-        """Registers defined once by a read of a header/meta word that is never written:
-        the transfer register / local memory word itself is used as the operand."""
-        fixed: dict[int, str] = {}
-        for b in self.fn.blocks:
-            for i in b.instrs:
-                if isinstance(i, wir.HdrRead | wir.MetaRead) and self.counts_def[i.dst.id] == 1:
-                    if isinstance(i, wir.HdrRead) and (i.word not in self.hdr_written
-                                                       or i.word in self.plan.direct):
-                        fixed[i.dst.id] = f"$${i.word}"
-                    elif isinstance(i, wir.MetaRead) and i.word not in self.meta_written:
-                        fixed[i.dst.id] = f"*l$index1[{i.word}]"
-        return fixed
 
     def _byte_values(self) -> set[int]:
         """Registers defined once, by an instruction whose result is below 256."""
@@ -452,7 +440,8 @@ class Selector:
         return MBlock(self.labels[b.label], self.state.instrs, succs, b.label)
 
     def _shift_folds(self, b: wir.Block) -> Folds:
-        return find_folds(b, self.counts_def, self.counts_use, self.options.fold_addresses)
+        return find_folds(b, self.counts_def, self.counts_use, self.options.fold_addresses,
+                          self.options.field_merges, self.options.unmask_fields)
 
     def _instr(self, ins: wir.Instr, folds: Folds, following: str | None) -> None:
         handler = getattr(self, "_sel_" + type(ins).__name__, None)
@@ -500,12 +489,18 @@ class Selector:
         return o
 
     def _sel_Bin(self, ins: wir.Bin, folds: Folds, _: str | None) -> None:
-        if ins.dst.id in self.halfword_tests:
+        if ins.dst.id in self.halfword_tests or ins.dst.id in self.byte_tests:
             return                      # its tests read the word's bytes
         d = self._dst(ins.dst)
         a, b, op = ins.a, ins.b, ins.op
         if isinstance(a, int) and isinstance(b, int):
             self.load_const(d, fold_bin(op, a, b))
+            return
+        if self.index in folds.merges:
+            base, src, mask = folds.merges[self.index]
+            self.move(d, base)
+            self.op(f"ld_field[{{0}}, {byte_mask(mask):04b}, {{1}}]", [d, self.reg_value(src)],
+                    defs=(0,), uses=(0, 1), pairs=((0, 1),))
             return
         if self.index in folds.byte_fields:
             x, shift, mask = folds.byte_fields[self.index]
@@ -540,6 +535,8 @@ class Selector:
             elif op == "xor" and b == MASK32:
                 self.alu(d, None, "~B", a)
                 return
+            elif self.options.shifted_constants and self._shifted_constant(d, op, a, b):
+                return
         if isinstance(a, int) and op == "sub":
             if isinstance(b, Shifted):
                 self.alu(d, self.reg_value(a), "-", b)
@@ -547,6 +544,21 @@ class Selector:
                 self.alu(d, b, "B-A", a)        # a - b
             return
         self.alu(d, a, ALU_OP[op], b)
+
+    def _shifted_constant(self, d: VReg, op: str, a: wir.Operand, b: int) -> bool:
+        """`a op b` with b (or, for +/-, -b) = `k << s`, k <= 63, as one `alu_shf` with the
+        shifted immediate (`x + 0xFFFFFF00` = `alu_shf[d, x, -, 1, <<8]`): no `immed`."""
+        if isinstance(a, int) or op not in ("add", "sub", "and", "or", "xor"):
+            return False
+        forms = [(op, b)] + ([("sub" if op == "add" else "add", -b & MASK32)]
+                             if op in ("add", "sub") else [])
+        for form, c in forms:
+            s = (c & -c).bit_length() - 1
+            if c and c >> s <= IMM_MAX:
+                self.op(f"alu_shf[{{0}}, {{1}}, {ALU_OP[form]}, {c >> s}, <<{s}]",
+                        [d, self.value(a)], defs=(0,), uses=(1,), sets_cc=True)
+                return True
+        return False
 
     def _shift(self, d: VReg, op: str, x: wir.Operand, amount: wir.Operand) -> None:
         if isinstance(amount, int):
@@ -902,6 +914,20 @@ class Selector:
                 targets=(target if pred == "ne" else other,))
         self.op(second, [w], uses=(0,), kind="branch", targets=(target,))
 
+    def _byte_branch(self, field: ByteField, pred: str, c: int, target: str,
+                     other: str) -> bool:
+        """A test of a byte of a fixed word (bytetests.py); True when it ends with `br`."""
+        steps = byte_test(pred, c, field.byte, target, other)
+        assert steps is not None, "find_byte_tests admits only foldable tests"
+        word = self.value(field.word)
+        for step in steps:
+            if step.targets:
+                self.op(step.text, [word], uses=(0,), kind="branch", targets=step.targets,
+                        reads_cc=step.reads_cc)
+            else:
+                self.op(step.text, [word], uses=(0,), sets_cc=True)
+        return steps[-1].text.startswith("br[")
+
     def _sel_Branch(self, ins: wir.Branch, folds: Folds, following: str | None) -> None:
         then, other = ins.then_, ins.else_
         pred, a, b = ins.pred, ins.a, ins.b
@@ -913,7 +939,11 @@ class Selector:
             then, other, pred = other, then, NEGATED[pred]
         target = self.labels[then]
         bit = folds.bit_tests.get(a.id) if isinstance(a, wir.Reg) and b == 0 else None
-        if isinstance(a, wir.Reg) and a.id in self.halfword_tests:
+        if isinstance(a, wir.Reg) and a.id in self.byte_tests:
+            if self._byte_branch(self.byte_tests[a.id], pred, int(b), target,
+                                 self.labels[other]):
+                return          # it ends with an unconditional jump
+        elif isinstance(a, wir.Reg) and a.id in self.halfword_tests:
             self._halfword_branch(pred, self.halfword_tests[a.id], int(b), target,
                                   self.labels[other])
         elif bit is None and pred in ("eq", "ne") and isinstance(a, wir.Reg) and \
@@ -948,6 +978,9 @@ class Folds:
     users: set[int] = field(default_factory=set)               # instrs with a folded shift
     # address reg id -> how a unit command's address operands compute it (AddressFold)
     addresses: dict[int, AddressFold] = field(default_factory=dict)
+    # instr index of an `or` of two complementary byte masks -> (base, src, src's mask):
+    # `ld_field` merges src's bytes into a copy of base
+    merges: dict[int, tuple[wir.Reg, wir.Reg, int]] = field(default_factory=dict)
 
 
 def _single_use_in_block(b: wir.Block, index: int, reg: wir.Reg, defs: dict[int, int],
@@ -967,7 +1000,7 @@ def _single_use_in_block(b: wir.Block, index: int, reg: wir.Reg, defs: dict[int,
 
 
 def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int],
-               addresses: bool = True) -> Folds:
+               addresses: bool = True, merges: bool = True, unmask: bool = True) -> Folds:
     folds = Folds()
     for i, ins in enumerate(b.instrs):
         if not (isinstance(ins, wir.Bin) and isinstance(ins.b, int)
@@ -984,8 +1017,35 @@ def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int],
                 user.pred in ("eq", "ne"):
             _fold_bit_test(folds, i, ins, ins.b.bit_length() - 1)
     if addresses:
-        _fold_addresses(b, folds, defs, uses)
+        _fold_addresses(b, folds, defs, uses, unmask)
+    if merges:
+        _fold_merges(b, folds, defs, uses)
     return folds
+
+
+def _fold_merges(b: wir.Block, folds: Folds, defs: dict[int, int],
+                 uses: dict[int, int]) -> None:
+    """`(p & m) | (q & ~m)`, m whole bytes, each `and` read only by the `or`: one
+    `ld_field` of p's bytes into (a copy of) q, no masks (the checksum put back into its
+    header word)."""
+    masked: dict[int, tuple[int, wir.Reg, int]] = {}   # and dst id -> (index, x, mask)
+    for i, ins in enumerate(b.instrs):
+        if isinstance(ins, wir.Bin) and ins.op == "and" and isinstance(ins.a, wir.Reg) and \
+                isinstance(ins.b, int) and byte_mask(ins.b) is not None and \
+                i not in folds.skip and i not in folds.byte_fields and \
+                ins.a.id not in folds.shifted:
+            masked[ins.dst.id] = (i, ins.a, ins.b)
+        if not (isinstance(ins, wir.Bin) and ins.op == "or" and isinstance(ins.a, wir.Reg)
+                and isinstance(ins.b, wir.Reg) and ins.a.id in masked
+                and ins.b.id in masked and ins.a != ins.b):
+            continue
+        (ia, p, ma), (ib, q, mb) = masked[ins.a.id], masked[ins.b.id]
+        if ma & mb or ma | mb != MASK32 or \
+                _single_use_in_block(b, ia, ins.a, defs, uses) != i or \
+                _single_use_in_block(b, ib, ins.b, defs, uses) != i:
+            continue
+        folds.merges[i] = (q, p, ma)
+        folds.skip |= {ia, ib}
 
 
 @dataclass(frozen=True)
@@ -1002,7 +1062,7 @@ class AddressFold:
 
 
 def _fold_addresses(b: wir.Block, folds: Folds, defs: dict[int, int],
-                    uses: dict[int, int]) -> None:
+                    uses: dict[int, int], unmask: bool) -> None:
     """The word address of an SRAM/scratch command, computed in this block only for it:
     `x + c`, `x * k` and `x & mask` (a contiguous mask; over `y << s`) fold into its two
     address operands, with the word-to-byte shift merged (x·12: two `alu_shf`; a field:
@@ -1010,7 +1070,7 @@ def _fold_addresses(b: wir.Block, folds: Folds, defs: dict[int, int],
     for j, user in enumerate(b.instrs):
         if isinstance(user, wir.MemRead | wir.MemWrite | wir.MemAdd) and \
                 user.space != wir.LOCAL and isinstance(user.addr, wir.Reg):
-            plan = _address_plan(b, folds, defs, uses, j, user.addr)
+            plan = _address_plan(b, folds, defs, uses, j, user.addr, unmask)
             if plan is not None:
                 folds.addresses[user.addr.id] = plan
 
@@ -1028,7 +1088,7 @@ def _producer(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, 
 
 
 def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
-                  j: int, addr: wir.Reg) -> AddressFold | None:
+                  j: int, addr: wir.Reg, unmask: bool) -> AddressFold | None:
     index = {id(i): k for k, i in enumerate(b.instrs)}
     skipped: list[int] = []
     at, base = j, 0
@@ -1043,7 +1103,7 @@ def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[i
         plan = AddressFold(ins.a, scale=int(ins.b), base=base)      # type: ignore[arg-type]
         skipped.append(index[id(ins)])
     elif ins is not None and ins.op == "and":
-        plan = _field_plan(b, folds, defs, uses, ins, index, base, skipped)
+        plan = _field_plan(b, folds, defs, uses, ins, index, base, skipped, unmask)
     if plan is None and base:
         plan = AddressFold(x, base=base)        # type: ignore[arg-type]
     if plan is not None and plan.x.id in folds.shifted:
@@ -1065,7 +1125,7 @@ def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[i
 
 def _field_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
                 ins: wir.Bin, index: dict[int, int], base: int,
-                skipped: list[int]) -> AddressFold | None:
+                skipped: list[int], unmask: bool) -> AddressFold | None:
     """`4·(y & mask)`, mask = ones at bits p .. p+w-1: `(y << 32-p-w) >> 30-p-w`, when y's
     bits below p are 0 (p = 0, or y = r << s with s >= p: the shift joins the left one)."""
     mask = int(ins.b)
@@ -1090,8 +1150,29 @@ def _field_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int
             return None
         y, left = shl.a, left + int(shl.b)
         mine.append(index[id(shl)])
+    if isinstance(y, wir.Reg) and unmask:
+        y = _unmasked(b, y, 32 - left, min(mine), defs)
     skipped.extend(mine)
     return AddressFold(y, left=left, right=30 - p - w, base=base)  # type: ignore[arg-type]
+
+
+def _unmasked(b: wir.Block, y: wir.Reg, bits: int, before: int, defs: dict[int, int]
+              ) -> wir.Reg:
+    """x when y = `x & m` (set once, in this block before `before`) and m keeps all of the
+    low `bits` bits the field reads (the next hop's `(route & 0xFFFF) << 2 & 0xFFC`): the
+    `and` is left to its other readers, or to dead code."""
+    at = next((m for m in range(before - 1, -1, -1) if y in b.instrs[m].defs()), None)
+    if at is None or defs.get(y.id) != 1:
+        return y
+    ins = b.instrs[at]
+    if not (isinstance(ins, wir.Bin) and ins.op == "and" and isinstance(ins.a, wir.Reg)
+            and isinstance(ins.b, int) and ins.a != y):
+        return y
+    low = (1 << bits) - 1
+    x = ins.a
+    if low & ~ins.b or any(x in b.instrs[m].defs() for m in range(at + 1, len(b.instrs))):
+        return y
+    return x
 
 
 def _fold_bit_test(folds: Folds, i: int, ins: wir.Bin, bit: int) -> None:

@@ -17,6 +17,12 @@ class BackOptions:
     drop_tests: bool = True         # peephole.py: zero tests the previous ALU result made
     halfword_tests: bool = True     # isel: `(w >> 16) == c` as two byte compares of w
     narrow_sums: bool = True        # compares.py: `(x + c) & 0xFFFF` with c under 64
+    shifted_constants: bool = True  # isel: `x + 0xFFFFFF00` as `alu_shf[.., -, 1, <<8]`
+    field_merges: bool = True       # isel: `(p & m) | (q & ~m)` as one ld_field
+    xfer_operands: bool = True      # xfer.py: `$k` read in place, not copied to a GPR first
+    unmask_fields: bool = True      # isel: an address field `(x & 0xFFFF) << 2 & 0xFFC` of x
+    sink_values: bool = True        # sink.py: a value computed in the block that reads it
+    byte_tests: bool = True         # bytetests.py: a header byte tested in place (br=byte)
 
 
 DEFAULT_OPTIONS = BackOptions()
