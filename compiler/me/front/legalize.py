@@ -258,6 +258,16 @@ class Legalizer:
             a, c = (self.get(o) for o in ins.operands[:2])
             take_a = W.compare(self.b, minmax[base], a, c, ins.width)
             return tuple(self.b.select(take_a, p, q) for p, q in zip(a, c, strict=True))
+        if base in ("usub", "uadd") and name.split(".")[2] == "sat":
+            # LLVM's form of `x < y ? 0 : x - y` and of a clamped sum
+            a, c = (self.get(o) for o in ins.operands[:2])
+            if base == "usub":
+                result, bound = W.sub(self.b, a, c, ins.width), W.const_words(0, ins.width)
+                clamp = W.compare(self.b, "ult", a, c, ins.width)
+            else:
+                result, bound = W.add(self.b, a, c, ins.width), W.const_words(-1, ins.width)
+                clamp = W.compare(self.b, "ult", result, a, ins.width)
+            return tuple(self.b.select(clamp, p, q) for p, q in zip(bound, result, strict=True))
         raise self.error(f"the LLVM intrinsic {name} is not supported by the ME backend")
 
     # ---- control flow ----

@@ -132,6 +132,41 @@ block b {
     forward(p);
 }""", [lambda r: r.choice([0x20010DB8 << 96 | r.getrandbits(80), r.getrandbits(128)]),
        lambda r: r.choice([0xAABBCCDDEEFF, 0x010203040506, r.getrandbits(48)])]),
+    # LLVM turns these clamps into llvm.usub.sat / llvm.uadd.sat at every width
+    "saturating_arithmetic": ("""
+array inp : bit<128> [2] in sram;
+array out : bit<32> [16] in sram;
+block b {
+    let a = inp[0];
+    let c = inp[1];
+    let a4 = a[3:0];
+    let c4 = c[3:0];
+    var d4: bit<4> = 0;
+    if a4 >= c4 { d4 = a4 - c4; }
+    out[0] = d4 as bit<32>;
+    let a32 = a[63:32];
+    let c32 = c[63:32];
+    var d32: bit<32> = 0;
+    if a32 > c32 { d32 = a32 - c32; }
+    out[1] = d32;
+    let s32 = a32 + c32;
+    var u32: bit<32> = s32;
+    if s32 < a32 { u32 = 0xffffffff; }
+    out[2] = u32;
+    let a64 = a[127:64] as bit<64>;
+    let c64 = c[127:64] as bit<64>;
+    var d64: bit<64> = 0;
+    if a64 >= c64 { d64 = a64 - c64; }
+    out[3] = d64[63:32];
+    out[4] = d64[31:0];
+    let s64 = a64 + c64;
+    var u64: bit<64> = s64;
+    if s64 < a64 { u64 = 0xffffffffffffffff; }
+    out[5] = u64[63:32];
+    out[6] = u64[31:0];
+    drop(done);
+}""", [lambda r: r.choice([r.getrandbits(128), (1 << 128) - 1 - r.getrandbits(8)]),
+       lambda r: r.choice([r.getrandbits(128), r.getrandbits(70), (1 << 128) - 1])]),
 }
 
 
