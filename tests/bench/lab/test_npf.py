@@ -257,6 +257,21 @@ def test_a_small_npf_case_on_the_simulated_chip(chip) -> None:
     assert result.report.errors == 0
 
 
+@pytest.mark.slow
+def test_a_sweep_of_the_chip_on_a_local_cluster_gives_the_serial_json(chip) -> None:
+    """The acceptance check on the real device: worker processes run the parent's linked
+    images and rebuild the tables, and the JSON comes out byte for byte the same."""
+    from npkit.bench.lab.report import results_json
+    from npkit.bench.lab.sweep import Where
+
+    config = small(traffic=("ipv4", "ipv6"), trial_ps=10_000_000, settle_ps=30_000_000,
+                   resolution_percent=25, loss_step_percent=50, latency_percents=(100,),
+                   overload=False, update_tests=False)
+    serial = npf.run_npf(chip, config)
+    spread = npf.run_npf(chip, config, Where("local", workers=2))
+    assert results_json(spread) == results_json(serial)
+
+
 def test_the_forwarding_rate_counts_frames_out_after_the_sending_time() -> None:
     # every frame takes wire in + 30 us + wire out: of a 40 us trial at line rate, frame k
     # (sent at k wire times) is out by the end when k w + 2 w + 30 us <= 40 us
