@@ -60,3 +60,25 @@ class Device(Protocol):
     def describe(self) -> dict[str, Any]:
         """The device's whole configuration, JSON-friendly (goes into the results)."""
         ...
+
+
+@dataclass
+class DeviceProxy:
+    """A device that runs its trials on another one; procedures subclass it to keep what
+    the trials showed (counters behind a figure) while passing everything else through."""
+
+    device: Device
+
+    def run(self, trial: Trial) -> TrialResult:
+        return self.device.run(trial)
+
+    @property
+    def ports(self) -> Mapping[int, PortModel]:
+        return self.device.ports
+
+    @property
+    def name(self) -> str:
+        return getattr(self.device, "name", "device")
+
+    def describe(self) -> dict[str, Any]:
+        return self.device.describe()

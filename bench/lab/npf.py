@@ -53,7 +53,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from npkit.bench.lab.device import Device, Trial, TrialResult
+from npkit.bench.lab.device import Device, DeviceProxy, Trial, TrialResult
 from npkit.bench.lab.devices import (
     MTU,
     ChipOptions,
@@ -467,7 +467,7 @@ def latency_point(percent: float, load_percent: float, result: TrialResult) -> L
 
 
 @dataclass
-class _Recorder:
+class _Recorder(DeviceProxy):
     """Runs trials on the device, keeping per load the rates and counters of the last
     trial (the search returns only steps; the report wants what is behind a figure).  The
     100 % trial is run once: the forwarding rate, the search and the loss curve all start
@@ -488,17 +488,6 @@ class _Recorder:
         rate = rate_point(load, result, self.trials.config.trial_ps, self.trials.framing)
         self.seen[load] = (rate, dict(result.counters))
         return result
-
-    @property
-    def ports(self) -> Mapping[int, PortModel]:
-        return self.device.ports
-
-    @property
-    def name(self) -> str:
-        return getattr(self.device, "name", "device")
-
-    def describe(self) -> dict[str, Any]:
-        return self.device.describe()
 
 
 # --------------------------------------------------------------------------- the tests

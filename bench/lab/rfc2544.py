@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from npkit.bench.lab.device import Device, Trial, TrialResult
+from npkit.bench.lab.device import Device, DeviceProxy, Trial, TrialResult
 from npkit.bench.lab.search import (
     LossCurve,
     Step,
@@ -248,7 +248,7 @@ def destinations_for(device: Device, config: Rfc2544Config) -> DestinationsFor:
 
 # --------------------------------------------------------------------------- trials
 @dataclass
-class _Recorder:
+class _Recorder(DeviceProxy):
     """Runs trials on the device and keeps each one's counters by load, so a result can
     show the counters behind a figure (the search itself returns only steps)."""
 
@@ -259,17 +259,6 @@ class _Recorder:
         result = self.device.run(trial)
         self.counters[_trial_load(trial)] = dict(result.counters)
         return result
-
-    @property
-    def ports(self) -> Any:
-        return self.device.ports
-
-    @property
-    def name(self) -> str:
-        return getattr(self.device, "name", "device")
-
-    def describe(self) -> dict[str, Any]:
-        return self.device.describe()
 
 
 def _trial_load(trial: Trial) -> float:

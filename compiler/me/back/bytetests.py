@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import wir
+from .compares import def_counts
 from .hdrwrite import HeaderPlan
 
 IMM_MAX = 63
@@ -44,7 +45,7 @@ def fixed_operands(fn: wir.Function, plan: HeaderPlan) -> dict[int, str]:
     """Registers defined once by a read of a header/metadata word the body never changes
     (header words written straight to `$$` out included: `$$k` in keeps the old value):
     the transfer register / local memory word itself is the operand."""
-    defs = _def_counts(fn)
+    defs = def_counts(fn)
     hdr_written = {i.word for b in fn.blocks for i in b.instrs if isinstance(i, wir.HdrWrite)}
     meta_written = {i.word for b in fn.blocks for i in b.instrs if isinstance(i, wir.MetaWrite)}
     fixed: dict[int, str] = {}
@@ -61,7 +62,7 @@ def fixed_operands(fn: wir.Function, plan: HeaderPlan) -> dict[int, str]:
 
 def find_byte_tests(fn: wir.Function, fixed: dict[int, str]) -> dict[int, ByteField]:
     """Register id -> its byte field, for the registers whose every use is a foldable test."""
-    defs = _def_counts(fn)
+    defs = def_counts(fn)
     by_dst = {i.dst.id: i for b in fn.blocks for i in b.instrs
               if isinstance(i, wir.Bin) and defs.get(i.dst.id) == 1}
     users: dict[int, list[wir.Instr]] = {}
@@ -135,12 +136,3 @@ def _mask_test(mask: int, shift: int, op: str, branch: str, then: str) -> list[S
 
 def foldable(pred: str, c: int) -> bool:
     return byte_test(pred, c, 0, "t", "e") is not None
-
-
-def _def_counts(fn: wir.Function) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for b in fn.blocks:
-        for i in b.instrs:
-            for d in i.defs():
-                counts[d.id] = counts.get(d.id, 0) + 1
-    return counts

@@ -27,7 +27,7 @@ def normalize_compares(fn: wir.Function, narrow_sums: bool = True,
                        keep: frozenset[int] = frozenset()) -> wir.Function:
     """`keep`: registers whose tests stay as they are (bytetests.py tests them in place)."""
     uses = _use_counts(fn)
-    defs = _def_counts(fn)
+    defs = def_counts(fn)
     fn = dataclasses.replace(fn, blocks=list(fn.blocks))
     for index, block in enumerate(fn.blocks):
         instrs = list(block.instrs)
@@ -136,7 +136,7 @@ def _use_counts(fn: wir.Function) -> dict[int, int]:
     return counts
 
 
-def _def_counts(fn: wir.Function) -> dict[int, int]:
+def def_counts(fn: wir.Function) -> dict[int, int]:
     counts: dict[int, int] = {}
     for b in fn.blocks:
         for i in b.instrs:
