@@ -190,7 +190,10 @@ DEVICE_DIFFERENCE = (
     "forwards and transmits both ports' traffic, so every packet's DRAM accesses (receive "
     "write, header read, header write-back, transmit read) fall on one chip's three DRAM "
     "channels. Where the counters below show DRAM saturated, that is the first reason; "
-    "docs/performance.md \"Compiled router on 2 x OC-192 POS\" gives the arithmetic.\n\n")
+    "docs/performance.md \"Compiled router on 2 x OC-192 POS\" gives the arithmetic. "
+    "For latency the difference runs the other way: in a two-chip system a packet crosses "
+    "both chips and the interface between them, ours crosses one chip, so ours is lower "
+    "wherever our queues are short (the notes give our time inside the chip).\n\n")
 
 
 def _latency_differences(result: NpfResult) -> list[str]:
