@@ -18,6 +18,7 @@ from setuptools import find_packages, setup
 ROOT = Path(__file__).resolve().parent
 FOLDERS = {  # import name -> folder
     "npkit": "npkit",
+    "npkit.base": "base",
     "npkit.sim": "sim",
     "npkit.compiler": "compiler",
     "npkit.runtime": "runtime",
