@@ -103,7 +103,8 @@ setup(
         "dask[distributed]>=2024.1",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100", "scapy>=2.5", "ruff>=0.5"],
+        "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100", "scapy>=2.5", "ruff>=0.5",
+                 "import-linter>=2.13,<3"],  # scripts/lint-imports: the layer contracts
     },
     entry_points={"console_scripts": ["npkit=npkit.cli:main"]},
 )
