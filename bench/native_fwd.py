@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from npkit.base.checksum import with_ipv4_checksum
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import HEADROOM, NativeProgram
 from npkit.compiler.mbl.types import META_FIELDS, META_VERDICT, META_WORDS, VERDICT_FORWARD
@@ -108,20 +109,13 @@ def destinations(routes: RouteSet, count: int, seed: int) -> list[int]:
     return out
 
 
-def ipv4_checksum(header: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def udp_frame(dst: int) -> bytes:
     """Ethernet + IPv4 (TTL 64, DF) + UDP + 18 bytes of payload: 60 bytes + FCS = 64."""
     payload = bytes(18)
     udp = struct.pack("!HHHH", 1024, 9, 8 + len(payload), 0) + payload
     header = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
                          SOURCE, dst)
-    header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
+    header = with_ipv4_checksum(header)
     eth = bytes.fromhex("02000000ff01" "02000000ff02" "0800")
     return eth + header + udp
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from npkit.base.checksum import with_ipv4_checksum
 from npkit.microblocks.uc import router4 as r4
 from npkit.runtime.loader import LoadedRun, load_manifest
 from npkit.runtime.lpm import IPV4, MultibitTrie
@@ -91,20 +92,13 @@ def random_routes(count: int, rng: random.Random) -> dict[tuple[int, int], int]:
     return routes
 
 
-def ipv4_checksum(header: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def udp_frame(dst: int, size: int, ident: int) -> bytes:
     """``size`` bytes: Ethernet + IPv4 (TTL 64) + UDP + zeros + a 4-byte FCS stand-in."""
     ip_len = size - 14 - 4
     udp = struct.pack("!HHHH", 1024, 9, ip_len - 20, 0) + bytes(ip_len - 28)
     header = struct.pack("!BBHHHBBHII", 0x45, 0, ip_len, ident & 0xFFFF, 0, 64, 17, 0,
                          SOURCE, dst)
-    header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
+    header = with_ipv4_checksum(header)
     eth = bytes.fromhex("02000000ff01" "02000000ff02" "0800")
     return eth + header + udp + bytes(4)
 

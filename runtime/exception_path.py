@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from npkit.base.checksum import internet_checksum
 from npkit.runtime.icmp import (
     ICMP6_DEST_UNREACHABLE,
     ICMP6_PACKET_TOO_BIG,
@@ -42,7 +43,6 @@ from npkit.runtime.icmp import (
     dest_unreachable6,
     echo_reply4,
     echo_reply6,
-    internet_checksum,
     invalid_source4,
     ipv4_header,
     packet_too_big6,

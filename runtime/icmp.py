@@ -19,6 +19,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from npkit.base.checksum import icmp6_checksum, internet_checksum, with_ipv4_checksum
+
 IPPROTO_ICMP = 1
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17
@@ -77,17 +79,7 @@ def _refuse(reason: str) -> Built:
     return Built(None, reason)
 
 
-# ---------------------------------------------------------------- checksums and headers
-
-def internet_checksum(data: bytes) -> int:
-    """The 16-bit one's complement of the one's complement sum (RFC 1071)."""
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
+# ---------------------------------------------------------------- headers (checksums: npkit.base)
 
 def ipv4_header(src: int, dst: int, protocol: int, payload_len: int, *, ttl: int = DEFAULT_TTL,
                 tos: int = 0, ident: int = 0, flags_fragment: int = 0,
@@ -99,7 +91,7 @@ def ipv4_header(src: int, dst: int, protocol: int, payload_len: int, *, ttl: int
     head = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, tos, ihl * 4 + payload_len, ident & 0xFFFF,
                        flags_fragment, ttl, protocol, 0, int(src).to_bytes(4, "big"),
                        int(dst).to_bytes(4, "big")) + options
-    return head[:10] + struct.pack("!H", internet_checksum(head)) + head[12:]
+    return with_ipv4_checksum(head)
 
 
 def ipv6_header(src: int, dst: int, next_header: int, payload_len: int, *,
@@ -109,11 +101,9 @@ def ipv6_header(src: int, dst: int, next_header: int, payload_len: int, *,
                        int(dst).to_bytes(16, "big"))
 
 
-def icmp6_checksum(src: int, dst: int, message: bytes) -> int:
-    """ICMPv6 checksum over the pseudo-header (RFC 8200 8.1) and the message."""
-    pseudo = (int(src).to_bytes(16, "big") + int(dst).to_bytes(16, "big")
-              + struct.pack("!I3xB", len(message), IPPROTO_ICMPV6))
-    return internet_checksum(pseudo + message)
+def _icmp6_checksum(src: int, dst: int, message: bytes) -> int:
+    """The ICMPv6 checksum with this module's integer addresses."""
+    return icmp6_checksum(int(src).to_bytes(16, "big"), int(dst).to_bytes(16, "big"), message)
 
 
 def _with_checksum(message: bytes, checksum: int) -> bytes:
@@ -380,7 +370,7 @@ def icmp6_error(original: bytes, icmp_type: int, code: int, src: int, *, param: 
     assert ip is not None
     quote = ip.packet[:IPV6_ERROR_LIMIT - 40 - 8]
     message = struct.pack("!BBHI", icmp_type, code, 0, param) + quote
-    message = _with_checksum(message, icmp6_checksum(int(src), ip.src, message))
+    message = _with_checksum(message, _icmp6_checksum(src, ip.src, message))
     return Built(ipv6_header(int(src), ip.src, IPPROTO_ICMPV6, len(message),
                              hop_limit=hop_limit) + message)
 
@@ -428,14 +418,14 @@ def echo_reply6(request: bytes, src: int | None = None, *,
     body = ip.packet[upper.offset:]
     if upper.protocol != IPPROTO_ICMPV6 or len(body) < 8 or body[:2] != b"\x80\x00":
         return _refuse("not_echo_request")
-    if icmp6_checksum(ip.src, ip.dst, body):
+    if _icmp6_checksum(ip.src, ip.dst, body):
         return _refuse("bad_checksum")
     if src is None:
         if ip.dst >> 120 == 0xFF:
             return _refuse("multicast_destination")
         src = ip.dst
     message = bytes([ICMP6_ECHO_REPLY]) + b"\x00\x00\x00" + body[4:]
-    message = _with_checksum(message, icmp6_checksum(int(src), ip.src, message))
+    message = _with_checksum(message, _icmp6_checksum(src, ip.src, message))
     return Built(ipv6_header(int(src), ip.src, IPPROTO_ICMPV6, len(message),
                              hop_limit=hop_limit) + message)
 

@@ -4,8 +4,8 @@ A *source* yields ``RxFrame`` objects (bytes plus, when paced by timestamps, the
 frame may start arriving); the chip feeds them into the core a chunk at a time.  A *sink*
 receives every transmitted ``TxFrame`` with its simulated departure time.
 
-Sources: ``PcapSource`` (pcap or pcapng through dpkt), ``Generator`` (built-in Ethernet/IPv4/
-UDP frames), ``ListSource``.  Sinks: ``PcapSink``, ``ListSink``.
+Sources: ``PcapSource`` (pcap or pcapng, read by ``npkit.base.packetfile``), ``Generator``
+(built-in Ethernet/IPv4/UDP frames), ``ListSource``.  Sinks: ``PcapSink``, ``ListSink``.
 """
 
 from __future__ import annotations
@@ -16,17 +16,20 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
-import dpkt
+from npkit.base.checksum import with_ipv4_checksum
+from npkit.base.packetfile import (
+    LINKTYPE_ETHERNET,
+    PacketFileError,
+    PcapWriter,
+    read_packets,
+)
 
-PCAPNG_MAGIC = 0x0A0D0D0A
-LINKTYPE_ETHERNET = 1
-MAX_FRAME_BYTES = 65535
-
-
-class PacketIOError(ValueError):
-    """A packet file is missing, truncated or corrupt."""
+# The names this module used before packet files moved to npkit.base (npkit.sim exports
+# them): the same class and function, not copies.
+PacketIOError = PacketFileError
+read_pcap = read_packets
 
 
 @dataclass(frozen=True)
@@ -62,77 +65,6 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-# --------------------------------------------------------------------------- pcap reading
-def _pcap_records(f: BinaryIO, where: str) -> Iterator[tuple[float, bytes]]:
-    """Classic pcap records, checked: a short header or body names the record."""
-    head = f.read(dpkt.pcap.FileHdr.__hdr_len__)
-    if len(head) < dpkt.pcap.FileHdr.__hdr_len__:
-        raise PacketIOError(f"{where}: truncated pcap file header ({len(head)} of "
-                            f"{dpkt.pcap.FileHdr.__hdr_len__} bytes)")
-    magic = dpkt.pcap.FileHdr(head).magic
-    if magic not in dpkt.pcap.MAGIC_TO_PKT_HDR:
-        raise PacketIOError(f"{where}: not a pcap or pcapng file (magic {magic:#010x})")
-    nano = magic in (dpkt.pcap.TCPDUMP_MAGIC_NANO, dpkt.pcap.PMUDPCT_MAGIC_NANO)
-    header_class = dpkt.pcap.MAGIC_TO_PKT_HDR[magic]
-    header_len = header_class.__hdr_len__
-    record = 0
-    while True:
-        record += 1
-        buf = f.read(header_len)
-        if not buf:
-            return
-        if len(buf) < header_len:
-            raise PacketIOError(f"{where}: record {record}: truncated record header "
-                                f"({len(buf)} of {header_len} bytes)")
-        hdr = header_class(buf)
-        if hdr.caplen > MAX_FRAME_BYTES or hdr.caplen > hdr.len or hdr.caplen == 0:
-            raise PacketIOError(f"{where}: record {record}: corrupt record header "
-                                f"(captured {hdr.caplen} bytes, original {hdr.len})")
-        body = f.read(hdr.caplen)
-        if len(body) < hdr.caplen:
-            raise PacketIOError(f"{where}: record {record}: truncated packet data "
-                                f"({len(body)} of {hdr.caplen} bytes)")
-        fraction = hdr.tv_usec / (1e9 if nano else 1e6)
-        yield hdr.tv_sec + fraction, body
-
-
-def _pcapng_records(f: BinaryIO, where: str) -> Iterator[tuple[float, bytes]]:
-    try:
-        reader = dpkt.pcapng.Reader(f)
-    except (ValueError, dpkt.UnpackError, struct.error) as err:
-        raise PacketIOError(f"{where}: corrupt pcapng section header: {err}") from None
-    records = iter(reader)
-    record = 0
-    while True:
-        record += 1
-        try:
-            ts, body = next(records)
-        except StopIteration:
-            return
-        except (ValueError, dpkt.UnpackError, struct.error) as err:
-            raise PacketIOError(f"{where}: record {record}: truncated or corrupt pcapng "
-                                f"block: {err or type(err).__name__}") from None
-        if not body:
-            raise PacketIOError(f"{where}: record {record}: empty packet")
-        yield float(ts), bytes(body)
-
-
-def read_pcap(path: str | Path) -> Iterator[tuple[float, bytes]]:
-    """(timestamp seconds, frame bytes) for each record of a pcap or pcapng file."""
-    where = str(path)
-    try:
-        f = open(path, "rb")  # noqa: SIM115 -- closed by the with below, after the check
-    except OSError as err:
-        raise PacketIOError(f"{where}: cannot open packet file: {err.strerror}") from None
-    with f:
-        head = f.read(4)
-        f.seek(0)
-        if len(head) == 4 and struct.unpack("<I", head)[0] == PCAPNG_MAGIC:
-            yield from _pcapng_records(f, where)
-        else:
-            yield from _pcap_records(f, where)
-
-
 # --------------------------------------------------------------------------- sources
 @dataclass
 class PcapSource:
@@ -154,7 +86,7 @@ class PcapSource:
 
     def frames(self) -> Iterator[RxFrame]:
         first: float | None = None
-        for ts, data in read_pcap(self.path):
+        for ts, data in read_packets(self.path):
             if self.pace == "line":
                 yield RxFrame(data)
                 continue
@@ -163,7 +95,7 @@ class PcapSource:
 
     def count(self) -> int:
         """Number of records (reads the whole file)."""
-        return sum(1 for _ in read_pcap(self.path))
+        return sum(1 for _ in read_packets(self.path))
 
 
 @dataclass
@@ -208,13 +140,6 @@ def _ipv4_bytes(address: str) -> bytes:
     except ValueError:
         pass
     raise ValueError(f"bad IPv4 address {address!r}: expected a dotted quad like 198.18.0.1")
-
-
-def _ipv4_checksum(header: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 def parse_tag(frame: bytes) -> tuple[int, int] | None:
@@ -307,7 +232,7 @@ class Generator:
     def _ipv4_header(self, total_length: int, seq: int) -> bytes:
         header = struct.pack("!BBHHHBBH", 0x45, 0, total_length, seq & 0xFFFF, 0, 64, 17,
                              0) + self._ips
-        return header[:10] + struct.pack("!H", _ipv4_checksum(header)) + header[12:]
+        return with_ipv4_checksum(header)
 
     def total(self) -> int:
         return self.count
@@ -333,29 +258,18 @@ class PcapSink:
     leaves a valid, empty pcap."""
 
     def __init__(self, path: str | Path, linktype: int = LINKTYPE_ETHERNET) -> None:
-        self.path = Path(path)
-        self.written = 0
-        try:
-            self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 -- close()
-        except OSError as err:
-            raise PacketIOError(f"{self.path}: cannot write: {err.strerror}") from None
-        header = dpkt.pcap.LEFileHdr(magic=dpkt.pcap.TCPDUMP_MAGIC_NANO, snaplen=MAX_FRAME_BYTES,
-                                     linktype=linktype)
-        self._file.write(bytes(header))
+        self._writer = PcapWriter(path, linktype)
+        self.path = self._writer.path
+
+    @property
+    def written(self) -> int:
+        return self._writer.written
 
     def write(self, frame: TxFrame) -> None:
-        if self._file is None:
-            raise PacketIOError(f"{self.path}: sink already closed")
-        sec, nsec = divmod(frame.time_ns, 1_000_000_000)
-        n = len(frame.data)
-        record = dpkt.pcap.LEPktHdr(tv_sec=sec, tv_usec=nsec, caplen=n, len=n)
-        self._file.write(bytes(record) + frame.data)
-        self.written += 1
+        self._writer.write_ns(frame.data, frame.time_ns)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._writer.close()
 
 
 def frames_of(items: Iterable[TxFrame], port: int | None = None) -> list[bytes]:

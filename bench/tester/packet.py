@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Literal
 
+from npkit.base.checksum import PROTO_UDP, udp_checksum, with_ipv4_checksum
 from npkit.bench.tester.media import (
     ETH_FCS,
     ETH_HEADER,
@@ -47,7 +48,6 @@ SIGNATURE = struct.Struct("!4sHI6sI")  # magic, stream, seq, time (48-bit), crc
 SIGNATURE_BYTES = SIGNATURE.size  # 20
 CRC_OFFSET = 16  # the CRC's position in the signature
 MAX_TIME_PS = (1 << 48) - 1
-PROTO_UDP = 17
 PROTO_RAW = 253  # RFC 3692 experimental
 IPV4_HEADER, IPV6_HEADER, UDP_HEADER = 20, 40, 8
 TTL = 64
@@ -69,43 +69,18 @@ def uses_udp(family: int, ip_len: int, transport: Transport) -> bool:
     return ip_len >= smallest_ip(family, "udp")
 
 
-# --------------------------------------------------------------------------- checksums
-def ones_sum(data: bytes) -> int:
-    """The 16-bit one's complement sum of ``data`` (odd length: padded with a zero byte).
-
-    2**16 = 1 (mod 0xFFFF), so the sum with end-around carry is the big number mod 0xFFFF,
-    except that a non-zero sum is written 0xFFFF, never 0."""
-    if len(data) & 1:
-        data += b"\x00"
-    value = int.from_bytes(data, "big")
-    folded = value % 0xFFFF
-    return 0xFFFF if folded == 0 and value else folded
-
-
-def internet_checksum(data: bytes) -> int:
-    return ~ones_sum(data) & 0xFFFF
-
-
+# --------------------------------------------------------------------------- headers
 def ipv4_header(total_length: int, ident: int, protocol: int, src: int, dst: int,
                 ttl: int = TTL) -> bytes:
     head = struct.pack("!BBHHHBBHII", 0x45, 0, total_length, ident & 0xFFFF, 0, ttl,
                        protocol, 0, src, dst)
-    return head[:10] + struct.pack("!H", internet_checksum(head)) + head[12:]
+    return with_ipv4_checksum(head)
 
 
 def ipv6_header(payload_length: int, next_header: int, src: int, dst: int,
                 hop_limit: int = TTL) -> bytes:
     return struct.pack("!IHBB", 6 << 28, payload_length, next_header, hop_limit) + \
         src.to_bytes(16, "big") + dst.to_bytes(16, "big")
-
-
-def udp_checksum(family: int, src: bytes, dst: bytes, segment: bytes) -> int:
-    """The UDP checksum of ``segment`` (header with checksum 0 + payload); 0 becomes 0xFFFF."""
-    if family == 4:
-        pseudo = src + dst + struct.pack("!BBH", 0, PROTO_UDP, len(segment))
-    else:
-        pseudo = src + dst + struct.pack("!IxxxB", len(segment), PROTO_UDP)
-    return internet_checksum(pseudo + segment) or 0xFFFF
 
 
 # --------------------------------------------------------------------------- signature
@@ -172,7 +147,7 @@ def build_ip(spec: PacketSpec) -> bytes:
         segment = struct.pack("!HHHH", spec.sport, spec.dport, transport_len, 0) + payload
         if spec.family == 6 or spec.udp_checksum:
             size = 4 if spec.family == 4 else 16
-            check = udp_checksum(spec.family, spec.src.to_bytes(size, "big"),
+            check = udp_checksum(spec.src.to_bytes(size, "big"),
                                  spec.dst.to_bytes(size, "big"), segment)
             segment = segment[:6] + struct.pack("!H", check) + segment[8:]
         payload = segment

@@ -8,13 +8,13 @@ link trailer (Ethernet padding and FCS) is never compared.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from npkit.base.checksum import with_ipv4_checksum
 from npkit.bench.tester.destinations import BITS, Routes, lpm_prefix
 from npkit.bench.tester.media import Framing
-from npkit.bench.tester.packet import Parsed, internet_checksum, link_header
+from npkit.bench.tester.packet import Parsed, link_header
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +31,8 @@ def forwarded_ip(ip: bytes) -> bytes | None:
         if ip[8] <= 1:
             return None
         header_len = (ip[0] & 0xF) * 4
-        head = ip[:8] + bytes([ip[8] - 1]) + ip[9:10] + b"\0\0" + ip[12:header_len]
-        check = struct.pack("!H", internet_checksum(head))
-        return head[:10] + check + head[12:] + ip[header_len:]
+        head = ip[:8] + bytes([ip[8] - 1]) + ip[9:header_len]
+        return with_ipv4_checksum(head) + ip[header_len:]
     if ip[7] <= 1:
         return None
     return ip[:7] + bytes([ip[7] - 1]) + ip[8:]
