@@ -5,7 +5,8 @@ independent of the back end).
     m = run(fn, Machine(bytearray(frame), meta=[in_port, len(frame)] + [0] * 14))
     m.packet, m.meta[META_VERDICT], m.memory[wir.SRAM][addr], m.steps
 
-Semantics are wir.py's docstrings:
+Semantics are wir.py's docstrings (the operations on words are compiler/me/fold.py's, shared
+with the optimisers):
 - every value is a word; arithmetic is mod 2**32; a shift by a register amount >= 32 gives
   0, a constant shift amount must be 0..31; `mul` keeps the low 32 bits; s* predicates
   compare as two's complement;
@@ -27,12 +28,11 @@ its `max_trips`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from npkit.compiler.mbl.native import HashUnit
 
-from . import wir
+from . import fold, wir
 from .wir import MASK32
 
 META_WORDS = 16
@@ -68,36 +68,6 @@ def chip_hash(unit: HashUnit, width: int, key: int) -> int:
         if key >> bit & 1:
             r ^= mult
     return r
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 32) if v & 0x8000_0000 else v
-
-
-PREDICATE_FNS: dict[str, Callable[[int, int], bool]] = {
-    "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b,
-    "ult": lambda a, b: a < b,
-    "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b,
-    "uge": lambda a, b: a >= b,
-    "slt": lambda a, b: _signed(a) < _signed(b),
-    "sle": lambda a, b: _signed(a) <= _signed(b),
-    "sgt": lambda a, b: _signed(a) > _signed(b),
-    "sge": lambda a, b: _signed(a) >= _signed(b),
-}
-
-BIN_FNS: dict[str, Callable[[int, int], int]] = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "and": lambda a, b: a & b,
-    "or": lambda a, b: a | b,
-    "xor": lambda a, b: a ^ b,
-    "shl": lambda a, b: a << b if b < 32 else 0,
-    "lshr": lambda a, b: a >> b if b < 32 else 0,
-    "mul": lambda a, b: a * b,
-}
-assert set(PREDICATE_FNS) == set(wir.PREDICATES) and set(BIN_FNS) == set(wir.BIN_OPS)
 
 
 def _where(block: wir.Block, instr: wir.Instr) -> str:
@@ -185,36 +155,33 @@ class _Run:
         return handler(i)
 
     def op_Bin(self, i: wir.Bin) -> None:
-        if i.op not in BIN_FNS:
+        if i.op not in fold.BIN_FNS:
             raise self.fail(f"unknown operation '{i.op}'")
         a, b = self.val(i.a), self.val(i.b)
         if i.op in ("shl", "lshr") and isinstance(i.b, int) and b > 31:
             raise self.fail(f"constant shift amount {b} (0..31)")
-        self.set(i.dst, BIN_FNS[i.op](a, b))
+        self.set(i.dst, fold.evaluate_bin(i.op, a, b))
 
     def op_Fsh(self, i: wir.Fsh) -> None:
         if not 1 <= i.amount <= 31:
             raise self.fail(f"funnel shift amount {i.amount} (1..31)")
-        self.set(i.dst, ((self.val(i.hi) << 32 | self.val(i.lo)) >> i.amount))
+        self.set(i.dst, fold.funnel_shift(self.val(i.hi), self.val(i.lo), i.amount))
 
     def op_OnesSum(self, i: wir.OnesSum) -> None:
         if not 2 <= len(i.srcs) <= 16:
             raise self.fail(f"{len(i.srcs)} sources of a ones-complement sum (2..16)")
-        total = sum(self.val(s) for s in i.srcs)
-        while total > MASK32:                   # end-around carry until none is left
-            total = (total & MASK32) + (total >> 32)
-        self.set(i.dst, total)
+        self.set(i.dst, fold.ones_sum([self.val(s) for s in i.srcs]))
 
     def predicate(self, pred: str, a: wir.Operand, b: wir.Operand) -> bool:
-        if pred not in PREDICATE_FNS:
+        if pred not in fold.PREDICATE_FNS:
             raise self.fail(f"unknown predicate '{pred}'")
-        return PREDICATE_FNS[pred](self.val(a), self.val(b))
+        return fold.compare(pred, self.val(a), self.val(b))
 
     def op_Cmp(self, i: wir.Cmp) -> None:
         self.set(i.dst, int(self.predicate(i.pred, i.a, i.b)))
 
     def op_Select(self, i: wir.Select) -> None:
-        self.set(i.dst, self.val(i.a) if self.val(i.cond) else self.val(i.b))
+        self.set(i.dst, fold.select(self.val(i.cond), self.val(i.a), self.val(i.b)))
 
     def op_Copy(self, i: wir.Copy) -> None:
         self.set(i.dst, self.val(i.src))
@@ -258,7 +225,7 @@ class _Run:
     def op_MemAdd(self, i: wir.MemAdd) -> None:
         words, addr = self.space(i.space), self.val(i.addr)
         old = words.get(addr, 0)
-        words[addr] = (old + self.val(i.value)) & MASK32
+        words[addr] = fold.evaluate_bin("add", old, self.val(i.value))
         if i.dst is not None:
             self.set(i.dst, old)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
+from ..fold import compare, evaluate_bin, funnel_shift
 from ..wir import MASK32, Loc
 from .bytetests import ByteField, byte_test, find_byte_tests, fixed_operands
 from .errors import unsupported
@@ -60,28 +61,6 @@ def byte_mask(value: int) -> int | None:
         elif byte:
             return None
     return mask or None
-
-
-def fold_bin(op: str, a: int, b: int) -> int:
-    """A WIR Bin on constants (the reference semantics of wir.Bin)."""
-    if op in ("shl", "lshr"):
-        if b >= 32:
-            return 0
-        return (a << b) & MASK32 if op == "shl" else a >> b
-    return {"add": a + b, "sub": a - b, "and": a & b, "or": a | b, "xor": a ^ b,
-            "mul": a * b}[op] & MASK32
-
-
-def signed(v: int) -> int:
-    return v - (1 << 32) if v & 0x8000_0000 else v
-
-
-def fold_cmp(pred: str, a: int, b: int) -> bool:
-    if pred.startswith("s"):
-        a, b = signed(a), signed(b)
-        pred = "u" + pred[1:]
-    return {"eq": a == b, "ne": a != b, "ult": a < b, "ule": a <= b, "ugt": a > b,
-            "uge": a >= b}[pred]
 
 
 @dataclass
@@ -494,7 +473,7 @@ class Selector:
         d = self._dst(ins.dst)
         a, b, op = ins.a, ins.b, ins.op
         if isinstance(a, int) and isinstance(b, int):
-            self.load_const(d, fold_bin(op, a, b))
+            self.load_const(d, evaluate_bin(op, a, b))
             return
         if self.index in folds.merges:
             base, src, mask = folds.merges[self.index]
@@ -612,7 +591,7 @@ class Selector:
     def _sel_Fsh(self, ins: wir.Fsh, folds: Folds, _: str | None) -> None:
         d = self._dst(ins.dst)
         if isinstance(ins.hi, int) and isinstance(ins.lo, int):
-            self.load_const(d, (((ins.hi << 32) | ins.lo) >> ins.amount) & MASK32)
+            self.load_const(d, funnel_shift(ins.hi, ins.lo, ins.amount))
             return
         if isinstance(ins.hi, wir.Reg) and ins.hi == ins.lo:    # a rotation
             self.op(f"alu_shf[{{0}}, --, B, {{1}}, >>rot{ins.amount}]", [d, self.value(ins.lo)],
@@ -679,7 +658,7 @@ class Selector:
         d = self._dst(ins.dst)
         a, b, pred = ins.a, ins.b, ins.pred
         if isinstance(a, int) and isinstance(b, int):
-            self.load_const(d, int(fold_cmp(pred, a, b)))
+            self.load_const(d, int(compare(pred, a, b)))
             return
         carry = "alu[{0}, 0, +carry, 0]"
         if pred in ("uge", "ule", "ult", "ugt"):
@@ -932,7 +911,7 @@ class Selector:
         then, other = ins.then_, ins.else_
         pred, a, b = ins.pred, ins.a, ins.b
         if then == other or isinstance(a, int) and isinstance(b, int):
-            taken = then if then == other or fold_cmp(pred, a, b) else other  # type: ignore
+            taken = then if then == other or compare(pred, a, b) else other  # type: ignore
             self._sel_Jump(wir.Jump(taken), folds, following)
             return
         if then == following:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import wir
-from .isel import fold_cmp
+from ..fold import compare
 
 
 def thread_constant_jumps(fn: wir.Function) -> wir.Function:
@@ -47,7 +47,7 @@ def _threaded_target(b: wir.Block, by_label: dict[str, wir.Block]) -> str | None
     a, c = _known(b, branch.a), _known(b, branch.b)
     if a is None or c is None:
         return None
-    return branch.then_ if fold_cmp(branch.pred, a, c) else branch.else_
+    return branch.then_ if compare(branch.pred, a, c) else branch.else_
 
 
 def _known(b: wir.Block, o: wir.Operand) -> int | None:

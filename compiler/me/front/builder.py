@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .. import wir
+from .. import fold, wir
+from ..fold import fold_bin
 from ..wir import Operand, Reg
 
 
@@ -61,7 +62,7 @@ class Builder:
 
     def cmp(self, pred: str, a: Operand, b: Operand) -> Operand:
         if isinstance(a, int) and isinstance(b, int):
-            return int(compare(pred, a, b))
+            return int(fold.compare(pred, a, b))
         r = self.reg()
         self.emit(wir.Cmp(r, pred, a, b))
         return r
@@ -84,64 +85,3 @@ class Builder:
 
     def branch(self, pred: str, a: Operand, b: Operand, then_: str, else_: str) -> None:
         self.emit(wir.Branch(pred, a, b, then_, else_))
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 32) if v & 0x8000_0000 else v
-
-
-def compare(pred: str, a: int, b: int) -> bool:
-    if pred.startswith("s"):
-        a, b = _signed(a), _signed(b)
-        pred = pred[1:]
-    elif pred.startswith("u"):
-        pred = pred[1:]
-    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
-            "ge": a >= b}[pred]
-
-
-def eval_bin(op: str, a: int, b: int) -> int:
-    """The WIR meaning of a binary op on two constant words."""
-    m = wir.MASK32
-    if op == "add":
-        return (a + b) & m
-    if op == "sub":
-        return (a - b) & m
-    if op == "mul":
-        return (a * b) & m
-    if op == "and":
-        return a & b
-    if op == "or":
-        return a | b
-    if op == "xor":
-        return a ^ b
-    if op == "shl":
-        return (a << b) & m if b < 32 else 0
-    if op == "lshr":
-        return a >> b if b < 32 else 0
-    raise ValueError(op)
-
-
-def fold_bin(op: str, a: Operand, b: Operand) -> Operand | None:
-    """The result when it needs no instruction (constants, identities), else None."""
-    if isinstance(a, int) and isinstance(b, int):
-        return eval_bin(op, a, b)
-    if isinstance(b, int):
-        if b == 0 and op in ("add", "sub", "or", "xor", "shl", "lshr"):
-            return a
-        if (b == 0 and op in ("and", "mul")) or (b >= 32 and op in ("shl", "lshr")):
-            return 0
-        if (op == "and" and b == wir.MASK32) or (op == "mul" and b == 1):
-            return a
-    if isinstance(a, int):
-        if a == 0 and op in ("add", "or", "xor"):
-            return b
-        if a == 0 and op in ("and", "mul", "shl", "lshr"):
-            return 0
-        if (op == "and" and a == wir.MASK32) or (op == "mul" and a == 1):
-            return b
-    if a == b and op in ("and", "or"):
-        return a
-    if a == b and op in ("xor", "sub"):
-        return 0
-    return None

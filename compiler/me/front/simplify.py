@@ -9,9 +9,9 @@ replaced."""
 from __future__ import annotations
 
 from .. import wir
+from ..fold import compare, fold_bin, funnel_shift
 from ..wir import Operand, Reg
 from . import cfg
-from .builder import compare, fold_bin
 from .rewrite import is_pure, map_uses
 
 INVERSE = {"eq": "ne", "ne": "eq", "ult": "uge", "uge": "ult", "ugt": "ule", "ule": "ugt",
@@ -37,7 +37,7 @@ def _fold_instr(i: wir.Instr) -> wir.Instr | None:
         value = fold_bin(i.op, i.a, i.b)
     elif isinstance(i, wir.Fsh):
         if isinstance(i.hi, int) and isinstance(i.lo, int):
-            value = ((i.hi << 32 | i.lo) >> i.amount) & wir.MASK32
+            value = funnel_shift(i.hi, i.lo, i.amount)
         elif i.hi == 0:
             return wir.Bin(i.dst, "lshr", i.lo, i.amount, loc=i.loc)
         elif i.lo == 0:
