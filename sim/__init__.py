@@ -1,28 +1,60 @@
 """The simulated chip: config, the ``Chip`` façade over the C++ core, packet I/O, traces.
 
 ``from npkit.sim import Chip, ChipConfig, Port, SimFault`` -- see docs/python-api.md.
-The C++ core (``npkit.sim._core``) is imported when a ``Chip`` is made, so configs,
-packet files and traces work without a built core.
+
+``npkit.sim`` spans two layers (docs/architecture.md, "Layers"): its data -- the ISA table
+(``npkit.sim.isa``) and chip configs (``npkit.sim.config``) -- sit at the bottom, under the
+compiler; the chip (``chip``, ``packets``, ``trace``, ``loader``) sits above the compiler and
+the linker.  So this package re-exports lazily (PEP 562): ``import npkit.sim.isa`` loads the
+ISA table and nothing of the chip, and a name below is imported on first use.  The C++ core
+(``npkit.sim._core``) is imported only when a ``Chip`` is made.
 """
 
-from .chip import Chip, LoadError, Progress, RunResult, SimFault
-from .config import ChipConfig, ConfigError, Port
-from .packets import (
-    Generator,
-    ListSink,
-    ListSource,
-    PacketIOError,
-    PcapSink,
-    PcapSource,
-    RxFrame,
-    TxFrame,
-    parse_tag,
-    read_pcap,
-)
-from .trace import Span, trace_events, write_trace
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the submodule that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("Chip", "LoadError", "Progress", "RunResult", "SimFault"), "chip"),
+    **dict.fromkeys(("ChipConfig", "ConfigError", "Port"), "config"),
+    **dict.fromkeys(("Generator", "ListSink", "ListSource", "PacketIOError", "PcapSink",
+                     "PcapSource", "RxFrame", "TxFrame", "parse_tag", "read_pcap"), "packets"),
+    **dict.fromkeys(("Span", "trace_events", "write_trace"), "trace"),
+}
 
 __all__ = [
     "Chip", "ChipConfig", "ConfigError", "Generator", "ListSink", "ListSource", "LoadError",
     "PacketIOError", "PcapSink", "PcapSource", "Port", "Progress", "RunResult", "RxFrame",
     "SimFault", "Span", "TxFrame", "parse_tag", "read_pcap", "trace_events", "write_trace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:  # the same names for type checkers (and for import-linter's graph)
+    from .chip import Chip, LoadError, Progress, RunResult, SimFault
+    from .config import ChipConfig, ConfigError, Port
+    from .packets import (
+        Generator,
+        ListSink,
+        ListSource,
+        PacketIOError,
+        PcapSink,
+        PcapSource,
+        RxFrame,
+        TxFrame,
+        parse_tag,
+        read_pcap,
+    )
+    from .trace import Span, trace_events, write_trace
