@@ -20,10 +20,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npkit.base.diagnostics import Diagnostic, SourceLocation
 from npkit.sim import isa
 
 from . import banks
-from .errors import AsmError, Diagnostic
+from .errors import AsmError
 from .expr import ExprError, evaluate
 from .forms import FORMS, Operands, immed_encoding, mnemonic_fields
 from .image import CTX_MODES, ME_COUNT, Image
@@ -65,7 +66,7 @@ def assemble_file(path: str | Path, include_dirs: tuple[str, ...] = (),
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise AsmError([Diagnostic(path, 0, 0, f"cannot read source file: {e}",
+        raise AsmError([Diagnostic(f"cannot read source file: {e}", SourceLocation(path, 0, 0),
                                    "check the path")]) from None
     sources = SourceSet(tuple(str(d) for d in include_dirs))
     reader = Reader(sources)
@@ -85,8 +86,16 @@ def _assemble(sources: SourceSet, control_store_words: int) -> Image:
     if sources.diagnostics:
         file_order = {name: i for i, name in enumerate(sources.texts)}
         raise AsmError(sorted(sources.diagnostics,
-                              key=lambda d: (file_order.get(d.file, -1), d.line, d.col)))
+                              key=lambda d: _order(file_order, d)), sources.source_texts())
     return asm.image()
+
+
+def _order(file_order: dict[str, int], d: Diagnostic) -> tuple[int, int, int]:
+    """Diagnostics in reading order: by file (as first read), line, column."""
+    loc = d.location
+    if loc is None:
+        return (-1, 0, 0)
+    return (file_order.get(loc.file, -1), loc.line, loc.column)
 
 
 # --------------------------------------------------------------------------- state

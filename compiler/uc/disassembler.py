@@ -127,7 +127,7 @@ def _compose(image: Image, texts: list[str]) -> tuple[str, dict[int, int]]:
     for pc, text in enumerate(texts):
         out.extend(f"{name}#:" for name in labels.get(pc, []))
         loc = image.lines[pc]
-        out.append(f".line {quote(loc.file)} {loc.line} {loc.col}")
+        out.append(f".line {quote(loc.file)} {loc.line} {loc.column}")
         out.append(f"{INDENT}{text}")
         line_to_pc[len(out)] = pc
     out.extend(f"{name}#:" for name in labels.get(len(texts), []))

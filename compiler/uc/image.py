@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npkit.base.diagnostics import SourceLocation
 from npkit.sim import isa
 
-from .errors import ImageError, SourceLoc
+from .errors import ImageError
 from .operands import check_field_limits, is_reserved_register_name, parse_register_spelling
 
 IMAGE_FORMAT = "npkit-uc-image"
@@ -45,7 +46,7 @@ class Image:
     ctx_mode: int = 8
     words: list[int] = field(default_factory=list)
     symbols: dict[str, int] = field(default_factory=dict)
-    lines: list[SourceLoc] = field(default_factory=list)
+    lines: list[SourceLocation] = field(default_factory=list)
     registers: dict[str, str] = field(default_factory=dict)  # name -> "a3", "$2", "$$0"
     signals: dict[str, int] = field(default_factory=dict)  # name -> 1..15
 
@@ -71,7 +72,7 @@ class Image:
             if loc.file not in index:
                 index[loc.file] = len(files)
                 files.append(loc.file)
-            lines.append([index[loc.file], loc.line, loc.col])
+            lines.append([index[loc.file], loc.line, loc.column])
         body: dict[str, Any] = {
             "format": IMAGE_FORMAT,
             "version": IMAGE_VERSION,
@@ -185,7 +186,7 @@ def _checksum(body: dict[str, Any]) -> str:
 
 def _image_from_body(data: dict[str, Any]) -> Image:
     files = [str(f) for f in data["files"]]
-    lines = [SourceLoc(files[int(fi)], int(ln), int(col)) for fi, ln, col in data["lines"]]
+    lines = [SourceLocation(files[int(fi)], int(ln), int(col)) for fi, ln, col in data["lines"]]
     for key, kind in (("mes", list), ("words", list), ("symbols", dict), ("registers", dict),
                       ("signals", dict), ("files", list), ("lines", list)):
         if not isinstance(data[key], kind):

@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npkit.base.diagnostics import Diagnostic, SourceLocation
 from npkit.sim import isa
-
-from .errors import Diagnostic, SourceLoc
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _DEFINE_WORD = re.compile(r"(?<![\w$#.*])[A-Za-z_]\w*(?![\w$#])")
@@ -73,9 +72,9 @@ class Stmt:
     rest: str = ""  # directives: the text after the name (defines expanded)
     rest_col: int = 0
 
-    def src_loc(self) -> SourceLoc:
+    def src_loc(self) -> SourceLocation:
         col = self.line.col_override if self.line.col_override is not None else self.col
-        return SourceLoc(self.line.src_file, self.line.src_line, col)
+        return SourceLocation(self.line.src_file, self.line.src_line, col)
 
 
 @dataclass
@@ -88,9 +87,11 @@ class SourceSet:
     lines: list[Line] = field(default_factory=list)
 
     def error(self, file: str, line: int, col: int, message: str, hint: str = "") -> None:
-        text = self.texts.get(file)
-        src = text[line - 1] if text and 0 < line <= len(text) else None
-        self.diagnostics.append(Diagnostic(file, line, col, message, hint, src))
+        self.diagnostics.append(Diagnostic(message, SourceLocation(file, line, col), hint))
+
+    def source_texts(self) -> dict[str, str]:
+        """Each file read, as text (for rendering diagnostics with their source lines)."""
+        return {name: "\n".join(lines) for name, lines in self.texts.items()}
 
 
 # --------------------------------------------------------------------------- files

@@ -2,7 +2,7 @@
 
 import pytest
 
-from npkit.compiler.uc import AsmError, SourceLoc, assemble_text, disassemble
+from npkit.compiler.uc import AsmError, SourceLocation, assemble_text, disassemble
 
 
 def test_loc_sets_every_following_instruction_until_reset() -> None:
@@ -22,12 +22,12 @@ def test_loc_sets_every_following_instruction_until_reset() -> None:
     )
     image = assemble_text(source, "body.uc")
     assert image.lines == [
-        SourceLoc("body.uc", 1, 1),
-        SourceLoc("prog.mbl", 12, 5), SourceLoc("prog.mbl", 12, 5),
-        SourceLoc("prog.mbl", 14, 1),
-        SourceLoc("body.uc", 8, 1),
-        SourceLoc("x.mbl", 3, 2),
-        SourceLoc("body.uc", 12, 1),
+        SourceLocation("body.uc", 1, 1),
+        SourceLocation("prog.mbl", 12, 5), SourceLocation("prog.mbl", 12, 5),
+        SourceLocation("prog.mbl", 14, 1),
+        SourceLocation("body.uc", 8, 1),
+        SourceLocation("x.mbl", 3, 2),
+        SourceLocation("body.uc", 12, 1),
     ]
     assert image.source_of(2) == "prog.mbl:12:5"
 

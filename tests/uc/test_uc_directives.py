@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from npkit.compiler.uc import SourceLoc, assemble_file, assemble_text, listing
+from npkit.compiler.uc import SourceLocation, assemble_file, assemble_text, listing
 from npkit.sim import isa
 
 
@@ -75,8 +75,8 @@ def test_include_relative_then_include_dirs(tmp_path: Path) -> None:
     (tmp_path / "lib" / "shared.uc").write_text("alu[a0, a1, +, K]\n")
     image = assemble_file(tmp_path / "src" / "main.uc", include_dirs=(str(tmp_path / "lib"),))
     assert fields_of(image.words[0])["b"] == 0xC7
-    assert image.lines[0] == SourceLoc(str(tmp_path / "lib" / "shared.uc"), 1, 1)
-    assert image.lines[1] == SourceLoc(str(tmp_path / "src" / "main.uc"), 3, 1)
+    assert image.lines[0] == SourceLocation(str(tmp_path / "lib" / "shared.uc"), 1, 1)
+    assert image.lines[1] == SourceLocation(str(tmp_path / "src" / "main.uc"), 3, 1)
 
 
 def test_include_guard_stops_repeat(tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_include_guard_stops_repeat(tmp_path: Path) -> None:
 def test_line_directive_maps_locations() -> None:
     source = '.line "orig.mbl" 40 9\n  nop\n  nop\n'
     image = assemble_text(source, "gen.uc")
-    assert image.lines == [SourceLoc("orig.mbl", 40, 9), SourceLoc("orig.mbl", 41, 3)]
+    assert image.lines == [SourceLocation("orig.mbl", 40, 9), SourceLocation("orig.mbl", 41, 3)]
 
 
 def test_ctx_mode_4_allows_32_registers() -> None:

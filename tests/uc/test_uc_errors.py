@@ -4,7 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from npkit.compiler.uc import AsmError, Diagnostic, assemble_file, assemble_text
+from npkit.base.errors import NpkitError
+from npkit.compiler.uc import (
+    AsmError,
+    Diagnostic,
+    SourceLocation,
+    assemble_file,
+    assemble_text,
+)
 
 
 def diagnostics(source: str, **kwargs: object) -> list[Diagnostic]:
@@ -91,7 +98,7 @@ def only(source: str, **kwargs: object) -> Diagnostic:
 ])
 def test_error_kind(source: str, line: int, col: int, message: str) -> None:
     d = only(source)
-    assert (d.file, d.line, d.col) == ("err.uc", line, col), d
+    assert d.location == SourceLocation("err.uc", line, col), d
     assert message in d.message, d.message
     assert d.hint, "every error carries a hint"
 
@@ -122,7 +129,7 @@ def test_unplaced_names_spread_over_both_banks() -> None:
 
 def test_control_store_overflow() -> None:
     d = only("nop\nnop\nnop\nnop\nnop", control_store_words=4)
-    assert d.line == 5
+    assert d.location is not None and d.location.line == 5
     assert "control store overflow: the image needs 5 words but the control store holds 4" \
         in d.message
 
@@ -133,7 +140,8 @@ def test_missing_include(tmp_path: Path) -> None:
     with pytest.raises(AsmError) as info:
         assemble_file(main, include_dirs=(str(tmp_path / "inc"),))
     (d,) = info.value.diagnostics
-    assert (d.line, d.col) == (2, 1)
+    assert d.location is not None
+    assert (d.location.line, d.location.column) == (2, 1)
     assert "cannot find include file 'nothere.uc'" in d.message
     assert str(tmp_path / "inc") in d.hint
 
@@ -144,14 +152,16 @@ def test_include_cycle(tmp_path: Path) -> None:
     with pytest.raises(AsmError) as info:
         assemble_file(tmp_path / "a.uc")
     (d,) = info.value.diagnostics
-    assert d.file.endswith("b.uc") and d.line == 2
+    assert d.location is not None
+    assert d.location.file.endswith("b.uc") and d.location.line == 2
     assert "include cycle" in d.message and "a.uc" in d.message
 
 
 def test_unreadable_source_file(tmp_path: Path) -> None:
     with pytest.raises(AsmError) as info:
         assemble_file(tmp_path / "nope.uc")
-    assert "cannot read source file" in str(info.value)
+    assert str(info.value).startswith(f"{tmp_path / 'nope.uc'}:0:0: error: cannot read source file")
+    assert isinstance(info.value, NpkitError)  # the CLI reports it as a user error
 
 
 def test_all_errors_of_a_file_in_one_run_and_rendering() -> None:
@@ -165,7 +175,7 @@ def test_all_errors_of_a_file_in_one_run_and_rendering() -> None:
     with pytest.raises(AsmError) as info:
         assemble_text(source, "many.uc")
     err = info.value
-    assert [d.line for d in err.diagnostics] == [2, 3, 4, 5]
+    assert [d.location.line for d in err.diagnostics if d.location] == [2, 3, 4, 5]
     text = str(err)
     assert "many.uc:2:19: error: immediate out of range" in text
     # the source line and a caret under column 20

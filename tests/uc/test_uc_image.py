@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from npkit.compiler.uc import Image, ImageError, SourceLoc, assemble_text
+from npkit.compiler.uc import Image, ImageError, SourceLocation, assemble_text
 from npkit.sim import isa
 
 SOURCE = """
@@ -163,7 +163,7 @@ def test_inconsistent_bodies(saved: tuple[Image, Path], change: object, message:
 
 
 def test_image_source_of_and_label_at() -> None:
-    image = Image(words=[isa.encode(23, {})], lines=[SourceLoc("f.uc", 3, 9)],
+    image = Image(words=[isa.encode(23, {})], lines=[SourceLocation("f.uc", 3, 9)],
                   symbols={"start": 0})
     assert image.source_of(0) == "f.uc:3:9"
     assert image.label_at(0) == "start" and image.label_at(1) is None

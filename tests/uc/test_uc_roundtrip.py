@@ -5,7 +5,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npkit.compiler.uc import Image, SourceLoc, assemble_text, disassemble, listing
+from npkit.compiler.uc import Image, SourceLocation, assemble_text, disassemble, listing
 from npkit.sim import isa
 
 CTX_LIMITED = {"gpr_a", "gpr_b", "xfer_s", "xfer_d", "nn"}  # docs/isa.md: 16 or 32 per ctx
@@ -65,7 +65,7 @@ def images(draw: st.DrawFn) -> Image:
     per_ctx = 16 if ctx_mode == 8 else 32
     words = drop_bad_defers(draw(st.lists(legal_word(ctx_mode), max_size=24)))
     files = ["main.uc", "inc/with space.uc", 'odd"quote\\.uc']
-    lines = [SourceLoc(draw(st.sampled_from(files)), draw(st.integers(1, 10_000)),
+    lines = [SourceLocation(draw(st.sampled_from(files)), draw(st.integers(1, 10_000)),
                        draw(st.integers(1, 200))) for _ in words]
     n_labels = draw(st.integers(0, 6))
     symbols = {f"L{i}": draw(st.integers(0, len(words))) for i in range(n_labels)}
