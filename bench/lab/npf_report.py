@@ -1,4 +1,5 @@
-"""The NPF sections of the lab's report (``report.write_report`` calls ``npf_sections``):
+"""The NPF sections of the lab's report (``report.write_report`` calls ``npf_sections``; the
+parts they are built from are in ``report_parts``):
 configuration, our figures beside the published IXP2800 ones (``published.py``), per
 traffic type the forwarding rate / throughput / latency / loss tables and charts, the
 overload and update tests, and for every place where ours differ from the published
@@ -21,18 +22,19 @@ from typing import Any
 
 from npkit.bench.lab import published
 from npkit.bench.lab.npf import NpfCaseResult, NpfResult, UpdateResult
-from npkit.bench.lab.report import Section, _figure, _image, _save, explain, table
+from npkit.bench.lab.report_parts import (
+    PS_PER_US,
+    Section,
+    explain,
+    figure,
+    image_link,
+    microseconds,
+    number,
+    save_png,
+    table,
+)
 
-PS_PER_US = 1_000_000
 TRAFFIC_TITLES = {"ipv4": "IPv4", "ipv6": "IPv6", "mixed": "Mixed IPv4 + IPv6"}
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def _us(ps: float | None) -> str:
-    return "–" if ps is None else f"{ps / PS_PER_US:.2f}"
 
 
 def _line_percent(case: NpfCaseResult) -> float | None:
@@ -87,7 +89,9 @@ def _latency_summary(cases: Sequence[NpfCaseResult], what: str) -> str:
     if not values:
         return "not measured"
     low, high = min(values), max(values)
-    return f"{_us(low)} µs" if low == high else f"{_us(low)} – {_us(high)} µs"
+    if low == high:
+        return f"{microseconds(low)} µs"
+    return f"{microseconds(low)} – {microseconds(high)} µs"
 
 
 def _updates_summary(updates: Sequence[UpdateResult], family: int) -> str:
@@ -229,9 +233,9 @@ def _traffic_section(result: NpfResult, traffic: str, out_dir: Path) -> Section:
     rows = []
     for c in cases:
         f = c.forwarding
-        rows.append((c.size, _num(f.sent * 1e6 / f.duration_ps, 3),  # per us = Mpps
-                     _num(f.forwarded_pps / 1e6, 3), _num(f.forwarded_ip_gbps, 2),
-                     _by_end(f), _num(_line_percent(c), 2), _num(_throughput_gbps(c), 2),
+        rows.append((c.size, number(f.sent * 1e6 / f.duration_ps, 3),  # per us = Mpps
+                     number(f.forwarded_pps / 1e6, 3), number(f.forwarded_ip_gbps, 2),
+                     _by_end(f), number(_line_percent(c), 2), number(_throughput_gbps(c), 2),
                      len(c.throughput.steps)))
     text = ("Forwarding rate at 100 % offered load on every input port, and throughput (the "
             "highest load with zero loss).  Mpps and IP Gbps over all input ports.  The "
@@ -250,17 +254,17 @@ def _traffic_section(result: NpfResult, traffic: str, out_dir: Path) -> Section:
     chart = rate_chart(cases, out_dir / f"npf_{traffic}_rates.png", title)
     if chart:
         charts.append(chart)
-        text += "\n" + _image(chart, f"{title} forwarding rate and throughput")
+        text += "\n" + image_link(chart, f"{title} forwarding rate and throughput")
     text += "\n### Latency\n\n" + _latency_table(cases)
     chart = latency_chart(cases, out_dir / f"npf_{traffic}_latency.png", title)
     if chart:
         charts.append(chart)
-        text += "\n" + _image(chart, f"{title} latency per load")
+        text += "\n" + image_link(chart, f"{title} latency per load")
     text += "\n### Loss rate\n\n" + _loss_table(cases)
     chart = loss_chart(cases, out_dir / f"npf_{traffic}_loss.png", title)
     if chart:
         charts.append(chart)
-        text += "\n" + _image(chart, f"{title} loss rate")
+        text += "\n" + image_link(chart, f"{title} loss rate")
     overload = _overload_table(cases)
     if overload:
         text += "\n### Overload\n\n" + overload
@@ -273,8 +277,9 @@ def _latency_table(cases: Sequence[NpfCaseResult]) -> str:
         if not c.latency:
             rows.append((c.size, "–", "–", "–", "–", "–", "–", c.note or "–"))
         for p in c.latency:
-            rows.append((c.size, f"{p.percent_of_throughput:g} %", _num(p.load_percent, 2),
-                         _us(p.min_ps), _us(p.avg_ps), _us(p.max_ps), _us(p.lifo_avg_ps),
+            rows.append((c.size, f"{p.percent_of_throughput:g} %", number(p.load_percent, 2),
+                         microseconds(p.min_ps), microseconds(p.avg_ps),
+                         microseconds(p.max_ps), microseconds(p.lifo_avg_ps),
                          f"{p.count:,}"))
     return ("At 100/95/90/50 % of the throughput: first bit in to last bit out (min / avg / "
             "max, µs) and last bit in to first bit out (S&F avg).\n\n" +
@@ -287,7 +292,7 @@ def _loss_table(cases: Sequence[NpfCaseResult]) -> str:
     rows = []
     for c in cases:
         by_load = {s.load_percent: s.loss_percent for s in c.loss.steps}
-        rows.append((c.size, *(_num(by_load.get(load), 2) for load in loads)))
+        rows.append((c.size, *(number(by_load.get(load), 2) for load in loads)))
     return ("% of packets lost, from 100 % of line rate down until two trials in a row lose "
             "nothing.\n\n" + table(("size", *(f"{load:g} %" for load in loads)), rows))
 
@@ -299,8 +304,8 @@ def _overload_table(cases: Sequence[NpfCaseResult]) -> str:
         if o is None:
             continue
         rows.append((c.size, " + ".join(map(str, o.inputs)) + f" → {o.output}",
-                     _num(o.offered_percent_of_output, 0), _num(o.output_pps / 1e6, 3),
-                     _num(100 * o.output_utilization, 1), f"{o.rate.lost:,}"))
+                     number(o.offered_percent_of_output, 0), number(o.output_pps / 1e6, 3),
+                     number(100 * o.output_utilization, 1), f"{o.rate.lost:,}"))
     if not rows:
         return ""
     notes = [f"* **{c.size}**: the output was busy {100 * c.overload.output_utilization:.1f} "
@@ -350,9 +355,9 @@ def _updates_section(result: NpfResult) -> Section:
         for p in u.concurrent:
             r = p.rate
             rows.append((f"IPv{u.family}", f"{p.percent_of_max:g} %",
-                         _num(p.updates_per_s, 0),
+                         number(p.updates_per_s, 0),
                          "–" if p.updates_landed is None else f"{p.updates_landed:,}",
-                         _num(r.load_percent, 1), _num(r.forwarded_pps / 1e6, 3),
+                         number(r.load_percent, 1), number(r.forwarded_pps / 1e6, 3),
                          f"{r.lost:,}", f"{r.errors:,}",
                          f"max {u.max_updates_per_s:,.0f}/s ({u.updates} updates), "
                          f"{u.traffic_size} B"))
@@ -382,7 +387,7 @@ def rate_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Path |
     throughput in % of line rate against the published 100 %."""
     if not cases:
         return None
-    fig = _figure(9, 4)
+    fig = figure(9, 4)
     gbps, percent = fig.subplots(1, 2)
     x = _sizes_axis(cases)
     gbps.bar(x, [c.forwarding.offered_ip_gbps for c in cases], color="#dddddd",
@@ -401,7 +406,7 @@ def rate_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Path |
     percent.set(xlabel="packet size (IP bytes)", ylabel="% of line rate", ylim=(0, 110),
                 title="Throughput")
     percent.legend(fontsize="small", loc="lower right")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def latency_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Path | None:
@@ -410,7 +415,7 @@ def latency_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Pat
     measured = [c for c in cases if any(p.avg_ps is not None for p in c.latency)]
     if not measured:
         return None
-    fig = _figure()
+    fig = figure()
     ax = fig.subplots()
     for c in measured:
         points = [p for p in c.latency if p.avg_ps is not None]
@@ -426,13 +431,13 @@ def latency_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Pat
     ax.set(xlabel="load (% of throughput)", ylabel="µs (first bit in, last bit out)",
            title=f"{title}: latency (min / avg / max)")
     ax.legend(fontsize="small", ncol=2)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def loss_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Path | None:
     if not cases:
         return None
-    fig = _figure()
+    fig = figure()
     ax = fig.subplots()
     for c in cases:
         steps = sorted(c.loss.steps, key=lambda s: s.load_percent)
@@ -441,4 +446,4 @@ def loss_chart(cases: Sequence[NpfCaseResult], path: Path, title: str) -> Path |
     ax.set(xlabel="offered load (% of line rate)", ylabel="packets lost (%)",
            title=f"{title}: loss rate")
     ax.legend(fontsize="small", ncol=2)
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -15,6 +15,9 @@ in the style of a full disclosure report.
 
 A suite's report is a list of ``Section``s; the RFC 2544 sections are here, the NPF ones
 come from ``npkit.bench.lab.npf_report`` (``npf_sections(result, out_dir) -> list[Section]``).
+The parts both are built from (``Section``, tables, number formats, charts, ``explain``) are
+in ``npkit.bench.lab.report_parts``; ``Section``, ``table`` and ``explain`` are re-exported
+here.
 """
 
 from __future__ import annotations
@@ -28,19 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npkit.bench.lab import npf, npf_report, published
+from npkit.bench.lab.report_parts import (
+    PS_PER_US,
+    Section,
+    explain,
+    figure,
+    image_link,
+    microseconds,
+    number,
+    save_png,
+    table,
+)
 from npkit.bench.lab.rfc2544 import Rfc2544Result, SizeResult
 
-PS_PER_US = 1_000_000
 NPF_SUITES = ("npf", "npf-ip-forwarding")
-
-
-@dataclass(frozen=True)
-class Section:
-    """A part of a report: a heading, Markdown text, and the chart files it shows."""
-
-    title: str
-    markdown: str
-    charts: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,80 +108,8 @@ def load_result(path: Path) -> Any:
     if suite == "rfc2544":
         return from_plain(Rfc2544Result, data)
     if suite in NPF_SUITES:
-        from npkit.bench.lab import npf
-
         return from_plain(npf.NpfResult, data)
     raise ValueError(f"{path}: not a lab results file (suite {suite!r})")
-
-
-# --------------------------------------------------------------------------- formatting
-def _us(ps: float | None) -> str:
-    return "–" if ps is None else f"{ps / PS_PER_US:.2f}"
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _image(path: Path, alt: str) -> str:
-    return f"![{alt}]({path.name})\n"
-
-
-# --------------------------------------------------------------------------- explanations
-# what a loss counter means, by name prefix (the chip devices' and reference devices')
-LOSS_MEANINGS: tuple[tuple[str, str], ...] = (
-    ("rx.rx_dropped_rbuf_full", "the port's receive buffer (RBUF) was full: receive did not "
-     "move frames to DRAM as fast as they arrived"),
-    ("rx.rx_no_buffer", "receive found no free packet buffer: buffers were not handed back "
-     "(forwarded and transmitted) as fast as frames arrived"),
-    ("rx.rx_too_long", "frames longer than a buffer"),
-    ("drop.", "dropped by the program"),
-    ("exception.", "sent to the slow path"),
-    ("engine.dropped", "the forwarding engine's queue was full"),
-    ("output.dropped", "an output queue was full"),
-    ("in_flight_at_end", "still inside the device when the trial ended"),
-)
-LOSS_PREFIXES = ("drop", "rx", "exception", "engine", "output", "in_flight_at_end", "fault")
-SATURATED = 0.9
-
-
-def _meaning(counter: str) -> str:
-    for prefix, meaning in LOSS_MEANINGS:
-        if counter.startswith(prefix):
-            return f" ({meaning})"
-    return ""
-
-
-def explain(at: dict[str, float], above: dict[str, float]) -> str:
-    """What the counters say about a size that did not reach line rate: where the frames
-    of the lowest losing trial went, and the busiest units in the trial that passed."""
-    parts = []
-    losses = {k: v for k, v in above.items()
-              if v and k.split(".")[0] in LOSS_PREFIXES and not k.endswith("busy_fraction")}
-    if losses:
-        named = ", ".join(f"{k} = {v:,.0f}{_meaning(k)}" for k, v in sorted(losses.items()))
-        parts.append(f"in the lowest trial that lost frames: {named}")
-    busy = sorted(((v, k) for k, v in at.items() if k.endswith("busy_fraction")
-                   and not k.startswith("fwd.")), reverse=True)
-    if busy:
-        top = ", ".join(f"{k.removesuffix('.busy_fraction')} {v:.0%}" for v, k in busy[:4])
-        parts.append(f"busiest at the throughput load: {top}")
-        saturated = [k.removesuffix(".busy_fraction") for v, k in busy if v >= SATURATED]
-        if saturated:
-            parts.append(f"saturated (≥ {SATURATED:.0%} busy): {', '.join(saturated)}")
-    if "fwd.busy_fraction" in at:
-        parts.append(f"forwarding MEs {at['fwd.busy_fraction']:.0%} busy, "
-                     f"{at.get('fwd.stall_fraction', 0.0):.0%} stalled")
-    per_frame = at.get("fwd.instructions_per_frame")
-    if per_frame:
-        parts.append(f"{per_frame:.0f} forwarding-ME instructions per frame")
-    return "; ".join(parts) if parts else "no device counters recorded"
 
 
 # --------------------------------------------------------------------------- RFC 2544
@@ -201,11 +134,11 @@ def _throughput_section(result: Rfc2544Result, out_dir: Path) -> Section:
     for s in result.sizes:
         t = s.throughput
         pct = None if t is None else t.throughput_percent
-        rows.append((s.frame_bytes, _num(s.line_rate_fps / 1e6, 3), _num(pct, 2),
-                     _num(None if s.throughput_fps is None else s.throughput_fps / 1e6, 3),
-                     _num(None if s.total_throughput_fps is None
+        rows.append((s.frame_bytes, number(s.line_rate_fps / 1e6, 3), number(pct, 2),
+                     number(None if s.throughput_fps is None else s.throughput_fps / 1e6, 3),
+                     number(None if s.total_throughput_fps is None
                           else s.total_throughput_fps / 1e6, 3),
-                     _num(s.total_throughput_gbps, 2),
+                     number(s.total_throughput_gbps, 2),
                      "–" if t is None else len(t.steps)))
     text = ("Highest offered load with no frame lost (RFC 2544 26.1, binary search to "
             f"{result.config.resolution_percent:g} % of line rate).  Mpps per input port and "
@@ -215,7 +148,7 @@ def _throughput_section(result: Rfc2544Result, out_dir: Path) -> Section:
     chart = throughput_chart(result, out_dir / "rfc2544_throughput.png")
     charts = (chart,) if chart else ()
     if chart:
-        text += "\n" + _image(chart, "throughput per frame size")
+        text += "\n" + image_link(chart, "throughput per frame size")
     notes = [f"* **{s.frame_bytes} B**: {explain(s.counters_at_throughput, s.counters_above)}"
              for s in result.sizes if s.throughput is not None
              and (s.throughput.throughput_percent or 0) < 100]
@@ -235,8 +168,9 @@ def _latency_section(result: Rfc2544Result, out_dir: Path) -> Section | None:
         if lat is None:
             rows.append((s.frame_bytes, "–", "–", "–", "–", "–", "–", s.note or "–"))
             continue
-        rows.append((s.frame_bytes, _num(lat.load_percent, 2), _us(lat.min_ps),
-                     _us(lat.avg_ps), _us(lat.max_ps), _us(lat.lifo_avg_ps),
+        rows.append((s.frame_bytes, number(lat.load_percent, 2), microseconds(lat.min_ps),
+                     microseconds(lat.avg_ps), microseconds(lat.max_ps),
+                     microseconds(lat.lifo_avg_ps),
                      f"{lat.measured:,}", lat.lost))
     text = ("At the throughput load (RFC 2544 26.2), every frame of "
             f"{result.config.latency_repeats} trial(s) timed: first bit in to last bit out "
@@ -247,7 +181,7 @@ def _latency_section(result: Rfc2544Result, out_dir: Path) -> Section | None:
     chart = latency_chart(result, out_dir / "rfc2544_latency.png")
     charts = (chart,) if chart else ()
     if chart:
-        text += "\n" + _image(chart, "latency per frame size")
+        text += "\n" + image_link(chart, "latency per frame size")
     return Section("Latency", text, charts)
 
 
@@ -260,7 +194,7 @@ def _loss_section(result: Rfc2544Result, out_dir: Path) -> Section | None:
     rows = []
     for s in curves:
         by_load = {st.load_percent: st.loss_percent for st in s.frame_loss.steps}
-        rows.append((s.frame_bytes, *(_num(by_load.get(load), 2) for load in loads)))
+        rows.append((s.frame_bytes, *(number(by_load.get(load), 2) for load in loads)))
     text = ("Frame loss rate (RFC 2544 26.3): % of frames lost, from 100 % of line rate down "
             f"in {result.config.loss_step_percent:g} % steps until two trials in a row lose "
             "nothing.\n\n")
@@ -268,7 +202,7 @@ def _loss_section(result: Rfc2544Result, out_dir: Path) -> Section | None:
     chart = loss_chart(result, out_dir / "rfc2544_loss.png")
     charts = (chart,) if chart else ()
     if chart:
-        text += "\n" + _image(chart, "frame loss rate per offered load")
+        text += "\n" + image_link(chart, "frame loss rate per offered load")
     return Section("Frame loss rate", text, charts)
 
 
@@ -278,7 +212,7 @@ def _b2b_section(result: Rfc2544Result) -> Section | None:
         b = s.back_to_back
         if b is None:
             continue
-        shown = f"≥ {b.max_frames:,}" if b.capped else _num(b.mean_frames, 1)
+        shown = f"≥ {b.max_frames:,}" if b.capped else number(b.mean_frames, 1)
         rows.append((s.frame_bytes, shown, ", ".join(map(str, b.per_repeat)), len(b.steps)))
     if not rows:
         return None
@@ -292,16 +226,9 @@ def _b2b_section(result: Rfc2544Result) -> Section | None:
 def _published_section(result: Rfc2544Result) -> Section | None:
     """Published RFC 2544 figures (x86 reports, FACTS.md section 3) beside ours, when the
     published data has them."""
-    try:
-        from npkit.bench.lab import published
-    except ImportError:
-        return None
-    rows_of = getattr(published, "rfc2544_rows", None)
-    if rows_of is None:
-        return None
     ours = {s.frame_bytes: s for s in result.sizes}
     rows = []
-    for row in rows_of():
+    for row in published.rfc2544_rows():
         rows.append((row.what, row.value, _ours_at(ours.get(row.frame_bytes)), row.source))
     if not rows:
         return None
@@ -333,25 +260,12 @@ def rfc2544_sections(result: Rfc2544Result, out_dir: Path, command: str = "") ->
 
 
 # --------------------------------------------------------------------------- charts
-def _figure(width: float = 7.0, height: float = 4.0) -> Any:
-    from matplotlib.figure import Figure  # no pyplot: no global state, no display
-
-    return Figure(figsize=(width, height), dpi=100)
-
-
-def _save(fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, format="png", metadata={"Software": None})
-    return path
-
-
 def throughput_chart(result: Rfc2544Result, path: Path) -> Path | None:
     """Mpps and Gbps per frame size, with the line rate."""
     sizes = [s for s in result.sizes if s.throughput is not None]
     if not sizes:
         return None
-    fig = _figure(9, 4)
+    fig = figure(9, 4)
     pps, gbps = fig.subplots(1, 2)
     x = [str(s.frame_bytes) for s in sizes]
     ports = len(result.config.ports)
@@ -367,14 +281,14 @@ def throughput_chart(result: Rfc2544Result, path: Path) -> Path | None:
              label="throughput")
     gbps.set(xlabel="frame bytes", ylabel="Gbps (all input ports)", title="Bits per second")
     gbps.legend()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def latency_chart(result: Rfc2544Result, path: Path) -> Path | None:
     sizes = [s for s in result.sizes if s.latency is not None and s.latency.avg_ps is not None]
     if not sizes:
         return None
-    fig = _figure()
+    fig = figure()
     ax = fig.subplots()
     x = [s.frame_bytes for s in sizes]
     avg = [s.latency.avg_ps / PS_PER_US for s in sizes]
@@ -388,14 +302,14 @@ def latency_chart(result: Rfc2544Result, path: Path) -> Path | None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(v) for v in x])
     ax.legend()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def loss_chart(result: Rfc2544Result, path: Path) -> Path | None:
     curves = [s for s in result.sizes if s.frame_loss is not None]
     if not curves:
         return None
-    fig = _figure()
+    fig = figure()
     ax = fig.subplots()
     for s in curves:
         steps = sorted(s.frame_loss.steps, key=lambda st: st.load_percent)
@@ -404,7 +318,7 @@ def loss_chart(result: Rfc2544Result, path: Path) -> Path | None:
     ax.set(xlabel="offered load (% of line rate)", ylabel="frames lost (%)",
            title="Frame loss rate")
     ax.legend()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # --------------------------------------------------------------------------- documents
@@ -413,8 +327,6 @@ def _sections(result: Any, out_dir: Path, command: str) -> tuple[str, list[Secti
     if suite == "rfc2544":
         return "RFC 2544 benchmark", rfc2544_sections(result, out_dir, command)
     if suite in NPF_SUITES:
-        from npkit.bench.lab import npf_report
-
         return "NPF IP Forwarding benchmark", npf_report.npf_sections(result, out_dir)
     raise ValueError(f"no report for results of suite {suite!r}")
 
