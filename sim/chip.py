@@ -181,16 +181,18 @@ class Chip:
             self.enable_trace()
 
     # ------------------------------------------------------------------ images
-    def load(self, image: ImageLike | str | Path, mes: list[int] | None = None) -> list[int]:
+    def load(self, image: ImageLike, mes: list[int] | None = None) -> list[int]:
         """Load an assembled image on its MEs (``mes`` overrides the image's own list).
 
-        ``image`` is an ``npkit.compiler.uc.Image`` or the path of a ``.img`` file or of
-        ``.uc`` source (assembled with its folder as include path).  MEs are given by
-        index, 0..me_count-1 (on the IXP2800 index 8 is hardware ME 0x10), as in the
-        image's ``.me`` directive.  Returns the MEs loaded.
+        ``image`` is an ``npkit.compiler.uc.Image`` (``assemble_file``, ``Image.load``, or
+        ``npkit.sim.loader.read_image`` for a ``.uc`` or ``.img`` path): the chip runs
+        images, the layers below it make them.  MEs are given by index, 0..me_count-1 (on
+        the IXP2800 index 8 is hardware ME 0x10), as in the image's ``.me`` directive.
+        Returns the MEs loaded.
         """
         if isinstance(image, str | Path):
-            image = _read_image(Path(image))
+            raise TypeError(f"Chip.load takes an assembled image, not the path {str(image)!r}: "
+                            "read the file with npkit.sim.loader.read_image")
         chosen = self._image_mes(image, mes)
         words = np.asarray(image.words, dtype=np.uint64)
         self._check_image(image, words)
@@ -600,15 +602,6 @@ def _source_of(image: Any, pc: int) -> str | None:
     except (AttributeError, IndexError, KeyError, ValueError):
         return None
     return str(where) if where else None
-
-
-def _read_image(path: Path) -> Any:
-    from npkit.compiler.uc import Image, assemble_file
-
-    image = Image.load(path) if path.suffix == ".img" else assemble_file(
-        str(path), include_dirs=(str(path.parent),))
-    image.name = path.name
-    return image
 
 
 def _opt_int(value: Any) -> int | None:

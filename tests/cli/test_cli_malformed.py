@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from npkit.compiler.uc import ImageError, assemble_text
+from npkit.compiler.uc import Image, ImageError, assemble_text
 from npkit.sim import Chip, LoadError, PacketIOError, PcapSource, SimFault
 
 ILLEGAL_WORD = "0xf800000000"  # opcode 31: no row of the ISA table
@@ -116,7 +116,7 @@ def test_binary_garbage_image(tmp_path: Path) -> None:
 def test_illegal_instruction_word_through_the_python_api(tmp_path: Path) -> None:
     path = edited_image(tmp_path, lambda b: set_word(b, ILLEGAL_WORD), True)
     with pytest.raises(ImageError, match="illegal opcode 31"):
-        Chip().load(path)
+        Chip().load(Image.load(path))
 
 
 def test_control_store_overflow_on_the_smaller_chip(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_control_store_overflow_on_the_smaller_chip(tmp_path: Path) -> None:
     code, out = npkit("run", img.name, "--chip", "ixp2400", "--cycles", "100", cwd=tmp_path)
     assert code == 1 and "do not fit the 4096-word control store of ixp2400" in out, out
     with pytest.raises(LoadError, match="control store"):
-        Chip("ixp2400").load(img)
+        Chip("ixp2400").load(Image.load(img))
 
 
 # --------------------------------------------------------------------------- run-time faults

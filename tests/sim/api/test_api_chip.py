@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npkit.compiler.uc import Image, assemble_text
+from npkit.compiler.uc import Image, assemble_file, assemble_text
 from npkit.sim import Chip, ChipConfig, Generator, ListSink, LoadError, SimFault
 from npkit.sim.chip import FEED_CHUNK_FRAMES
 
@@ -100,10 +100,12 @@ def test_load_checks() -> None:
     assert chip.load(image, mes=[0, 8]) == [0, 8]
 
 
-def test_load_from_path(tmp_path: Path) -> None:
+def test_load_a_file_assembled_by_the_layer_below(tmp_path: Path) -> None:
     (tmp_path / "copy.uc").write_text(COPY)
     chip = _chip()
-    assert chip.load(tmp_path / "copy.uc", mes=[9]) == [9]
+    with pytest.raises(TypeError, match="takes an assembled image, not the path"):
+        chip.load(tmp_path / "copy.uc")  # the chip does not call the assembler
+    assert chip.load(assemble_file(str(tmp_path / "copy.uc")), mes=[9]) == [9]
     chip.sram(0)[0x100 // 4] = 41
     chip.run(until_idle=True, quiet_cycles=10_000)
     assert int(chip.scratch()[0x200 // 4]) == 41  # context 0 adds 0
