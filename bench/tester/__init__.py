@@ -26,11 +26,10 @@ from npkit.bench.tester.media import (
     POS_IPV4_SIZES,
     PortModel,
     port_model,
-    standard_sizes,
 )
 from npkit.bench.tester.packet import parse, read_signature, smallest_ip
 from npkit.bench.tester.reference import Expected, PassThrough, RouteReference, forwarded_ip
-from npkit.bench.tester.stream import FixedDestinations, Sizes, Stream
+from npkit.bench.tester.stream import FixedDestinations, Sizes, Stream, standard_sizes
 
 __all__ = [
     "ETHERNET_SIZES", "IMIX_SIZES", "IMIX_WEIGHTS", "POS_IPV4_SIZES", "PORT_MODELS", "Analyzer",

@@ -114,15 +114,3 @@ def frame_bytes(ip_len: int, framing: Framing) -> int:
     if framing == "pos":
         return POS_HEADER + ip_len
     return max(ETH_MIN_FRAME, ETH_HEADER + ip_len + ETH_FCS)
-
-
-def standard_sizes(framing: Framing, family: int) -> tuple[tuple[int, ...], SizeUnit]:
-    """The standard size list of a medium and family, and its unit."""
-    from npkit.bench.tester.packet import smallest_ip
-
-    smallest = smallest_ip(family)
-    if framing == "pos":
-        base = POS_IPV4_SIZES
-        return tuple(sorted({max(smallest, s) for s in base})), "ip"
-    least = frame_bytes(smallest, "ethernet")
-    return tuple(sorted({max(least, s) for s in ETHERNET_SIZES})), "frame"

@@ -10,15 +10,27 @@ from fractions import Fraction
 from typing import Literal, Protocol
 
 from npkit.bench.tester.media import (
+    ETHERNET_SIZES,
     IMIX_SIZES,
     IMIX_WEIGHTS,
+    POS_IPV4_SIZES,
     Framing,
     SizeUnit,
-    standard_sizes,
+    frame_bytes,
 )
-from npkit.bench.tester.packet import Transport
+from npkit.bench.tester.packet import Transport, smallest_ip
 
 FamilyChoice = Literal[4, 6, "mixed"]
+
+
+def standard_sizes(framing: Framing, family: int) -> tuple[tuple[int, ...], SizeUnit]:
+    """The standard size list of a medium and family, and its unit."""
+    smallest = smallest_ip(family)
+    if framing == "pos":
+        base = POS_IPV4_SIZES
+        return tuple(sorted({max(smallest, s) for s in base})), "ip"
+    least = frame_bytes(smallest, "ethernet")
+    return tuple(sorted({max(least, s) for s in ETHERNET_SIZES})), "frame"
 
 
 class Destinations(Protocol):
