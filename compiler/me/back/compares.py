@@ -23,8 +23,7 @@ IMM_MAX = 63
 MIRRORED = {"ult": "ugt", "uge": "ule"}
 
 
-def normalize_compares(fn: wir.Function, narrow_sums: bool = True,
-                       keep: frozenset[int] = frozenset()) -> wir.Function:
+def normalize_compares(fn: wir.Function, keep: frozenset[int] = frozenset()) -> wir.Function:
     """`keep`: registers whose tests stay as they are (bytetests.py tests them in place)."""
     uses = _use_counts(fn)
     defs = def_counts(fn)
@@ -40,8 +39,7 @@ def normalize_compares(fn: wir.Function, narrow_sums: bool = True,
         elif last.pred in ("eq", "ne") and isinstance(last.a, wir.Reg):
             instrs = _shift_mask(fn, instrs, last, uses, defs)
         fn.blocks[index] = dataclasses.replace(block, instrs=instrs)
-    if narrow_sums:
-        _narrow_masked_sums(fn, defs)
+    _narrow_masked_sums(fn, defs)
     return fn
 
 

@@ -21,7 +21,7 @@ from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
 from ..fold import compare, evaluate_bin, funnel_shift
 from ..wir import MASK32, Loc
-from .bytetests import ByteField, byte_test, find_byte_tests, fixed_operands
+from .bytetests import ByteField, byte_test, fixed_operands
 from .errors import unsupported
 from .hdrwrite import plan_header_writes
 from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
@@ -93,7 +93,8 @@ class Selector:
 
     def __init__(self, fn: wir.Function, abi: BodyABI,
                  slots: dict[int, Slot] | None = None,
-                 options: BackOptions = DEFAULT_OPTIONS) -> None:
+                 options: BackOptions = DEFAULT_OPTIONS,
+                 byte_tests: dict[int, ByteField] | None = None) -> None:
         self.fn = fn
         self.abi = abi
         self.options = options
@@ -114,9 +115,9 @@ class Selector:
                              if isinstance(i, wir.MetaWrite)}
         self.plan = plan_header_writes(fn)
         self.fixed = fixed_operands(fn, self.plan)
-        self.byte_tests = find_byte_tests(fn, self.fixed) if options.byte_tests else {}
+        self.byte_tests = byte_tests or {}      # bytetests.py, run before compares.py
         self.byte_values = self._byte_values()
-        self.halfword_tests = self._halfword_tests() if self.options.halfword_tests else {}
+        self.halfword_tests = self._halfword_tests()
         self.hdr_vregs = {k: self._new(f"hdr{k}") for k in self.hdr_written
                           if k not in self.plan.direct}
         self.state = BlockState()
@@ -408,9 +409,8 @@ class Selector:
             self.loc, self.index = ins.loc, index
             if index in folds.skip:
                 continue
-            if isinstance(ins, wir.Jump | wir.Branch) or \
-                    isinstance(ins, wir.Ret) and not self.options.overlap_return:
-                self.flush()        # a return waits after its header write-back
+            if isinstance(ins, wir.Jump | wir.Branch):
+                self.flush()
             self._instr(ins, folds, following)
         self.flush()
         succs = tuple(self.labels[s] for s in b.successors())
@@ -419,8 +419,7 @@ class Selector:
         return MBlock(self.labels[b.label], self.state.instrs, succs, b.label)
 
     def _shift_folds(self, b: wir.Block) -> Folds:
-        return find_folds(b, self.counts_def, self.counts_use, self.options.fold_addresses,
-                          self.options.field_merges, self.options.unmask_fields)
+        return find_folds(b, self.counts_def, self.counts_use, self.options.field_merges)
 
     def _instr(self, ins: wir.Instr, folds: Folds, following: str | None) -> None:
         handler = getattr(self, "_sel_" + type(ins).__name__, None)
@@ -875,7 +874,7 @@ class Selector:
 
     def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
         self._write_back(self.plan.written_at_ret.get(self.current_label, frozenset()))
-        self.flush()            # what is still in flight (nothing without overlap_return)
+        self.flush()            # one wait: the write-back and whatever is still in flight
         self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
 
     def _halfword_branch(self, pred: str, word: wir.Reg | int, c: int, target: str,
@@ -979,7 +978,7 @@ def _single_use_in_block(b: wir.Block, index: int, reg: wir.Reg, defs: dict[int,
 
 
 def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int],
-               addresses: bool = True, merges: bool = True, unmask: bool = True) -> Folds:
+               merges: bool = True) -> Folds:
     folds = Folds()
     for i, ins in enumerate(b.instrs):
         if not (isinstance(ins, wir.Bin) and isinstance(ins.b, int)
@@ -995,8 +994,7 @@ def find_folds(b: wir.Block, defs: dict[int, int], uses: dict[int, int],
                 isinstance(user, wir.Branch) and user.a == ins.dst and user.b == 0 and \
                 user.pred in ("eq", "ne"):
             _fold_bit_test(folds, i, ins, ins.b.bit_length() - 1)
-    if addresses:
-        _fold_addresses(b, folds, defs, uses, unmask)
+    _fold_addresses(b, folds, defs, uses)
     if merges:
         _fold_merges(b, folds, defs, uses)
     return folds
@@ -1041,7 +1039,7 @@ class AddressFold:
 
 
 def _fold_addresses(b: wir.Block, folds: Folds, defs: dict[int, int],
-                    uses: dict[int, int], unmask: bool) -> None:
+                    uses: dict[int, int]) -> None:
     """The word address of an SRAM/scratch command, computed in this block only for it:
     `x + c`, `x * k` and `x & mask` (a contiguous mask; over `y << s`) fold into its two
     address operands, with the word-to-byte shift merged (x·12: two `alu_shf`; a field:
@@ -1049,7 +1047,7 @@ def _fold_addresses(b: wir.Block, folds: Folds, defs: dict[int, int],
     for j, user in enumerate(b.instrs):
         if isinstance(user, wir.MemRead | wir.MemWrite | wir.MemAdd) and \
                 user.space != wir.LOCAL and isinstance(user.addr, wir.Reg):
-            plan = _address_plan(b, folds, defs, uses, j, user.addr, unmask)
+            plan = _address_plan(b, folds, defs, uses, j, user.addr)
             if plan is not None:
                 folds.addresses[user.addr.id] = plan
 
@@ -1067,7 +1065,7 @@ def _producer(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, 
 
 
 def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
-                  j: int, addr: wir.Reg, unmask: bool) -> AddressFold | None:
+                  j: int, addr: wir.Reg) -> AddressFold | None:
     index = {id(i): k for k, i in enumerate(b.instrs)}
     skipped: list[int] = []
     at, base = j, 0
@@ -1082,7 +1080,7 @@ def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[i
         plan = AddressFold(ins.a, scale=int(ins.b), base=base)      # type: ignore[arg-type]
         skipped.append(index[id(ins)])
     elif ins is not None and ins.op == "and":
-        plan = _field_plan(b, folds, defs, uses, ins, index, base, skipped, unmask)
+        plan = _field_plan(b, folds, defs, uses, ins, index, base, skipped)
     if plan is None and base:
         plan = AddressFold(x, base=base)        # type: ignore[arg-type]
     if plan is not None and plan.x.id in folds.shifted:
@@ -1104,7 +1102,7 @@ def _address_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[i
 
 def _field_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int, int],
                 ins: wir.Bin, index: dict[int, int], base: int,
-                skipped: list[int], unmask: bool) -> AddressFold | None:
+                skipped: list[int]) -> AddressFold | None:
     """`4·(y & mask)`, mask = ones at bits p .. p+w-1: `(y << 32-p-w) >> 30-p-w`, when y's
     bits below p are 0 (p = 0, or y = r << s with s >= p: the shift joins the left one)."""
     mask = int(ins.b)
@@ -1129,7 +1127,7 @@ def _field_plan(b: wir.Block, folds: Folds, defs: dict[int, int], uses: dict[int
             return None
         y, left = shl.a, left + int(shl.b)
         mine.append(index[id(shl)])
-    if isinstance(y, wir.Reg) and unmask:
+    if isinstance(y, wir.Reg):
         y = _unmasked(b, y, 32 - left, min(mine), defs)
     skipped.extend(mine)
     return AddressFold(y, left=left, right=30 - p - w, base=base)  # type: ignore[arg-type]
@@ -1191,9 +1189,12 @@ def _fold_shift(folds: Folds, i: int, j: int, ins: wir.Bin, user: wir.Instr) -> 
 
 
 def select(fn: wir.Function, abi: BodyABI, slots: dict[int, Slot] | None = None,
-           options: BackOptions = DEFAULT_OPTIONS) -> tuple[MFunction, dict[VReg, Loc | None]]:
+           options: BackOptions = DEFAULT_OPTIONS,
+           byte_tests: dict[int, ByteField] | None = None
+           ) -> tuple[MFunction, dict[VReg, Loc | None]]:
     """WIR -> machine IR; also the MBL location where each virtual register is set.
-    `slots`: the resources of the early reads in `fn` (prefetch.hoist_reads)."""
-    s = Selector(fn, abi, slots, options)
+    `slots`: the resources of the early reads in `fn` (prefetch.hoist_reads); `byte_tests`:
+    the registers tested a header byte at a time (bytetests.find_byte_tests)."""
+    s = Selector(fn, abi, slots, options, byte_tests)
     mfn = s.select()
     return mfn, s.def_loc

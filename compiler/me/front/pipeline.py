@@ -1,23 +1,28 @@
-"""The order of the front end's passes, with a hook to print the WIR after each."""
+"""The order of the front end's passes, with a hook to print the IR after each.
+
+`PASSES` names them in order (each once; the WIR passes run in rounds, so `simplify` and
+others run several times): prepare (LLVM IR lowered, inlined, optimized, unrolled), read
+(into plain data), legalize (to WIR), then the WIR passes of `_wir_passes()`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from npkit.compiler.mbl.sema import Program
 
 from .. import wir
+from . import bitfields, checksums, cse, headers, simplify, window
+from .coalesce import coalesce
 from .legalize import legalize
 from .prepare import prepare
 from .read import read_function
 
 Pass = Callable[[wir.Function], None]
+Trace = Callable[[str, str], None]
 
 
 def _wir_passes() -> list[tuple[str, Pass]]:
-    from . import bitfields, checksums, cse, headers, simplify, window
-    from .coalesce import coalesce
-
     rounds = [("cse", cse.cse), ("headers", headers.forward_header_words),
               ("simplify", simplify.simplify), ("bitfields", bitfields.combine),
               ("simplify", simplify.simplify)]
@@ -32,16 +37,23 @@ def _wir_passes() -> list[tuple[str, Pass]]:
 PASSES = ("prepare", "read", "legalize", *dict.fromkeys(n for n, _ in _wir_passes()))
 
 
-def run_passes(program: Program, entry: str | None, window_max: int,
-               trace: Callable[[str, wir.Function], None] | None = None) -> wir.Function:
-    """All passes; `trace(name, fn)` sees the WIR after each WIR pass."""
+def run_passes(program: Program, entry: str | None, window_max: int, *,
+               print_after: Collection[str] = (), trace: Trace | None = None
+               ) -> wir.Function:
+    """All passes; `trace(name, text)` sees the IR after each run of a pass named in
+    `print_after`: the entry's LLVM IR after prepare and read (read changes its form, not
+    its content), the WIR after the others."""
+    def show(name: str, text: Callable[[], str]) -> None:
+        if trace is not None and name in print_after:
+            trace(name, text())
+
     prepared = prepare(program, entry)
+    show("prepare", lambda: str(prepared.function))
     lfn = read_function(prepared.function, prepared.locate)
+    show("read", lambda: str(prepared.function))
     fn = legalize(lfn, prepared.entry.name, window_max, program.sources, prepared.entry.loc)
-    if trace:
-        trace("legalize", fn)
+    show("legalize", lambda: str(fn))
     for name, run in _wir_passes():
         run(fn)
-        if trace:
-            trace(name, fn)
+        show(name, lambda: str(fn))
     return fn

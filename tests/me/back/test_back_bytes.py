@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.compiler.me import interp, wir
-from npkit.compiler.me.back import BackOptions, compile_body
+from npkit.compiler.me.back import compile_body
 
 from . import harness
 
@@ -47,11 +47,11 @@ def byte_fn(pred: str, c: int, byte: int, source: str, then_first: bool,
                         window_bytes=8, next_reg=4)
 
 
-def run_both(fn: wir.Function, word: int, options: BackOptions) -> None:
+def run_both(fn: wir.Function, word: int) -> None:
     """The chip's packet and metadata against the interpreter's."""
     packet = bytes(8) + word.to_bytes(4, "big") + bytes(20)
     meta = [3, len(packet), 0, word] + [0] * 12
-    body = compile_body(fn, options=options)
+    body = compile_body(fn)
     image = harness.build(body.uc, fn.window_bytes)
     result = harness.run(image, fn.window_bytes, [harness.Context(packet, list(meta))],
                          {}, {}, {})
@@ -77,7 +77,7 @@ def cases(draw: st.DrawFn) -> tuple[str, int, int, int]:
 def test_byte_tests_in_place_match_the_interpreter(case, source: str, then_first: bool,
                                                   extra_use: bool) -> None:
     pred, c, byte, word = case
-    run_both(byte_fn(pred, c, byte, source, then_first, extra_use), word, BackOptions())
+    run_both(byte_fn(pred, c, byte, source, then_first, extra_use), word)
 
 
 def test_folded_tests_read_the_word_and_never_extract_the_byte() -> None:
@@ -91,7 +91,7 @@ def test_folded_tests_read_the_word_and_never_extract_the_byte() -> None:
 
 def test_switched_off_the_byte_is_extracted() -> None:
     uc = compile_body(byte_fn("uge", 240, 1, "hdr", True, False),
-                      options=BackOptions(byte_tests=False)).uc
+                      skip={"bytetests"}).uc
     assert "ld_field_w_clr" in uc
 
 

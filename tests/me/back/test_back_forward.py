@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.compiler.me import wir
-from npkit.compiler.me.back import BackOptions, compile_body
+from npkit.compiler.me.back import compile_body
 
 from . import gen
 from .test_back_props import run_checked
@@ -46,7 +46,7 @@ def test_forwarded_results_match_the_interpreter_on_both_paths(kind: str, pred: 
 def test_a_copy_into_a_transfer_register_goes_a_block_early_a_metadata_one_does_not() -> None:
     fwd = compile_body(two_paths("read", "ult", 5, 0)).uc
     plain = compile_body(two_paths("read", "ult", 5, 0),
-                         options=BackOptions(forward_copies=False, xfer_operands=False)).uc
+                         skip={"forward", "xfer"}).uc
     assert "alu[$$0, --, B, $0]" in fwd and "alu[$$0, --, B, $0]" not in plain
     meta = compile_body(two_paths("meta", "ult", 5, 0)).uc
     lines = [s.strip() for s in meta.splitlines()]

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.compiler.me import wir
-from npkit.compiler.me.back import BackOptions, compile_body
+from npkit.compiler.me.back import compile_body
 
 from . import gen
 from .test_back_props import run_checked
@@ -42,6 +42,6 @@ def test_tests_after_the_flags_were_set_match_the_interpreter(make: str, op: str
 def test_a_copy_out_of_a_transfer_register_is_its_own_sign_test() -> None:
     fn = sign_tested("read", "add", 0, ("slt", 0))
     # (xfer.py would read $0 in place: no copy, the test stays)
-    count = [compile_body(fn, options=BackOptions(drop_tests=drop, xfer_operands=False)
+    count = [compile_body(fn, skip={"xfer"} | (set() if drop else {"peephole"})
                           ).uc.count("alu[--, --, B,") for drop in (False, True)]
     assert count == [1, 0]

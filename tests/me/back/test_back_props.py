@@ -4,6 +4,7 @@ what the WIR interpreter (compiler/me/interp.py, an independent model) gives."""
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -34,10 +35,11 @@ def memories(seed: int) -> tuple[dict[int, int], dict[int, int], dict[int, int]]
 
 
 def check(fn: wir.Function, seed: int, threads: int = 1,
-          abi: BodyABI = DEFAULT_ABI) -> harness.Result:
-    """Compile, run on the chip (each context on its own packet), compare with the
-    interpreter: packet bytes, metadata words 0..11 and the memories touched."""
-    body = compile_body(fn, abi)
+          abi: BodyABI = DEFAULT_ABI, skip: Collection[str] = ()) -> harness.Result:
+    """Compile (without the optional passes in `skip`), run on the chip (each context on its
+    own packet), compare with the interpreter: packet bytes, metadata words 0..11 and the
+    memories touched."""
+    body = compile_body(fn, abi, skip=skip)
     image = harness.build(body.uc, fn.window_bytes, threads)
     sram, scratch, local = memories(seed)
     packets = [packet_for(seed + c) for c in range(threads)]
@@ -63,16 +65,16 @@ def check(fn: wir.Function, seed: int, threads: int = 1,
     return result
 
 
-def explain(fn: wir.Function, abi: BodyABI) -> str:
-    return str(fn) + "\n" + compile_body(fn, abi).uc
+def explain(fn: wir.Function, abi: BodyABI, skip: Collection[str] = ()) -> str:
+    return str(fn) + "\n" + compile_body(fn, abi, skip=skip).uc
 
 
 def run_checked(fn: wir.Function, seed: int, threads: int = 1,
-                abi: BodyABI = DEFAULT_ABI) -> None:
+                abi: BodyABI = DEFAULT_ABI, skip: Collection[str] = ()) -> None:
     try:
-        check(fn, seed, threads, abi)
+        check(fn, seed, threads, abi, skip)
     except AssertionError as e:
-        raise AssertionError(f"{e}\n{explain(fn, abi)}") from None
+        raise AssertionError(f"{e}\n{explain(fn, abi, skip)}") from None
 
 
 @SETTINGS

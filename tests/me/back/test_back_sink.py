@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.compiler.me import wir
-from npkit.compiler.me.back import BackOptions, compile_body
+from npkit.compiler.me.back import compile_body
 from npkit.compiler.me.back.sink import sink_to_uses
 
 from .test_back_props import run_checked
@@ -56,6 +56,6 @@ def test_the_value_moves_to_its_reader_but_not_into_a_loop() -> None:
 def test_switched_off_nothing_moves() -> None:
     fn = branchy(5, False)
     on = compile_body(fn).uc
-    off = compile_body(fn, options=BackOptions(sink_values=False)).uc
+    off = compile_body(fn, skip={"sink"}).uc
     entry_on, entry_off = (re.split(r"\nb_(?!entry)\w+#:", uc)[0] for uc in (on, off))
     assert "$$1" not in entry_on and "$$1" in entry_off

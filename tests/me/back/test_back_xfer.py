@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.compiler.me import interp, wir
-from npkit.compiler.me.back import BackOptions, compile_body
+from npkit.compiler.me.back import compile_body
 from npkit.compiler.me.back.defer import fill_defer_slots
 from npkit.compiler.me.back.mir import MBlock, MFunction, MInstr
 
@@ -40,9 +40,9 @@ def read_then_use(second_read: bool, bit: int, word: int, use_first: bool = Fals
     ], window_bytes=8, next_reg=8)
 
 
-def run_with(fn: wir.Function, seed: int, options: BackOptions) -> None:
+def run_with(fn: wir.Function, seed: int, skip: frozenset[str] = frozenset()) -> None:
     """The chip's metadata against the interpreter's."""
-    body = compile_body(fn, options=options)
+    body = compile_body(fn, skip=skip)
     sram, scratch, local = memories(seed)
     packet = packet_for(seed)
     meta = [3, len(packet)] + [0] * 14
@@ -61,19 +61,19 @@ def test_transfer_registers_read_in_place_match_the_interpreter(
         second_read: bool, bit: int, word: int, use_first: bool, early: bool, seed: int
 ) -> None:
     run_with(read_then_use(second_read, bit, word, use_first), seed,
-             BackOptions(early_reads=early))
+             frozenset() if early else frozenset({"prefetch"}))
 
 
 def test_without_a_later_read_nothing_is_copied_out_of_transfer_registers() -> None:
     uc = compile_body(read_then_use(False, 31, 0)).uc
     assert not COPY_TO_GPR.search(uc), uc
     assert "br_bset[$0, 31" in uc or "br_bclr[$0, 31" in uc
-    plain = compile_body(read_then_use(False, 31, 0), options=BackOptions(xfer_operands=False))
+    plain = compile_body(read_then_use(False, 31, 0), skip={"xfer"})
     assert COPY_TO_GPR.search(plain.uc)
 
 
 def test_a_value_a_later_read_could_overwrite_is_copied() -> None:
-    uc = compile_body(read_then_use(True, 31, 0), options=BackOptions(early_reads=False)).uc
+    uc = compile_body(read_then_use(True, 31, 0), skip={"prefetch"}).uc
     assert COPY_TO_GPR.search(uc), uc
 
 

@@ -16,7 +16,7 @@ from npkit.compiler.mbl import CompileError, compile_source
 from npkit.compiler.mbl.types import META_FIELDS
 from npkit.compiler.me import wir
 from npkit.compiler.me.front import FrontError, to_wir
-from npkit.compiler.me.front.pipeline import run_passes
+from npkit.compiler.me.front.pipeline import PASSES, run_passes
 
 WIDTHS = [1, 4, 8, 13, 16, 24, 32, 48, 64, 100, 128]
 
@@ -241,9 +241,11 @@ def test_every_pass_leaves_a_printable_function():
     run_passes(compile_source("""
 import "std/headers.mbl";
 block b { let eth = packet<ethernet_t>(0) else drop(runt); forward(eth.ethertype); }
-""", "t.mbl"), None, 56, lambda name, fn: seen.append((name, str(fn))))
-    assert seen[0][0] == "legalize" and seen[-1][0] == "window"
-    assert all(text.startswith("function b") for _, text in seen)
+""", "t.mbl"), None, 56, print_after=PASSES, trace=lambda name, text: seen.append((name, text)))
+    assert [name for name, _ in seen[:4]] == ["prepare", "read", "legalize", "simplify"]
+    assert seen[-1][0] == "window" and {name for name, _ in seen} == set(PASSES)
+    assert "define" in seen[0][1] and "define" in seen[1][1]      # LLVM IR
+    assert all(text.startswith("function b") for _, text in seen[2:])
 
 
 def test_locations_point_into_the_source():
