@@ -80,6 +80,7 @@ from npkit.bench.tester import (
 from npkit.bench.tester.media import PS_PER_S
 from npkit.bench.tester.packet import split_link
 from npkit.bench.tester.stream import Destinations
+from npkit.runtime.routes import REAL_TABLE, generate_routes, read_routes
 
 FAMILIES = {"ipv4": 4, "ipv6": 6, "mixed": "mixed"}
 LATENCY_PERCENTS = (100.0, 95.0, 90.0, 50.0)
@@ -105,8 +106,6 @@ class SampledRoutes:
 
     def path(self) -> Path | None:
         """The table file, or None (``source`` empty or not found: generated tables)."""
-        from npkit.runtime.routes import REAL_TABLE
-
         if not self.source:
             return None
         candidate = Path(self.source)
@@ -122,8 +121,6 @@ class SampledRoutes:
         return f"generated ({self.source} not found)" if self.source else "generated"
 
     def tables(self) -> dict[int, dict[tuple[int, int], int]]:
-        from npkit.runtime.routes import generate_routes, read_routes
-
         path = self.path()
         if path is None:
             return {4: generate_routes(4, self.v4_routes, self.seed, next_hops=self.next_hops),

@@ -29,8 +29,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from npkit.bench.route_updates import update_stream as benchmark_stream
 from npkit.runtime.compiled_router import CompiledRouter, UpdateRate, update_rate
 from npkit.runtime.route_manager import RouteUpdate
+from npkit.runtime.routes import REAL_TABLE, committed_histogram, generate_routes, read_routes
 
 Prefix = tuple[int, int]
 Routes = Mapping[Prefix, int]
@@ -128,8 +130,6 @@ def spare_routes(routes_config: Any, loaded: Mapping[int, Routes], count: int
     from the real table when the device's tables were sampled from it
     (``routes_config.path()``), else generated with the committed prefix-length histogram
     and another seed."""
-    from npkit.runtime.routes import committed_histogram, generate_routes, read_routes
-
     path = routes_config.path() if hasattr(routes_config, "path") else None
     seed, next_hops = routes_config.seed, routes_config.next_hops
     full = read_routes(path, seed, next_hops) if isinstance(path, Path) else None
@@ -155,9 +155,6 @@ def max_update_rate(linked: Any, family: int, count: int = 600, seed: int = 2024
     (../shared/data/routes, bench/route_updates.py's default) loaded at load time, then
     ``count`` updates of bench/route_updates.py's stream (deletes / adds / replaces of
     random real-table prefixes, then their undoing) back to back on the XScale."""
-    from npkit.bench.route_updates import update_stream as benchmark_stream
-    from npkit.runtime.routes import REAL_TABLE, read_routes
-
     routes = read_routes(table or REAL_TABLE)
     prefixes = routes.v4 if family == 4 else routes.v6
     router = CompiledRouter(linked=linked, exception_path=False)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from npkit.sim.config import Port
+
 Framing = Literal["ethernet", "pos"]
 SizeUnit = Literal["ip", "frame"]
 
@@ -62,10 +64,8 @@ class PortModel:
         """Frames per second back to back at line rate."""
         return PS_PER_S / self.wire_ps(frame_bytes)
 
-    def chip_port(self):  # -> npkit.sim.config.Port (imported lazily: the tester runs without it)
+    def chip_port(self) -> Port:
         """The simulated chip's port with the same rate and per-frame overhead."""
-        from npkit.sim.config import Port
-
         if self.kind in ("10gbe", "1gbe", "oc192pos"):
             return Port.from_kind(self.kind)
         return Port.custom(float(self.rate_bps), self.overhead_bytes)
