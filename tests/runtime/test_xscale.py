@@ -20,10 +20,6 @@ from npkit.compiler.uc import assemble_text
 from npkit.runtime.xscale import ControlProcessor, XScaleTiming
 from npkit.sim import Chip, ChipConfig
 
-core = pytest.importorskip("npkit.sim._core")
-if not hasattr(core, "Core"):
-    pytest.skip("npkit.sim._core has no Core yet", allow_module_level=True)
-
 CHIPS = Path(__file__).resolve().parents[2] / "sim" / "chips"
 OVERSHOOT = 8  # ME cycles an ME may run past a chip.run limit (an instruction is not split)
 

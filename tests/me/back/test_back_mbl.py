@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from npkit.compiler.mbl import compile_file
-from npkit.compiler.me import interp
+from npkit.compiler.me import front, interp
 
 from . import harness
 
-front = pytest.importorskip("npkit.compiler.me.front")
 ROOT = Path(__file__).resolve().parents[3]
 
 

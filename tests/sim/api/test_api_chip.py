@@ -12,10 +12,6 @@ from npkit.compiler.uc import Image, assemble_file, assemble_text
 from npkit.sim import Chip, ChipConfig, Generator, ListSink, LoadError, SimFault
 from npkit.sim.chip import FEED_CHUNK_FRAMES
 
-core = pytest.importorskip("npkit.sim._core")
-if not hasattr(core, "Core"):  # the core is still a placeholder
-    pytest.skip("npkit.sim._core has no Core yet", allow_module_level=True)
-
 # Every context reads SRAM word 0x100/4 + ctx, adds its context number and writes the sum
 # to scratch word 0x200/4 + ctx.
 COPY = """\
