@@ -58,6 +58,20 @@ def router(capacity_percent: float | None = None, **kw) -> QueueingRouter:
     return routed_router(POS, routes(), per_packet_ps=service, **kw)
 
 
+def assert_throughput_is_an_edge(device, trials: npf.TrialMaker, case: npf.NpfCaseResult,
+                                 resolution: float) -> None:
+    """The throughput the search reports is a load where a fresh trial loses nothing and
+    damages nothing, and (below 100 %) one resolution step above it loses frames."""
+    throughput = case.throughput.throughput_percent
+    assert throughput is not None
+    again = device.run(trials.at(throughput))
+    assert again.report.total.sent > 0
+    assert again.report.total.lost == 0 and again.report.errors == 0
+    if throughput < 100:
+        above = device.run(trials.at(min(100.0, throughput + resolution)))
+        assert above.report.total.lost > 0
+
+
 def test_the_preset_is_the_2003_report_setup() -> None:
     p = npf.preset("ixp2800-npf")
     assert p.port_kinds == ("oc192pos", "oc192pos")
@@ -103,10 +117,15 @@ def test_the_preset_tables_are_sampled_from_the_real_table() -> None:
 
 
 def test_throughput_latency_and_loss_of_a_router_at_60_percent() -> None:
-    case = npf.run_case(router(60, queue_packets=4, pipeline_ps=1_000_000), small(),
-                        "ipv4", "40", npf.NpfConfig().sizes("ipv4", "pos")[0][1])
+    device = router(60, queue_packets=4, pipeline_ps=1_000_000)
+    sizes = npf.NpfConfig().sizes("ipv4", "pos")[0][1]
+    case = npf.run_case(device, small(), "ipv4", "40", sizes)
+    # the engines serve exactly 60 % of line rate: the search (resolution 1 %) ends within a
+    # step of it, at a load a fresh trial passes with one a step above failing
     assert 59.0 <= case.throughput.throughput_percent <= 60.0
     assert case.throughput_rate is not None and case.throughput_rate.lost == 0
+    assert_throughput_is_an_edge(device, npf.make_trials(device, small(), "ipv4", "40", sizes),
+                                 case, small().resolution_percent)
     # at 100 % offered on both ports, 60 % of the frames get through (plus the queues)
     forwarding = case.forwarding
     # every packet scheduled before 40 us: 979 per port at 24.451 Mpps (FACTS.md §2)
@@ -237,19 +256,33 @@ def chip():
 def test_a_small_npf_case_on_the_simulated_chip(chip) -> None:
     device = chip  # 10 us trials
     assert device.describe()["next_hop_mtu"] == npf.POS_MTU
-    config = small(trial_ps=10_000_000, settle_ps=30_000_000, resolution_percent=25,
+    config = small(trial_ps=10_000_000, settle_ps=30_000_000, resolution_percent=2,
                    loss_step_percent=50, latency_percents=(100, 50), overload=False)
     label, sizes = config.sizes("ipv4", "pos")[0]
+    trials = npf.make_trials(device, config, "ipv4", label, sizes)
+    # a light load: every frame forwarded, to the port and with the bytes the analyzer's
+    # RouteReference over the loaded table expects
+    light = device.run(trials.at(10))
+    assert light.report.total.received == light.report.total.sent > 0
+    assert light.report.errors == 0
     case = npf.run_case(device, config, "ipv4", label, sizes)
-    # whatever the throughput, the trial that established it lost nothing and misrouted
-    # or damaged nothing, by the analyzer's RouteReference over the loaded table
-    assert case.throughput.throughput_percent is not None
+    assert case.throughput_rate is not None
     assert case.throughput_rate.lost == 0 and case.throughput_rate.errors == 0
-    assert case.forwarding.sent == 2 * math.ceil(10_000_000 / wire_ps(40))
+    assert_throughput_is_an_edge(device, trials, case, config.resolution_percent)
+    forwarding = case.forwarding
+    assert forwarding.sent == 2 * math.ceil(10_000_000 / wire_ps(40))
+    assert forwarding.received + forwarding.lost == forwarding.sent
+    # at 100 % of line rate the chip loses 40-byte packets (throughput below 100 %), and each
+    # lost packet is one the media dropped on receive with its reason counted
+    full = case.counters_at_full_load
+    media_drops = sum(full[f"port{p}.{reason}"] for p in (0, 1)
+                      for reason in ("rx_dropped_rbuf_full", "rx_dropped_too_long"))
+    assert forwarding.lost == media_drops
+    assert (forwarding.lost > 0) == (case.throughput.throughput_percent < 100)
     for point in case.latency:
         # at least the frame's time in and out at line rate: 2 x 40.9 ns
         assert point.count > 0 and point.min_ps > 2 * wire_ps(40)
-    assert case.counters_at_full_load["fwd.instructions_per_frame"] > 0
+    assert full["fwd.instructions_per_frame"] > 0
     # 1518-byte IP packets fit the POS next hops' MTU: forwarded, not sent to the slow path
     trials = npf.make_trials(device, config, "ipv4", "1518", Sizes.fixed(1518, "ip"))
     result = device.run(trials.at(50))
