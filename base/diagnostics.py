@@ -32,8 +32,9 @@ HINT_INDENT = "  "
 
 @dataclass(frozen=True)
 class SourceLocation:
-    """A position in a source file: 1-based ``line`` (0: the file as a whole), 1-based
-    ``column`` (0: unknown), and the ``length`` in characters it covers on that line."""
+    """A position in a source file: 1-based ``line`` (0: the file as a whole, printed as
+    just the file name), 1-based ``column``, and the ``length`` in characters it covers on
+    that line."""
 
     file: str
     line: int
@@ -41,6 +42,8 @@ class SourceLocation:
     length: int = 1
 
     def __str__(self) -> str:
+        if self.line == 0:
+            return self.file
         return f"{self.file}:{self.line}:{self.column}"
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .diagnostics import CompileError, Diagnostic, DiagnosticBag, Span
+from npkit.base.diagnostics import Diagnostic, SourceLocation
+
+from .diagnostics import CompileError, DiagnosticBag
 from .sema import Program, check_file, check_source
 
 EMIT_KINDS = ("ast", "llvm", "llvm-opt")
@@ -58,6 +60,6 @@ def __getattr__(name: str):  # the native target loads LLVM's JIT only when aske
     raise AttributeError(name)
 
 
-__all__ = ["CompileError", "Diagnostic", "DiagnosticBag", "Span", "Program", "check_file",
+__all__ = ["CompileError", "Diagnostic", "DiagnosticBag", "SourceLocation", "Program", "check_file",
            "check_source", "compile_file", "compile_source", "emit", "EMIT_KINDS",
            "NativeProgram", "Verdict", "NativeError", "HashUnit"]

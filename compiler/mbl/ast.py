@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .diagnostics import Span
+from npkit.base.diagnostics import SourceLocation
 
 # ---- types (syntax) -------------------------------------------------------------------
 
 
 @dataclass
 class TypeRef:
-    span: Span
+    span: SourceLocation
 
 
 @dataclass
@@ -34,7 +34,7 @@ class NamedTypeRef(TypeRef):
 
 @dataclass
 class Expr:
-    span: Span
+    span: SourceLocation
 
 
 @dataclass
@@ -114,7 +114,7 @@ class Cast(Expr):
 
 @dataclass
 class Stmt:
-    span: Span
+    span: SourceLocation
 
 
 @dataclass
@@ -198,7 +198,7 @@ class ExprStmt(Stmt):
 
 @dataclass
 class Decl:
-    span: Span
+    span: SourceLocation
     name: str
 
 
@@ -215,7 +215,7 @@ class Const(Decl):
 
 @dataclass
 class EnumMember:
-    span: Span
+    span: SourceLocation
     name: str
     value: Expr
 
@@ -228,7 +228,7 @@ class Enum(Decl):
 
 @dataclass
 class FieldDecl:
-    span: Span
+    span: SourceLocation
     name: str
     type: TypeRef
 
@@ -250,7 +250,7 @@ class Memory(Decl):
 
 @dataclass
 class Param:
-    span: Span
+    span: SourceLocation
     name: str
     type: TypeRef
 
@@ -269,7 +269,7 @@ class Microblock(Decl):
 
 @dataclass
 class Stage:
-    span: Span
+    span: SourceLocation
     name: str
     block: str
     mes: list[int]
@@ -277,7 +277,7 @@ class Stage:
 
 @dataclass
 class Connection:
-    span: Span
+    span: SourceLocation
     ends: list[tuple[str, str | None]]  # (stage, output label)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .diagnostics import Span
+from npkit.base.diagnostics import SourceLocation
 
 
 def dump(node: object, indent: int = 0) -> str:
@@ -19,7 +19,7 @@ def dump(node: object, indent: int = 0) -> str:
     simple, nested = [], []
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
-        if isinstance(value, Span):
+        if isinstance(value, SourceLocation):
             continue
         if dataclasses.is_dataclass(value) or (isinstance(value, list) and value
                                                and dataclasses.is_dataclass(value[0])):
@@ -27,7 +27,7 @@ def dump(node: object, indent: int = 0) -> str:
         else:
             simple.append(f"{f.name}={value!r}")
     span = getattr(node, "span", None)
-    where = f"  @{span.line}:{span.col + 1}" if isinstance(span, Span) else ""
+    where = f"  @{span.line}:{span.column}" if isinstance(span, SourceLocation) else ""
     lines = [f"{pad}{name}({', '.join(simple)}){where}"]
     for fname, value in nested:
         lines.append(f"{pad}  .{fname}:")

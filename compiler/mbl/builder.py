@@ -5,8 +5,10 @@ from __future__ import annotations
 from antlr4 import CommonTokenStream, InputStream
 from antlr4.error.ErrorListener import ErrorListener
 
+from npkit.base.diagnostics import SourceLocation
+
 from . import ast as A
-from .diagnostics import DiagnosticBag, Span
+from .diagnostics import DiagnosticBag
 from .parser.MBLLexer import MBLLexer
 from .parser.MBLParser import MBLParser
 from .parser.MBLVisitor import MBLVisitor
@@ -24,7 +26,8 @@ class _SyntaxErrors(ErrorListener):
         text = getattr(offendingSymbol, "text", None)
         if text and text != "<EOF>":
             length = len(text)
-        self.bag.error("syntax", f"syntax error: {msg}", Span(self.file, line, column, length),
+        where = SourceLocation(self.file, line, column + 1, length)  # ANTLR counts from 0
+        self.bag.error("syntax", f"syntax error: {msg}", where,
                        "check the statement against docs/language.md (missing ';' or brace?)")
 
 
@@ -41,16 +44,17 @@ class _Builder(MBLVisitor):
     def __init__(self, file: str) -> None:
         self.file = file
 
-    def span(self, ctx) -> Span:
+    def span(self, ctx) -> SourceLocation:
         start = ctx.start if hasattr(ctx, "start") else ctx.symbol
         stop = ctx.stop if hasattr(ctx, "stop") else ctx.symbol
         length = 1
         if stop is not None and stop.line == start.line and stop.stop >= start.start:
             length = stop.stop - start.start + 1
-        return Span(self.file, start.line, start.column, length)
+        return SourceLocation(self.file, start.line, start.column + 1, length)
 
-    def tspan(self, token) -> Span:
-        return Span(self.file, token.line, token.column, max(1, len(token.text or "")))
+    def tspan(self, token) -> SourceLocation:
+        return SourceLocation(self.file, token.line, token.column + 1,
+                    max(1, len(token.text or "")))
 
     # ---- program and declarations ----
     def visitProgram(self, ctx):  # noqa: N802
@@ -267,5 +271,5 @@ def parse_source(text: str, file: str, bag: DiagnosticBag) -> A.Module | None:
         return _Builder(file).visit(tree)
     except RecursionError:
         bag.error("too-deep", "the program nests too deeply to parse",
-                  Span(file, 1, 0), "split deeply nested expressions or blocks")
+                  SourceLocation(file, 1, 1), "split deeply nested expressions or blocks")
         return None

@@ -1,14 +1,14 @@
 """MBL source locations through LLVM: the lowering attaches them, the ME backend reads them.
 
 Writing (`DebugInfoBuilder`, used by lower.py): one DICompileUnit per module, a DIFile per
-MBL source file (its name exactly as the checker's `Span.file`, directory empty), a
+MBL source file (its name exactly as the checker's location's `file`, directory empty), a
 DISubprogram per lowered function, block and pipeline, and a DILocation on every
-instruction (line = Span.line, column = Span.col + 1: 1-based, as diagnostics print it).
+instruction (the location's line and 1-based column, as diagnostics print them).
 
 Reading (`DebugLocations`, for the ME front end): built from an optimized module,
 
     locs = DebugLocations(module_ref)
-    locs.loc_of(instr)          # -> wir.Loc("lib.mbl", 12, 5) or None
+    locs.loc_of(instr)          # -> SourceLocation("lib.mbl", 12, 5) or None
 
 gives the innermost location of an instruction: where its code is written, even when it
 was inlined (the call site is the DILocation's inlinedAt, which we do not report).
@@ -23,8 +23,7 @@ from contextlib import contextmanager
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..me.wir import Loc
-from .diagnostics import Span
+from npkit.base.diagnostics import SourceLocation
 
 PRODUCER = "npkit mbl"
 
@@ -56,7 +55,7 @@ class DebugInfoBuilder:
                 "DIFile", {"filename": name, "directory": ""})
         return self.files[name]
 
-    def begin_function(self, fn: ir.Function, name: str, span: Span,
+    def begin_function(self, fn: ir.Function, name: str, span: SourceLocation,
                        b: ir.IRBuilder) -> None:
         """Give fn its DISubprogram and point b's location at the declaration."""
         f = self.file(span.file)
@@ -73,13 +72,13 @@ class DebugInfoBuilder:
         fn.set_metadata("dbg", self.scope)
         b.debug_metadata = self.location(span)
 
-    def location(self, span: Span) -> ir.DIValue:
+    def location(self, span: SourceLocation) -> ir.DIValue:
         assert self.scope is not None, "begin_function first"
         return self.module.add_debug_info("DILocation", {
-            "line": span.line, "column": span.col + 1, "scope": self.scope})
+            "line": span.line, "column": span.column, "scope": self.scope})
 
     @contextmanager
-    def at(self, b: ir.IRBuilder, span: Span) -> Iterator[None]:
+    def at(self, b: ir.IRBuilder, span: SourceLocation) -> Iterator[None]:
         """Instructions b emits inside the block are at span; the previous location after."""
         saved = b.debug_metadata
         b.debug_metadata = self.location(span)
@@ -154,7 +153,7 @@ class DebugLocations:
             scope = _ref(f.get("file")) or _ref(f.get("scope"))
         return None
 
-    def loc_at(self, node: int) -> Loc | None:
+    def loc_at(self, node: int) -> SourceLocation | None:
         """The location DILocation !node stands for; None for line 0 (LLVM's "no line",
         e.g. where it merged code from several lines)."""
         kind, f = self.nodes.get(node, ("", {}))
@@ -162,9 +161,9 @@ class DebugLocations:
         if kind != "DILocation" or line == 0:
             return None
         file = self.file_of_scope(_ref(f.get("scope")))
-        return Loc(file, line, int(f.get("column", "0"))) if file is not None else None
+        return SourceLocation(file, line, int(f.get("column", "0"))) if file is not None else None
 
-    def loc_of(self, instr: llvm.ValueRef) -> Loc | None:
+    def loc_of(self, instr: llvm.ValueRef) -> SourceLocation | None:
         """Where instr's code is written (the innermost location); None without one."""
         node = self.dbg.get(instr)
         return self.loc_at(node) if node is not None else None

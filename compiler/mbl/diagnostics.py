@@ -1,48 +1,18 @@
-"""Diagnostics: every user-facing error of the MBL compiler.
+"""Diagnostics of the MBL compiler: every user-facing error has a kind.
 
-A diagnostic names a source span (file:line:col), a message and a hint; ``render`` prints
-it with the source line and a caret, like a C compiler.  Errors are collected, never raised
-one at a time, so one run reports all errors of a file.
+The diagnostics and source locations are the shared ones of ``npkit.base.diagnostics``
+(``file:line:col``, the source line, a caret, a hint); an MBL diagnostic also has a
+``kind``, a stable identifier such as ``undefined-name`` that tests key on and that the
+rendering shows in brackets.  Errors are collected, never raised one at a time, so one run
+reports all errors of a file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Span:
-    """A position in a source file (1-based line, 0-based column) and a length."""
-
-    file: str
-    line: int
-    col: int
-    length: int = 1
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    kind: str  # a stable identifier, e.g. "undefined-name"; tests key on it
-    message: str
-    span: Span
-    hint: str = ""
-    severity: str = "error"
-
-    def render(self, sources: dict[str, str]) -> str:
-        """file:line:col: error: message, then the source line, a caret and the hint."""
-        s = self.span
-        head = f"{s.file}:{s.line}:{s.col + 1}: {self.severity}: {self.message} [{self.kind}]"
-        lines = sources.get(s.file, "").splitlines()
-        out = [head]
-        if 1 <= s.line <= len(lines):
-            text = lines[s.line - 1].expandtabs(1)
-            out.append(f"  {text}")
-            width = max(1, min(s.length, len(text) - s.col))
-            out.append("  " + " " * s.col + "^" + "~" * (width - 1))
-        if self.hint:
-            out.append(f"  hint: {self.hint}")
-        return "\n".join(out)
-
+from npkit.base.diagnostics import Diagnostic, DiagnosticError, SourceLocation
 
 # Hints for diagnostics raised without a specific one (every diagnostic shows a hint).
 DEFAULT_HINTS: dict[str, str] = {
@@ -71,30 +41,27 @@ class DiagnosticBag:
 
     items: list[Diagnostic] = field(default_factory=list)
 
-    def error(self, kind: str, message: str, span: Span, hint: str = "") -> None:
-        self.items.append(Diagnostic(kind, message, span, hint or DEFAULT_HINTS.get(kind, "")))
+    def error(self, kind: str, message: str, location: SourceLocation, hint: str = "") -> None:
+        self.items.append(Diagnostic(message, location, hint or DEFAULT_HINTS.get(kind, ""),
+                                     "error", kind))
 
-    def warning(self, kind: str, message: str, span: Span, hint: str = "") -> None:
-        self.items.append(Diagnostic(kind, message, span, hint, "warning"))
+    def warning(self, kind: str, message: str, location: SourceLocation,
+                hint: str = "") -> None:
+        self.items.append(Diagnostic(message, location, hint, "warning", kind))
 
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.items if d.severity == "error"]
 
-    def render(self, sources: dict[str, str]) -> str:
+    def render(self, sources: Mapping[str, str]) -> str:
         return "\n".join(d.render(sources) for d in self.items)
 
 
-class CompileError(Exception):
+class CompileError(DiagnosticError):
     """Raised at the API boundary when a compilation has errors; carries all of them."""
 
-    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str]) -> None:
-        self.diagnostics = diagnostics
-        self.sources = sources
-        super().__init__(self.render())
-
-    def render(self) -> str:
-        return "\n".join(d.render(self.sources) for d in self.diagnostics)
+    def __init__(self, diagnostics: Sequence[Diagnostic], sources: Mapping[str, str]) -> None:
+        super().__init__(diagnostics, sources)
 
     def kinds(self) -> list[str]:
         return [d.kind for d in self.diagnostics]

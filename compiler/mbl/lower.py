@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from npkit.base.diagnostics import SourceLocation
+
 from . import ast as A
 from .debuginfo import DebugInfoBuilder
-from .diagnostics import Span
 from .sema import Program
 from .types import (
     META_CODE,
@@ -224,7 +225,7 @@ class Lowerer:
         self.stmt(blk.body)
         self.finish(fn)
 
-    def begin(self, fn: ir.Function, name: str, span: Span) -> None:
+    def begin(self, fn: ir.Function, name: str, span: SourceLocation) -> None:
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.debug.begin_function(fn, name, span, self.b)
         self.ctx = fn.args[0]

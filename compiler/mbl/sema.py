@@ -6,12 +6,14 @@ every expression for the lowering.  Every problem becomes a diagnostic; nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from npkit.base.diagnostics import SourceLocation
 
 from . import ast as A
 from .builder import parse_source
-from .diagnostics import DiagnosticBag, Span
+from .diagnostics import DiagnosticBag
 from .types import (
     MAX_WIDTH,
     META_FIELDS,
@@ -43,7 +45,7 @@ INTRINSICS = {"csum": 1, "csum_update": 3, "crc32": None, "toeplitz": None, "has
 class Local:
     type: Type
     mutable: bool
-    span: Span
+    span: SourceLocation
     generation: int = 0  # packet views: the push/pull count when bound
 
 
@@ -88,7 +90,7 @@ class Checker:
         self.generation = 0
 
     # ---- helpers ----
-    def err(self, kind: str, msg: str, span: Span, hint: str = "") -> Error:
+    def err(self, kind: str, msg: str, span: SourceLocation, hint: str = "") -> Error:
         self.bag.error(kind, msg, span, hint)
         return Error()
 
@@ -142,7 +144,7 @@ class Checker:
 
     # ---- declarations ----
     def declare_all(self, decls: list[A.Decl]) -> None:
-        seen: dict[str, Span] = {}
+        seen: dict[str, SourceLocation] = {}
         for d in decls:
             if isinstance(d, A.Import):
                 continue
@@ -288,12 +290,12 @@ class Checker:
                          f"{SPACE_WORDS[space]}", self.decl_span(last.name),
                          "shrink the tables or place some in another memory with 'in ...'")
 
-    def decl_span(self, name: str) -> Span:
+    def decl_span(self, name: str) -> SourceLocation:
         for mod in self.p.modules:
             for d in mod.decls:
                 if d.name == name:
                     return d.span
-        return Span("<unknown>", 1, 0)
+        return SourceLocation("<unknown>", 1, 1)
 
     # ---- bodies ----
     def check_function(self, f: A.Function) -> None:
@@ -314,7 +316,7 @@ class Checker:
         ends = self.block(f.body)
         if not isinstance(ret, Void) and not ends:
             self.err("missing-return", f"function {f.name} can end without returning a value",
-                     Span(f.body.span.file, f.body.span.line, f.body.span.col),
+                     replace(f.body.span, length=1),
                      "add a return statement at the end of every path")
         self.in_function = None
 
@@ -1068,7 +1070,7 @@ def check_source(text: str, file: str = "<input>", bag: DiagnosticBag | None = N
     try:
         _check_program(program, bag)
     except RecursionError:
-        bag.error("too-deep", "the program nests too deeply to check", Span(file, 1, 0),
+        bag.error("too-deep", "the program nests too deeply to check", SourceLocation(file, 1, 1),
                   "split deeply nested expressions or blocks")
     return program, bag
 
@@ -1092,6 +1094,6 @@ def check_file(path: str | Path) -> tuple[Program, DiagnosticBag]:
     try:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        bag.error("io", f"cannot read {p}: {exc.strerror}", Span(str(p), 0, 0))
+        bag.error("io", f"cannot read {p}: {exc.strerror}", SourceLocation(str(p), 0, 0))
         return Program(sources={}), bag
     return check_source(text, str(p), bag, p.resolve())

@@ -22,6 +22,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from npkit.base.errors import NpkitError
+
 from .abi import Mapping, MEAssignment
 
 ROLE_TITLES = {"rx": "receive", "fwd": "forwarding", "tx": "transmit"}
@@ -29,7 +31,7 @@ XSCALE_NODE = "xscale"
 _ENDPOINT = re.compile(r"^\s*(port|ring|exception ring|nn)\s+(\d+)\s*$", re.IGNORECASE)
 
 
-class GraphError(ValueError):
+class GraphError(NpkitError, ValueError):
     """A mapping that cannot be drawn, or a `dot` run that failed."""
 
 

@@ -46,6 +46,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from npkit.base.errors import NpkitError
 from npkit.compiler.uc import Image, assemble_text
 from npkit.sim import isa
 from npkit.sim.config import ChipConfig
@@ -61,7 +62,7 @@ _READ_CMDS = {("sram", "read"), ("sram", "dequeue"), ("scratch", "read"), ("scra
 _FIXED_POINT = 65536     # the core keeps channel occupancy in 1/65536 cycles
 
 
-class ReportError(ValueError):
+class ReportError(NpkitError, ValueError):
     """A region that cannot be analyzed (unknown label, no path to an exit, ...)."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from npkit.base.diagnostics import SourceLocation
+
 MASK32 = 0xFFFF_FFFF
 
 # Spaces of MBL memories (the same numbers as npu.mem.* in the lowering contract).
@@ -21,16 +23,9 @@ BIN_OPS = ("add", "sub", "and", "or", "xor", "shl", "lshr", "mul")
 PREDICATES = ("eq", "ne", "ult", "ule", "ugt", "uge", "slt", "sle", "sgt", "sge")
 
 
-@dataclass(frozen=True)
-class Loc:
-    """An MBL source position."""
-
-    file: str
-    line: int
-    col: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+# An MBL source position (1-based line and column): the shared location type; the short
+# name is the one WIR's instructions and the back end's passes use.
+Loc = SourceLocation
 
 
 @dataclass(frozen=True)

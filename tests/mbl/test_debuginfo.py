@@ -66,7 +66,7 @@ def checker_file_name(path: Path, main: Path) -> str:
             compile_file(main)
     finally:
         path.write_text(text, encoding="utf-8")
-    return err.value.diagnostics[0].span.file
+    return err.value.diagnostics[0].location.file
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_every_instruction_of_real_programs_has_a_location(path):
             missing.append(instr.opcode)
             continue
         lines = program.sources[loc.file].splitlines()
-        assert 1 <= loc.line <= len(lines) and 1 <= loc.col <= len(lines[loc.line - 1]), loc
+        assert 1 <= loc.line <= len(lines) and 1 <= loc.column <= len(lines[loc.line - 1]), loc
     assert set(missing) <= {"phi", "ret", "br"}, missing
 
 

@@ -90,13 +90,13 @@ def test_diagnostic(kind, source, message, where):
     assert found, f"no {kind} diagnostic; got:\n{bag.render(program.sources)}"
     d = next((d for d in found if message in d.message), None)
     assert d is not None, [x.message for x in found]
-    assert f"{d.span.line}:{d.span.col + 1}" == where
+    assert f"{d.location.line}:{d.location.column}" == where
     text = d.render(program.sources)
-    line = source.splitlines()[d.span.line - 1]
+    line = source.splitlines()[d.location.line - 1]
     assert text.startswith(f"t.mbl:{where}: ")
     assert line in text  # the source line is quoted
     caret_line = text.splitlines()[2]
-    assert caret_line.index("^") - 2 == d.span.col  # the caret sits under the column
+    assert caret_line.index("^") - 4 == d.location.column - 1  # the caret under the column
     assert text.splitlines()[3].startswith("  hint: ") and len(d.hint) > 5
 
 
@@ -140,7 +140,7 @@ def test_stale_view_after_push_pull():
     program, bag = check_source(src, "t.mbl")
     (d,) = bag.errors
     assert d.kind == "stale-view" and "bound before a packet push/pull" in d.message
-    assert (d.span.line, d.span.col) == (4, src.splitlines()[3].index("e.ethertype"))
+    assert (d.location.line, d.location.column) == (4, src.splitlines()[3].index("e.ethertype") + 1)
     src2 = "block b { packet.push(4) else { } forward(0); }"
     _, bag = check_source(src2, "t.mbl")
     assert [x.kind for x in bag.errors] == ["else-must-end"]
@@ -162,7 +162,7 @@ def test_bad_pipeline(source, message):
     assert [d.kind for d in bag.errors] == ["bad-pipeline"], bag.render(program.sources)
     assert message in bag.errors[0].message
     assert bag.errors[0].render(program.sources).startswith(
-        f"t.mbl:{bag.errors[0].span.line}:{bag.errors[0].span.col + 1}: error:")
+        f"t.mbl:{bag.errors[0].location.line}:{bag.errors[0].location.column}: error:")
 
 
 def test_imports_load_each_file_once_even_in_a_cycle(tmp_path):

@@ -10,7 +10,7 @@ def _loc_line(loc: Loc | None) -> str:
     if loc is None:
         return ".loc none"
     name = loc.file.replace("\\", "\\\\").replace('"', '\\"')
-    return f'.loc "{name}" {loc.line} {loc.col}'
+    return f'.loc "{name}" {loc.line} {loc.column}'
 
 
 def _render(ins: MInstr, names: dict[VReg, str]) -> list[str]:

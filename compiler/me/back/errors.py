@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...mbl.diagnostics import CompileError, Diagnostic, Span
-from ..wir import Loc
+from npkit.base.diagnostics import Diagnostic, SourceLocation
+
+from ...mbl.diagnostics import CompileError
 
 
-def _sources(loc: Loc | None) -> dict[str, str]:
+def _sources(loc: SourceLocation | None) -> dict[str, str]:
     if loc is None:
         return {}
     try:
@@ -17,12 +18,13 @@ def _sources(loc: Loc | None) -> dict[str, str]:
         return {}
 
 
-def compile_error(kind: str, message: str, loc: Loc | None, hint: str) -> CompileError:
-    """One diagnostic at an MBL location (WIR columns are 1-based, Span columns 0-based)."""
-    span = Span(loc.file, loc.line, max(loc.col - 1, 0)) if loc else Span("<body>", 0, 0)
-    return CompileError([Diagnostic(kind, message, span, hint)], _sources(loc))
+def compile_error(kind: str, message: str, loc: SourceLocation | None,
+                  hint: str) -> CompileError:
+    """One diagnostic at an MBL location (``<body>`` when the code has none)."""
+    where = loc or SourceLocation("<body>", 0)
+    return CompileError([Diagnostic(message, where, hint, kind=kind)], _sources(loc))
 
 
-def unsupported(construct: str, loc: Loc | None) -> CompileError:
+def unsupported(construct: str, loc: SourceLocation | None) -> CompileError:
     return compile_error("me-unsupported", f"the ME back end does not support {construct}",
                          loc, "see docs/me-backend.md, Diagnostics")

@@ -3,21 +3,21 @@ location (the checker's format); a bad request (an unknown entry) is a FrontErro
 
 from __future__ import annotations
 
-from npkit.compiler.mbl.diagnostics import CompileError, Diagnostic, Span
-
-from .. import wir
+from npkit.base.diagnostics import Diagnostic, SourceLocation
+from npkit.base.errors import NpkitError
+from npkit.compiler.mbl.diagnostics import CompileError
 
 KIND = "unsupported"
 
 
-class FrontError(ValueError):
+class FrontError(NpkitError, ValueError):
     """The request cannot be served (e.g. no such pipeline or block)."""
 
 
-def unsupported(message: str, loc: wir.Loc | None, sources: dict[str, str],
+def unsupported(message: str, loc: SourceLocation | None, sources: dict[str, str],
                 hint: str = "") -> CompileError:
     """A CompileError for a construct the ME backend cannot compile, at `loc` (the MBL
-    position of the construct; Loc columns count from 1)."""
-    span = Span(loc.file, loc.line, max(0, loc.col - 1)) if loc else Span("<unknown>", 0, 0)
+    position of the construct)."""
     hint = hint or "the native target (npkit run) supports it; the ME backend does not yet"
-    return CompileError([Diagnostic(KIND, message, span, hint)], sources)
+    return CompileError([Diagnostic(message, loc or SourceLocation("<unknown>", 0),
+                                    hint, kind=KIND)], sources)

@@ -58,7 +58,7 @@ def choose_entry(program: Program, entry: str | None) -> Entry:
 
 def _entry(decl: A.Decl, kind: str) -> Entry:
     s = decl.span
-    return Entry(decl.name, kind, wir.Loc(s.file, s.line, s.col + 1))
+    return Entry(decl.name, kind, wir.Loc(s.file, s.line, s.column))
 
 
 def _choices(program: Program) -> str:

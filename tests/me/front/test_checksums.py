@@ -1,13 +1,12 @@
 """The checksums pass (compiler/me/front/checksums.py, affine.py): `csum` and
 `csum_update` as 32-bit end-around-carry sums folded once, the TTL decrement's RFC 1624
-update folded to a constant.  References: an independent RFC 1071 / RFC 1624 in Python,
+update folded to a constant.  References: scapy's RFC 1071 checksum, RFC 1624 in Python,
 the native target (NativeProgram) and, for wir.OnesSum's instruction selection, the chip."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import struct
 import sys
 
 import pytest
@@ -15,21 +14,11 @@ from harness import REPO, compile_pair, load_router_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.all import IP, UDP, Ether, raw
+from scapy.utils import checksum as rfc1071
 
 from npkit.compiler.me import wir
 from npkit.compiler.me.back import compile_body
 from npkit.compiler.me.interp import Machine, run
-
-
-def rfc1071(data: bytes) -> int:
-    """The complemented ones-complement sum of 16-bit big-endian words (RFC 1071 4.1)."""
-    if len(data) % 2:
-        data += b"\0"
-    total = 0
-    for (word,) in struct.iter_unpack(">H", data):
-        total += word
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 def rfc1624(hc: int, old: int, new: int) -> int:
