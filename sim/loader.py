@@ -1,6 +1,8 @@
 """The loader: a manifest (or a list of images) becomes a ready-to-run ``Chip``.
 
-It builds the chip from the manifest's chip config and ports, assembles ``.uc`` sources
+The manifest is ``npkit.link.manifest``'s, written by hand or by the linker.  The loader
+builds the chip from the manifest's chip config (with its overrides) and ports, takes the
+images the linker assembled or assembles ``.uc`` sources
 (include path = the manifest's folder) or reads prebuilt ``.img`` files, loads them on their
 MEs, configures scratch rings, builds the SRAM Q-array buffer freelists and writes the
 initial memory words.  After a run, ``leak_check`` compares every freelist with its
@@ -9,6 +11,7 @@ initial size, so buffers that never came back are reported, never silently ignor
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +19,19 @@ from typing import Any
 
 import numpy as np
 
-from npkit.sim import Chip, ChipConfig
-from npkit.sim.config import ConfigError
+from npkit.compiler.uc import Image, assemble_file
+from npkit.link.manifest import (
+    FreelistSpec,
+    ImageSpec,
+    Manifest,
+    ManifestError,
+    MemorySpec,
+    RingSpec,
+    parse_manifest,
+)
 
-from .manifest import FreelistSpec, Manifest, ManifestError, MemorySpec, RingSpec
+from .chip import Chip
+from .config import ChipConfig, ConfigError
 
 
 @dataclass(frozen=True)
@@ -71,8 +83,6 @@ class LeakReport:
 def read_image(path: str | Path, include_dirs: Sequence[str | Path] = ()) -> Any:
     """Assemble a ``.uc`` file or read a prebuilt ``.img``.  Raises the assembler's
     ``AsmError`` / ``ImageError`` (both carry a full user-facing message)."""
-    from npkit.compiler.uc import Image, assemble_file  # the assembler is optional here
-
     path = Path(path)
     if path.suffix == ".img":
         return Image.load(path)
@@ -81,10 +91,15 @@ def read_image(path: str | Path, include_dirs: Sequence[str | Path] = ()) -> Any
 
 
 def load_images(chip: Chip, specs: Sequence[tuple[Path, Sequence[int] | None]],
-                include_dirs: Sequence[str | Path] = ()) -> list[LoadedImage]:
+                include_dirs: Sequence[str | Path] = (),
+                assembled: Sequence[Any] = ()) -> list[LoadedImage]:
+    """Load each (path, mes) on the chip; `assembled[i]`, when given and not None, is the
+    i-th image already assembled (the linker's), so its path is not read."""
     loaded = []
-    for path, mes in specs:
-        image = read_image(path, include_dirs or (path.parent,))
+    for i, (path, mes) in enumerate(specs):
+        image = assembled[i] if i < len(assembled) else None
+        if image is None:
+            image = read_image(path, include_dirs or (path.parent,))
         if getattr(image, "name", None) is None:
             try:
                 image.name = path.name  # lets load errors name the file
@@ -133,6 +148,18 @@ def _check_freelist(spec: FreelistSpec, cfg: ChipConfig) -> None:
                             "DRAM")
 
 
+def _memory_views(chip: Chip, spec: MemorySpec) -> list[np.ndarray]:
+    """The memory a spec writes: one view, or every listed ME's local memory."""
+    if spec.unit != "local":
+        return [_memory_view(chip, spec)]
+    cfg = chip.config
+    for me in spec.mes or ():
+        if me >= cfg.me_count:
+            raise ManifestError(f"{spec.where}: key 'mes': ME {me} does not exist on "
+                                f"{cfg.name} ({cfg.me_count} MEs)")
+    return [chip.local_memory(me) for me in spec.mes or ()]
+
+
 def _memory_view(chip: Chip, spec: MemorySpec) -> np.ndarray:
     cfg = chip.config
     if spec.unit.startswith("sram"):
@@ -149,25 +176,36 @@ def _memory_view(chip: Chip, spec: MemorySpec) -> np.ndarray:
 def _write_memory(chip: Chip, spec: MemorySpec) -> None:
     """Words go in as 32-bit values; a byte-addressed memory (DRAM) stores them big-endian,
     the chip's byte order (byte 0 is bits 31..24 of word 0)."""
-    view = _memory_view(chip, spec)
-    if view.dtype == np.uint8:
-        data = np.asarray(spec.words, dtype=">u4").view(np.uint8)
-        first, size = spec.address, len(view)
-    else:
-        data = np.asarray(spec.words, dtype=view.dtype)
-        first, size = spec.address // view.itemsize, len(view)
-    if first + len(data) > size:
-        raise ManifestError(f"{spec.where}: {len(spec.words)} words at {spec.address:#x} run "
-                            f"past the end of {spec.unit} ({size * view.itemsize:#x} bytes)")
-    view[first:first + len(data)] = data
+    for view in _memory_views(chip, spec):
+        if view.dtype == np.uint8:
+            data = np.asarray(spec.words, dtype=np.uint32).astype(">u4").view(np.uint8)
+            first, size = spec.address, len(view)
+        else:
+            data = np.asarray(spec.words, dtype=view.dtype)
+            first, size = spec.address // view.itemsize, len(view)
+        if first + len(data) > size:
+            raise ManifestError(f"{spec.where}: {len(spec.words)} words at {spec.address:#x} "
+                                f"run past the end of {spec.unit} "
+                                f"({size * view.itemsize:#x} bytes)")
+        view[first:first + len(data)] = data
 
 
 # --------------------------------------------------------------------------- building
 def chip_config_for(manifest: Manifest, chip_override: str | None = None) -> ChipConfig:
+    """The manifest's chip: the preset (or `chip_override`) with the manifest's
+    [overrides] applied, section by section, and its ports."""
     try:
         cfg = ChipConfig.load(chip_override or manifest.chip)
     except ConfigError as err:
         raise ManifestError(f"{manifest.path}: key 'chip': {err}") from None
+    if manifest.overrides:
+        raw = copy.deepcopy(cfg.raw)
+        for section, values in manifest.overrides.items():
+            raw.setdefault(section, {}).update(values)
+        try:
+            cfg = ChipConfig(raw=raw, source=f"{cfg.source} (with the manifest's overrides)")
+        except ConfigError as err:
+            raise ManifestError(f"{manifest.path}: [overrides]: {err}") from None
     cfg.ports = list(manifest.ports)
     return cfg
 
@@ -193,7 +231,7 @@ def build_from_manifest(manifest: Manifest, *, chip: str | None = None,
     overrides = me_overrides or {}
     specs = [(s.path, overrides.get(s.path.name, overrides.get(str(s.path), s.mes)))
              for s in manifest.images]
-    images = load_images(sim, specs, (manifest.folder,))
+    images = load_images(sim, specs, (manifest.folder,), _assembled(manifest.images))
     for ring in manifest.rings:
         sim.configure_ring(ring.number, ring.base_word, ring.size_words)
     for spec in manifest.freelists:
@@ -209,9 +247,11 @@ def build_freelist(chip: Chip, spec: FreelistSpec) -> None:
         chip.enqueue(spec.channel, spec.queue, spec.handle(i))
 
 
-def load_manifest(path: str | Path, **kwargs: Any) -> LoadedRun:
-    from .manifest import parse_manifest
+def _assembled(specs: Sequence[ImageSpec]) -> list[Any]:
+    return [s.image for s in specs]
 
+
+def load_manifest(path: str | Path, **kwargs: Any) -> LoadedRun:
     return build_from_manifest(parse_manifest(path), **kwargs)
 
 

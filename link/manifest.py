@@ -1,6 +1,8 @@
 """The run manifest: everything ``npkit run`` needs besides packets, as validated data.
 
-A manifest is TOML (see docs/cli.md, "Run manifests")::
+Hand-written microcode and the linker (``npkit.link.link``) produce the same manifest; the
+loader (``npkit.sim.loader``) turns one into a loaded chip.  A manifest is TOML (docs/link.md,
+docs/cli.md "Run manifests")::
 
     chip = "ixp2800"            # preset name or a path to a chip .toml (default ixp2800)
     seed = 1
@@ -22,9 +24,13 @@ A manifest is TOML (see docs/cli.md, "Run manifests")::
     dram_base = 0
     buffer_bytes = 2048
     [[memory]]
-    unit = "scratch"            # sram0..sram3 | scratch | dram
+    unit = "scratch"            # sram0..sram3 | scratch | dram | local (with mes = [...])
     address = 0x100             # byte address
-    words = [1, 2, 3]
+    words = [1, 2, 3]           # or file = "scratch.bin": 32-bit big-endian words
+    [overrides.sram]            # chip config values replacing the preset's, by section
+    channel_bytes = 0x4000000
+    [program]                   # optional: what a linked MBL program's runtime needs
+    ...                         # (program.py: memories by name, counters, MEs, rings)
 
 Paths are relative to the manifest's folder.  Every error names the file and the key.
 Checks that need the chip's sizes (ring size limits, channel counts) are made by the
@@ -38,14 +44,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from npkit.base.errors import NpkitError
 from npkit.sim.config import ConfigError, Port
 
-MEMORY_UNITS = ("sram0", "sram1", "sram2", "sram3", "scratch", "dram")
+from .program import ProgramInfo, parse_program
+
+MEMORY_UNITS = ("sram0", "sram1", "sram2", "sram3", "scratch", "dram", "local")
 TOP_LEVEL_KEYS = {"chip", "seed", "ports", "image", "ring", "freelist", "memory", "name",
-                  "description"}
+                  "description", "overrides", "program"}
 
 
-class ManifestError(ValueError):
+class ManifestError(NpkitError, ValueError):
     """A run manifest is missing, not TOML, or has a bad key."""
 
 
@@ -54,6 +65,9 @@ class ImageSpec:
     path: Path  # a .uc source (assembled on load) or a prebuilt .img
     mes: tuple[int, ...] | None  # None: the image's own .me list
     where: str  # "file: [[image]] #n" for messages
+    # the assembled image when the linker made this manifest in memory (the loader then
+    # does not read `path`, which may be a temporary build folder's)
+    image: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_source(self) -> bool:
@@ -65,7 +79,7 @@ class RingSpec:
     number: int
     base_word: int
     size_words: int
-    where: str
+    where: str = field(default="", compare=False)   # for messages; not part of the value
 
 
 @dataclass(frozen=True)
@@ -77,7 +91,7 @@ class FreelistSpec:
     count: int
     dram_base: int
     buffer_bytes: int
-    where: str
+    where: str = field(default="", compare=False)   # for messages; not part of the value
 
     def handle(self, i: int) -> int:
         """Buffer handle i: the SRAM byte address of its descriptor, channel bits included."""
@@ -86,10 +100,15 @@ class FreelistSpec:
 
 @dataclass(frozen=True)
 class MemorySpec:
+    """Initial words of a memory unit from a byte address (`local`: every ME in `mes`).
+    `words` is a tuple or a uint32 array; `file` names the .bin it was read from."""
+
     unit: str
     address: int
-    words: tuple[int, ...]
+    words: Any
     where: str
+    mes: tuple[int, ...] | None = None
+    file: Path | None = None
 
 
 @dataclass
@@ -102,10 +121,18 @@ class Manifest:
     rings: list[RingSpec] = field(default_factory=list)
     freelists: list[FreelistSpec] = field(default_factory=list)
     memory: list[MemorySpec] = field(default_factory=list)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    program: ProgramInfo | None = None      # a linked MBL program's runtime data
+    name: str = ""
+    description: str = ""
 
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    def kinds(self) -> tuple[str, ...]:
+        """Every port's kind, in port order."""
+        return tuple(p.kind for p in self.ports)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -225,8 +252,8 @@ def _parse_freelist(table: dict[str, Any], where: str) -> FreelistSpec:
     return spec
 
 
-def _parse_memory(table: dict[str, Any], where: str) -> MemorySpec:
-    _check_keys(table, {"unit", "address", "words"}, where)
+def _parse_memory(table: dict[str, Any], where: str, folder: Path) -> MemorySpec:
+    _check_keys(table, {"unit", "address", "words", "file", "mes"}, where)
     unit = table.get("unit")
     if unit not in MEMORY_UNITS:
         raise ManifestError(f"{where}: key 'unit': expected one of {', '.join(MEMORY_UNITS)}, "
@@ -234,11 +261,39 @@ def _parse_memory(table: dict[str, Any], where: str) -> MemorySpec:
     address = _int(table, "address", where)
     if address % 4:
         raise ManifestError(f"{where}: key 'address': {address:#x} is not longword aligned")
+    mes = table.get("mes")
+    if (unit == "local") != (mes is not None):
+        raise ManifestError(f"{where}: key 'mes': a 'local' memory names its MEs "
+                            "(mes = [...]); other units have none")
+    if mes is not None and (not isinstance(mes, list) or not all(
+            isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in mes)):
+        raise ManifestError(f"{where}: key 'mes': expected a list of ME indexes")
+    if ("words" in table) == ("file" in table):
+        raise ManifestError(f"{where}: give exactly one of 'words' (a list) or 'file' "
+                            "(a .bin of 32-bit big-endian words)")
+    if "file" in table:
+        name = table["file"]
+        path = folder / str(name)
+        if not isinstance(name, str) or not path.is_file():
+            raise ManifestError(f"{where}: key 'file': '{name}' not found (looked for {path})")
+        if path.stat().st_size % 4:
+            raise ManifestError(f"{where}: key 'file': {path} is not a whole number of "
+                                "32-bit words")
+        words = np.fromfile(path, dtype=">u4").astype(np.uint32)
+        return MemorySpec(unit, address, words, where, tuple(mes) if mes else None, path)
     words = table.get("words")
     if (not isinstance(words, list)
             or not all(isinstance(w, int) and 0 <= w < 1 << 32 for w in words)):
         raise ManifestError(f"{where}: key 'words': expected a list of 32-bit unsigned words")
-    return MemorySpec(unit, address, tuple(words), where)
+    return MemorySpec(unit, address, tuple(words), where, tuple(mes) if mes else None)
+
+
+def _parse_overrides(raw: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    table = raw.get("overrides", {})
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ManifestError(f"{where}: [overrides] must hold tables of chip config values, "
+                            "e.g. [overrides.sram] channel_bytes = ...")
+    return {k: dict(v) for k, v in table.items()}
 
 
 # --------------------------------------------------------------------------- entry points
@@ -267,11 +322,19 @@ def manifest_from_dict(raw: dict[str, Any], path: Path) -> Manifest:
     if chip.endswith(".toml"):
         chip = str(path.parent / chip)
     folder = path.parent
+    program = None
+    if "program" in raw:
+        try:
+            program = parse_program(raw["program"], f"{where}: [program]")
+        except ValueError as err:
+            raise ManifestError(str(err)) from None
     return Manifest(
         path=path, chip=chip, seed=_int(raw, "seed", where, default=1),
         ports=_parse_ports(raw, where),
         images=[_parse_image(t, w, folder) for w, t in _tables(raw, "image", where)],
         rings=[_parse_ring(t, w) for w, t in _tables(raw, "ring", where)],
         freelists=[_parse_freelist(t, w) for w, t in _tables(raw, "freelist", where)],
-        memory=[_parse_memory(t, w) for w, t in _tables(raw, "memory", where)],
+        memory=[_parse_memory(t, w, folder) for w, t in _tables(raw, "memory", where)],
+        overrides=_parse_overrides(raw, where), program=program,
+        name=str(raw.get("name", "")), description=str(raw.get("description", "")),
     )
