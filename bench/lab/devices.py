@@ -22,7 +22,6 @@ the streams of ``bench/lab/updates.py``.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -256,25 +255,6 @@ def _cycle(ps: Fraction | int, clock_hz: float) -> int:
     return int(-(-ps * Fraction(clock_hz) // PS_PER_S))
 
 
-class _PortedLink:
-    """A linked program whose chip has the given ports (the link makes 10GbE ports; the
-    media microcode does not depend on the line rate, so 1GbE runs the same images)."""
-
-    def __init__(self, linked: Any, kinds: tuple[str, ...]) -> None:
-        self._linked = linked
-        self._kinds = kinds
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_linked":  # pickling looks these up first
-            raise AttributeError(name)
-        return getattr(self._linked, name)
-
-    def chip_config(self) -> Any:
-        cfg = self._linked.chip_config()
-        cfg.ports = [port_model(k).chip_port() for k in self._kinds]
-        return cfg
-
-
 @dataclass(frozen=True)
 class ChipOptions:
     """Options shared by the chip devices."""
@@ -348,7 +328,7 @@ class CompiledChipDevice(_ChipDevice):
         self.source = Path(source) if source is not None else example_path("router",
                                                                            "router.mbl")
         self.entry = entry
-        # 4 ports fit the chip's 16 MEs with 2 forwarding MEs a port (compiler/me/link.py)
+        # 4 ports fit the chip's 16 MEs with 2 forwarding MEs a port (npkit.link)
         four_ports = len(self.options.port_kinds) == 4
         self.fwd_mes_per_port = min(fwd_mes_per_port, 2) if four_ports else fwd_mes_per_port
         self.name = f"compiled:{self.source.stem}:{entry}"
@@ -380,18 +360,15 @@ class CompiledChipDevice(_ChipDevice):
 
     @cached_property
     def linked(self) -> Any:
+        """The Manifest (npkit.link) of the entry linked for the options' ports."""
         from npkit.compiler.mbl import compile_file
         from npkit.compiler.me import compile_me
+        from npkit.link import for_ports, link
 
-        build = compile_me(compile_file(self.source), self.entry)
-        kinds = tuple(self.options.port_kinds)
-        options: dict[str, Any] = {"ports": len(kinds), "fwd_mes_per_port": self.fwd_mes_per_port}
-        if _linker_takes_port_kinds():
-            return build.link(port_kinds=kinds, **options)
-        if any(port_model(k).framing == "pos" for k in kinds):
-            raise ValueError("POS ports need a linker with POS media stages; this one links "
-                             "Ethernet ports only (compiler/me/link.py)")
-        return _PortedLink(build.link(**options), kinds)
+        program = compile_file(self.source)
+        return link(program, compile_me(program, self.entry),
+                    for_ports(tuple(self.options.port_kinds)),
+                    fwd_mes_per_port=self.fwd_mes_per_port)
 
     @cached_property
     def native(self) -> Any:
@@ -451,19 +428,15 @@ class CompiledChipDevice(_ChipDevice):
         """The device's program and tables on a fresh chip with the XScale control plane
         beside it (``runtime.compiled_router.CompiledRouter``): next hops and routes set
         through the control plane, copied in at load time."""
-        import dataclasses
 
         from npkit.compiler.mbl import compile_file
         from npkit.runtime.compiled_router import CompiledRouter
         from npkit.runtime.neighbours import NextHop
 
-        # the router's shadow is a NativeProgram of linked.program: give it a fresh compile
+        # the router's shadow is a NativeProgram of the program: give it a fresh compile
         # (as `native` does), since a program unpickled on a dask worker cannot be lowered
-        linked = self.linked
-        if dataclasses.is_dataclass(linked):
-            linked = dataclasses.replace(linked, program=compile_file(self.source))
-        router = CompiledRouter(linked=linked, seed=self.options.chip_seed,
-                                exception_path=False)
+        router = CompiledRouter(linked=self.linked, program=compile_file(self.source),
+                                seed=self.options.chip_seed, exception_path=False)
         for hop in range(self.options.routes.next_hops):
             dmac, smac = next_hop_macs(hop)
             router.control.nexthops.set(hop, NextHop(dmac, smac, self.tables.port_of(hop),
@@ -542,12 +515,6 @@ def _route_source(routes: Any) -> str:
     return origin() if callable(origin) else "generated, committed prefix-length histogram"
 
 
-def _linker_takes_port_kinds() -> bool:
-    from npkit.compiler.me.link import link
-
-    return "port_kinds" in inspect.signature(link).parameters
-
-
 class Router4Device(_ChipDevice):
     """examples/router4: the hand-written IPv4 router (router4.toml), the baseline.  It
     forwards IPv4 only (IPv6 frames are dropped as not_ipv4, so the reference has no IPv6
@@ -580,8 +547,8 @@ class Router4Device(_ChipDevice):
 
     def _load(self) -> _Loaded:
         from npkit.microblocks.uc import router4 as r4
-        from npkit.runtime.loader import load_manifest
         from npkit.runtime.lpm import IPV4, MultibitTrie
+        from npkit.sim.loader import load_manifest
 
         chip = load_manifest(r4.MANIFEST).chip
         MultibitTrie(IPV4, r4.trie_view(chip)).build(self.tables.routes[4])
