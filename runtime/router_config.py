@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
 from npkit.runtime.neighbours import (
     NEXTHOP_WORDS,
     IPAddress,
@@ -46,7 +47,7 @@ ROUTES_FILE_KEYS = {"file", "seed", "next_hops"}
 TOP_KEYS = {"port", "neighbour", "nexthop", "route", "routes", "icmp"}
 
 
-class RouterConfigError(ValueError):
+class RouterConfigError(NpkitError, ValueError):
     """A router config that cannot be used; the message is `file:line: what; what to do`."""
 
 

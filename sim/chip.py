@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
+
 from .config import ChipConfig, ConfigError
 from .packets import RxFrame, Sink, Source, TxFrame
 from .trace import Span, spans_from_core, write_trace
@@ -31,11 +33,11 @@ MAX_SLICE_CYCLES = 200_000
 DEFAULT_QUIET_CYCLES = 200_000
 
 
-class LoadError(ValueError):
+class LoadError(NpkitError, ValueError):
     """An image cannot be loaded on this chip (ME range, context mode, size)."""
 
 
-class SimFault(RuntimeError):
+class SimFault(NpkitError, RuntimeError):
     """A fault of the simulated chip, with where it happened.
 
     ``me`` is the ME index (0..15 on the IXP2800; the message shows the hardware number),

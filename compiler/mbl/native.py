@@ -15,6 +15,8 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from npkit.base.errors import NpkitError
+
 from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, lower
 from .passes import new_target_machine, optimize
 from .sema import Program
@@ -68,7 +70,7 @@ class HashUnit:
         return cls(poly, mult)  # type: ignore[arg-type]
 
 
-class NativeError(Exception):
+class NativeError(NpkitError):
     """A program the native target cannot run (e.g. an intrinsic it does not implement)."""
 
 

@@ -24,12 +24,6 @@ import click
 TEN_GBE_PRESETS = ("rfc2544-10g", "rfc2544-1g", "rfc2544-10g-4port")
 
 
-def _user_errors():  # the CLI's shared error handling, imported late (no import cycle)
-    from npkit.cli import user_errors
-
-    return user_errors()
-
-
 def _sizes(text: str | None) -> tuple[int, ...]:
     if not text:
         return ()
@@ -167,25 +161,24 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
             v6_routes: int, out_dir: Path, seed: int, scheduler: str | None,
             workers: int) -> None:
     """RFC 2544 throughput, latency, frame loss rate and back-to-back on the simulated chip."""
-    with _user_errors():
-        from npkit.bench.lab import rfc2544 as rfc
-        from npkit.bench.lab.report import write_report
+    from npkit.bench.lab import rfc2544 as rfc
+    from npkit.bench.lab.report import write_report
 
-        changes: dict[str, Any] = {"sizes": _sizes(sizes), "family": int(family),
-                                   "seed": seed}
-        if _tests(tests) is not None:
-            changes["tests"] = _tests(tests)
-        if trial_us is not None:
-            changes["trial_ps"] = round(trial_us * 1e6)
-        config = rfc.preset(preset, quick, **changes)
-        dut = _rfc_device(config, device, fwd_mes, v4_routes, v6_routes)
-        where = _where(scheduler, workers)
-        title = f"RFC 2544 {config.preset} ({len(config.frame_sizes())} sizes)"
-        with _progress(len(config.frame_sizes()), title) as (done, trial):
-            runner = dut if where.kind != "serial" else _ProgressDevice(dut, trial)
-            result = rfc.run_rfc2544(runner, config, where, done)
-        files = write_report(result, out_dir, _command())
-        _summary(result, files)
+    changes: dict[str, Any] = {"sizes": _sizes(sizes), "family": int(family),
+                               "seed": seed}
+    if _tests(tests) is not None:
+        changes["tests"] = _tests(tests)
+    if trial_us is not None:
+        changes["trial_ps"] = round(trial_us * 1e6)
+    config = rfc.preset(preset, quick, **changes)
+    dut = _rfc_device(config, device, fwd_mes, v4_routes, v6_routes)
+    where = _where(scheduler, workers)
+    title = f"RFC 2544 {config.preset} ({len(config.frame_sizes())} sizes)"
+    with _progress(len(config.frame_sizes()), title) as (done, trial):
+        runner = dut if where.kind != "serial" else _ProgressDevice(dut, trial)
+        result = rfc.run_rfc2544(runner, config, where, done)
+    files = write_report(result, out_dir, _command())
+    _summary(result, files)
 
 
 @bench.command()
@@ -199,21 +192,17 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
         workers: int) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated chip."""
-    with _user_errors():
-        try:
-            from npkit.bench.lab import npf as suite
-        except ImportError as err:
-            raise click.ClickException(f"the NPF suite is not available ({err})") from None
-        from npkit.bench.lab.report import write_report
+    from npkit.bench.lab import npf as suite
+    from npkit.bench.lab.report import write_report
 
-        setup = suite.preset(preset, quick, seed=seed)
-        total = len(suite.cases(suite.chip_device(setup), setup.config))
-        where = _where(scheduler, workers)
-        with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
-            result = suite.run_preset(preset, quick, seed, where, done)
-        files = write_report(result, out_dir, _command())
-        click.echo(f"results: {files.json}\nreport:  {files.markdown}"
-                   + (f" (+ {files.html.name})" if files.html else ""))
+    setup = suite.preset(preset, quick, seed=seed)
+    total = len(suite.cases(suite.chip_device(setup), setup.config))
+    where = _where(scheduler, workers)
+    with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
+        result = suite.run_preset(preset, quick, seed, where, done)
+    files = write_report(result, out_dir, _command())
+    click.echo(f"results: {files.json}\nreport:  {files.markdown}"
+               + (f" (+ {files.html.name})" if files.html else ""))
 
 
 @bench.command()
@@ -224,8 +213,7 @@ def report(results: Path, out_dir: Path | None) -> None:
     """Redraw the report of a results.json."""
     if not results.is_file():
         raise click.ClickException(f"{results}: no such results file")
-    with _user_errors():
-        from npkit.bench.lab.report import load_result, write_report
+    from npkit.bench.lab.report import load_result, write_report
 
-        files = write_report(load_result(results), out_dir or results.parent)
-        click.echo(f"report: {files.markdown}")
+    files = write_report(load_result(results), out_dir or results.parent)
+    click.echo(f"report: {files.markdown}")

@@ -1,0 +1,74 @@
+"""The ``npkit`` command group and its one error handler.
+
+Library code reports what a user can act on by raising :class:`npkit.base.errors.NpkitError`
+(a bad file, a program that does not compile or fit, a fault of the simulated program).
+``NpkitGroup.invoke`` is the only place that catches it: the message is printed without a
+traceback and the exit status is 1.  Two more cases are a user's to fix and are reported
+the same way: an ``OSError`` naming a file (a folder that cannot be written, a full disk)
+and an ``ImportError`` of a C++ extension (npkit not completely built).  Anything else
+that escapes is a bug in npkit and is reported as one: "internal error" and how to see the
+traceback (NPKIT_TRACEBACK=1).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+from rich.console import Console
+
+from npkit.base.errors import NpkitError
+
+# the C++ extensions: missing when the checkout was never built (scripts/setup)
+COMPILED_EXTENSIONS = ("._core", "._trie")
+
+
+def console() -> Console:
+    """Standard output for reports; no automatic number/path colouring (the tables carry
+    the emphasis)."""
+    return Console(highlight=False)
+
+
+class NpkitGroup(click.Group):
+    """The command group; ``invoke`` turns errors into messages (see the module docstring)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except NpkitError as err:
+            raise click.ClickException(str(err) or type(err).__name__) from None
+        except OSError as err:
+            if err.filename is None:
+                raise _internal(err) from None
+            raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
+        except ImportError as err:
+            if not (err.name or "").endswith(COMPILED_EXTENSIONS):
+                raise _internal(err) from None
+            raise click.ClickException(
+                f"npkit is not completely installed or built ({err}); run `bash scripts/setup`"
+                " in a checkout") from None
+        except KeyboardInterrupt:
+            raise click.ClickException("interrupted") from None
+        except Exception as err:  # noqa: BLE001 -- the point is to catch everything else
+            raise _internal(err) from None
+
+
+def _internal(err: BaseException) -> click.ClickException:
+    if os.environ.get("NPKIT_TRACEBACK"):
+        raise err
+    return click.ClickException(
+        f"internal error: {type(err).__name__}: {err} (a bug in npkit: please report it; "
+        "NPKIT_TRACEBACK=1 shows the traceback)")
+
+
+@click.group(cls=NpkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="npkit")
+def main() -> None:
+    """npkit: tools for IXP-style network processors.
+
+    `npkit run` with no arguments runs the product: the MBL dual-stack router compiled for
+    the simulated IXP2800 under a 2 x OC-192 POS load.
+    """
