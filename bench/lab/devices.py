@@ -395,7 +395,7 @@ class CompiledChipDevice(_ChipDevice):
 
     def _loaded(self, run: Any, advance: Callable[[int], Any] | None = None) -> _Loaded:
         """A trial's view of a CompiledRun (also a CompiledRouter's): drops, exceptions."""
-        names = self.linked.exceptions
+        names = self.linked.program.exceptions
         taken: dict[str, float] = {}
 
         def drain() -> None:
@@ -413,7 +413,7 @@ class CompiledChipDevice(_ChipDevice):
             out.update({f"rx.{k}": v for k, v in run.receive_drops().items()})
             return {**out, **taken}
 
-        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.runtime.fwd_mes),
+        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.program.fwd_mes),
                        advance)
 
     # ---- the control plane (npf.UpdatableDevice) ----
