@@ -60,6 +60,7 @@ from npkit.bench.lab.devices import (
     CompiledChipDevice,
     example_path,
 )
+from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.search import (
     LossCurve,
     ThroughputResult,
@@ -130,8 +131,8 @@ class SampledRoutes:
         out = {}
         for family, table, count in ((4, full.v4, self.v4_routes), (6, full.v6, self.v6_routes)):
             if count > len(table):
-                raise ValueError(f"{path.name} has {len(table):,} IPv{family} routes; "
-                                 f"asked for {count:,}")
+                raise LabConfigError(f"{path.name} has {len(table):,} IPv{family} routes; "
+                                     f"asked for {count:,}")
             keys = rng.sample(sorted(table), count)
             out[family] = {k: table[k] for k in sorted(keys)}
         return out
@@ -168,16 +169,16 @@ class NpfConfig:
     def __post_init__(self) -> None:
         unknown = [t for t in self.traffic if t not in FAMILIES]
         if unknown:
-            raise ValueError(f"unknown NPF traffic {', '.join(unknown)}: use "
-                             f"{', '.join(FAMILIES)}")
+            raise LabConfigError(f"unknown NPF traffic {', '.join(unknown)}: use "
+                                 f"{', '.join(FAMILIES)}")
         if self.trial_ps <= 0 or self.settle_ps < 0:
-            raise ValueError("trial_ps must be > 0 and settle_ps >= 0")
+            raise LabConfigError("trial_ps must be > 0 and settle_ps >= 0")
         if not 0 <= self.v6_share <= 1:
-            raise ValueError(f"v6_share must be in [0, 1], got {self.v6_share}")
+            raise LabConfigError(f"v6_share must be in [0, 1], got {self.v6_share}")
         if self.exercised_v4 < 1 or self.exercised_v6 < 1:
-            raise ValueError("exercised_v4 and exercised_v6 must be >= 1")
+            raise LabConfigError("exercised_v4 and exercised_v6 must be >= 1")
         if any(not 0 < p <= 100 for p in self.latency_percents):
-            raise ValueError("latency_percents must be in (0, 100]")
+            raise LabConfigError("latency_percents must be in (0, 100]")
 
     def exercised(self, family: int) -> int:
         return self.exercised_v4 if family == 4 else self.exercised_v6
@@ -218,7 +219,7 @@ def preset(name: str = "ixp2800-npf", quick: bool = False, **changes: Any) -> Np
     table and 1,200 IPv6, 2,000 / 400 exercised, as in the 2003 report.  ``quick`` keeps a
     run to minutes: three sizes, 0.1 ms trials, a 2 % search resolution."""
     if name != "ixp2800-npf":
-        raise ValueError(f"unknown NPF preset {name!r}: use ixp2800-npf")
+        raise LabConfigError(f"unknown NPF preset {name!r}: use ixp2800-npf")
     config = NpfConfig(preset=name)
     if quick:
         config = replace(config, preset=f"{name} --quick", sizes_v4=(40, 256, 1518),
@@ -384,16 +385,16 @@ def duplex_flows(ports: Mapping[int, PortModel]) -> tuple[tuple[int, int], ...]:
     """Port pairs in full duplex: (0, 1), (1, 0), (2, 3), (3, 2), ..."""
     numbers = sorted(ports)
     if len(numbers) < 2 or len(numbers) % 2:
-        raise ValueError(f"NPF port pairs need an even number of ports; the device has "
-                         f"{len(numbers)}")
+        raise LabConfigError(f"NPF port pairs need an even number of ports; the device has "
+                             f"{len(numbers)}")
     return tuple((numbers[k], numbers[k ^ 1]) for k in range(len(numbers)))
 
 
 def _framing(device: Device) -> str:
     framings = {m.framing for m in device.ports.values()}
     if len(framings) != 1:
-        raise ValueError("NPF runs on ports of one framing; the device mixes "
-                         f"{', '.join(sorted(framings))}")
+        raise LabConfigError("NPF runs on ports of one framing; the device mixes "
+                             f"{', '.join(sorted(framings))}")
     return framings.pop()
 
 
@@ -403,8 +404,8 @@ def _destinations(device: Device, config: NpfConfig, traffic: str,
     """Per output port, its share of the exercised routes of each family (the exercised
     routes split evenly over the device's ports, in every configuration)."""
     if not hasattr(device, "destinations"):
-        raise ValueError(f"device {getattr(device, 'name', '?')} has no route table to pick "
-                         "NPF destinations from (it needs destinations(family, port, n))")
+        raise LabConfigError(f"device {getattr(device, 'name', '?')} has no route table to pick "
+                             "NPF destinations from (it needs destinations(family, port, n))")
     family = FAMILIES[traffic]
     families = (4, 6) if family == "mixed" else (family,)
     outs = sorted({o for _, o in flows})
