@@ -29,6 +29,7 @@ from npkit.link.manifest import Manifest, ManifestError
 from npkit.link.plan import CHANNEL_SHIFT
 from npkit.link.program import ProgramInfo, ProgramMemory
 from npkit.microblocks.uc import router4
+from npkit.sim.chip import Chip
 from npkit.sim.config import Port
 from npkit.sim.loader import LeakReport, build_from_manifest, leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
@@ -93,6 +94,16 @@ def program_info(manifest: Manifest) -> ProgramInfo:
         raise ManifestError(f"{manifest.path}: no [program] table: not a linked MBL program "
                             "(npkit.link.link writes one)")
     return manifest.program
+
+
+def take_exceptions(chip: Chip, program: ProgramInfo) -> list[CompiledException]:
+    """Every exception on a linked program's exception ring, in order, each buffer back on
+    its freelist (for any chip the loader built from a manifest with a [program] table)."""
+    out = []
+    layout = program.layout()
+    while (exc := router4.take_exception(chip, True, layout)) is not None:
+        out.append(CompiledException(exc.input_port, exc.code, exc.next_hop, exc.frame))
+    return out
 
 
 class CompiledRun:
@@ -184,10 +195,7 @@ class CompiledRun:
 
     def take_exceptions(self) -> list[CompiledException]:
         """Every exception on the ring, in order, each buffer back on its freelist."""
-        out = []
-        while (exc := router4.take_exception(self.chip, True, self.layout)) is not None:
-            out.append(CompiledException(exc.input_port, exc.code, exc.next_hop, exc.frame))
-        return out
+        return take_exceptions(self.chip, self.program)
 
     # ---- running ----
     def run(self, frames: dict[int, list[bytes]], load: float = 0.5,

@@ -17,12 +17,12 @@ from scapy.all import IP, UDP, Ether, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.link import Manifest, build_images, chip_manifest, parse_manifest
-from npkit.runtime.compiled import paced
+from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.lpm import RouteTables
 from npkit.sim.loader import build_from_manifest
 from npkit.sim.packets import ListSink, ListSource
 
-from .harness import expected, is_interleaving
+from .harness import check_against_native, expected, is_interleaving
 
 ROUTER = Path(__file__).parents[3] / "examples" / "router" / "router.mbl"
 PLATFORM = "ixp2800-2x10gbe"
@@ -104,6 +104,18 @@ def test_built_images_forward_what_the_in_memory_link_and_native_do(router,
         assert is_interleaving(from_files[q], by_input.get(0, []), by_input.get(1, [])), \
             f"port {q}: chip {len(from_files[q])} frames, native " \
             f"{[len(v) for v in by_input.values()]}"
+
+
+def test_the_written_manifest_carries_the_compiled_runtime(router, tmp_path: Path) -> None:
+    """The [program] table read back from the folder is all CompiledRun needs (tables
+    from the memory files, drops by reason, exceptions off the ring): it matches the
+    native target frame for frame, drops and exceptions included."""
+    program, native = router
+    path = build_images(program, PLATFORM, tmp_path, tables=native)
+    frames = {p: traffic(p) for p in (0, 1)}
+    result = CompiledRun(parse_manifest(path)).run(frames, load=0.2)
+    check_against_native(result, native, frames)
+    assert result.drops and result.exceptions      # the traffic exercises both
 
 
 def test_the_written_manifest_reads_back_equal(router, tmp_path: Path) -> None:
