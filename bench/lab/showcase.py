@@ -37,7 +37,7 @@ class ShowcaseConfig:
     v6_share: float = 0.3
     routes: RouteConfig = field(default_factory=RouteConfig)
     seed: int = 1
-    trace: bool = True
+    trace_us: float = 20.0  # the thread timeline of the first µs (a whole run is ~150 MB)
 
 
 @dataclass(frozen=True)
@@ -61,25 +61,40 @@ class ShowcaseResult:
 
 
 class _TracedDevice(CompiledChipDevice):
-    """The compiled device that records the thread timeline of its trial's chip."""
+    """The compiled device that records the thread timeline of its trial's chip for the
+    first ``trace_us`` of simulated time (the trial steps the chip; tracing stops at the
+    first step past that)."""
 
-    def __init__(self, *args: Any, trace: bool, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, trace_us: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._trace = trace
+        self._trace_us = trace_us
         self.chip: Any = None
 
     def _load(self) -> Any:
         loaded = super()._load()
-        if self._trace:
-            loaded.chip.enable_trace()
-        self.chip = loaded.chip
+        chip = self.chip = loaded.chip
+        if self._trace_us <= 0:
+            return loaded
+        chip.enable_trace()
+        stop_at = round(self._trace_us * 1e-6 * chip.config.clock_hz)
+        original = loaded.advance
+
+        def traced_step(cycles: int) -> None:
+            if original is None:
+                chip.run(cycles=cycles)
+            else:
+                original(cycles)
+            if chip.now >= stop_at:
+                chip.enable_trace(False)
+
+        loaded.advance = traced_step
         return loaded
 
 
 def showcase_device(config: ShowcaseConfig) -> _TracedDevice:
     options = ChipOptions(port_kinds=PORT_KINDS, routes=config.routes, next_hop_mtu=POS_MTU)
     return _TracedDevice(options, source=example_path("pos_router", "pos_router.mbl"),
-                         entry=ENTRY, trace=config.trace)
+                         entry=ENTRY, trace_us=config.trace_us)
 
 
 def showcase_trial(device: CompiledChipDevice, config: ShowcaseConfig) -> Trial:
@@ -143,7 +158,7 @@ def run_showcase(out_dir: Path, config: ShowcaseConfig = ShowcaseConfig()) -> Sh
     line = sum(float(m.rate_bps) for m in device.ports.values()) / 1e9
     inputs, outputs = _write_pcaps(result, out_dir)
     trace = None
-    if config.trace and device.chip is not None:
+    if config.trace_us > 0 and device.chip is not None:
         trace = out_dir / "trace.json"
         device.chip.write_trace(trace)
     graph = _write_graph(device, out_dir)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from npkit.base.errors import NpkitError
 from npkit.base.portspec import parse_port_files
@@ -27,7 +28,9 @@ from .mbl import (
     platform_ports,
     table_options,
 )
-from .showcase import DEFAULT_OUT_DIR, run_showcase
+from .showcase import DEFAULT_OUT_DIR, check_options, run_showcase
+
+DEFAULT = ParameterSource.DEFAULT
 
 
 def _me_override(spec: str) -> tuple[str, list[int]]:
@@ -94,7 +97,11 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
     (.toml) or images (.uc/.img) run microcode on the simulated chip."""
     console = make_console()
     if not targets and not inputs and not outputs and not mes:
-        run_showcase(console, out_dir or Path(DEFAULT_OUT_DIR), **options)
+        ctx = click.get_current_context()
+        check_options([p.name for p in ctx.command.params if p.name and p.name != "out_dir"
+                       and ctx.get_parameter_source(p.name) not in (None, DEFAULT)])
+        run_showcase(console, out_dir or Path(DEFAULT_OUT_DIR), options["seed"],
+                     options["trace"])
         return
     program_path, manifest_path, images = _split_targets(targets)
     in_files = parse_port_files(inputs, "--in", must_exist=True)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from npkit.base.errors import NpkitError
 
 DEFAULT_OUT_DIR = "npkit-run"
 
@@ -18,10 +19,30 @@ def _us(ps: float | None) -> str:
     return "-" if ps is None else f"{ps / 1e6:.2f} µs"
 
 
+SHOWCASE_OPTIONS = ("seed", "trace")
+
+
+def check_options(given: list[str]) -> None:
+    """The run options the showcase does not take must not be given: a user who gives
+    --cycles to `npkit run` without a program is told, not ignored."""
+    given = sorted(k for k in given if k not in SHOWCASE_OPTIONS)
+    if given:
+        names = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise NpkitError(f"{names}: npkit run without a program runs the showcase, which "
+                         "takes only --out-dir, --seed and --trace; give a program to run")
+
+
+def _unit(name: str) -> str:
+    """me18 -> ME 0x12 (the counters name MEs by hardware number)."""
+    if name.startswith("me") and name[2:].isdigit():
+        return f"ME {int(name[2:]):#04x}"
+    return name
+
+
 def run_showcase(console: Console, out_dir: Path, seed: int | None = None,
-                 trace: Path | None = None, **_chip_options: Any) -> None:
+                 trace: Path | None = None) -> None:
     """Run the showcase and print throughput, loss, latency, the busiest units and the
-    files written (chip-run options other than --seed do not apply and are ignored)."""
+    files written."""
     from npkit.bench.lab.showcase import ShowcaseConfig
     from npkit.bench.lab.showcase import run_showcase as run_trial
 
@@ -49,7 +70,7 @@ def run_showcase(console: Console, out_dir: Path, seed: int | None = None,
     low, avg, high = result.latency_ps
     table.add_row("latency", f"min {_us(low)}, avg {_us(avg)}, max {_us(high)}")
     console.print(table)
-    busy = ", ".join(f"{unit} {100 * share:.0f} %" for unit, share in result.busiest)
+    busy = ", ".join(f"{_unit(unit)} {100 * share:.0f} %" for unit, share in result.busiest)
     console.print(f"busiest units: {busy}")
     if result.drops:
         console.print("where packets went instead: " + ", ".join(
@@ -58,8 +79,8 @@ def run_showcase(console: Console, out_dir: Path, seed: int | None = None,
     graph = _rendered(files.graph)
     console.print(f"files in {out_dir}/: in-port0/1.pcap (sent), out-port0/1.pcap (forwarded; "
                   "PPP in HDLC framing, open with Wireshark)"
-                  + (f", {files.trace.name} (thread timeline: https://ui.perfetto.dev)"
-                     if files.trace else "")
+                  + (f", {files.trace.name} (thread timeline of the first "
+                     f"{config.trace_us:g} µs: https://ui.perfetto.dev)" if files.trace else "")
                   + f", {graph.name} (the pipeline on the MEs)")
     if trace is not None and files.trace is not None:
         shutil.copyfile(files.trace, trace)
