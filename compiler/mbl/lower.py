@@ -27,6 +27,7 @@ from .types import (
     VERDICT_NEXT,
     Bits,
     Bool,
+    FieldInfo,
     Layout,
     MemoryInfo,
     MemType,
@@ -485,8 +486,6 @@ class Lowerer:
     def element_layout(self, m: MemoryInfo) -> Layout:
         if isinstance(m.value, View):
             return m.value.layout
-        from .types import FieldInfo
-
         width = m.value.width if isinstance(m.value, Bits) else 32
         pad = m.words_per_entry * 32 - width  # scalars sit in the low bits of their words
         return Layout(m.name, (FieldInfo("", width, pad),), False)

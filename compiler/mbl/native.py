@@ -31,6 +31,7 @@ from .types import (
     VERDICT_FORWARD,
     VERDICT_NEXT,
     Bits,
+    FieldInfo,
     MemoryInfo,
     View,
 )
@@ -635,8 +636,6 @@ class NativeProgram:
             fields = m.value.layout.fields
             values = value if isinstance(value, dict) else {}
         else:
-            from .types import FieldInfo
-
             width = m.value.width if isinstance(m.value, Bits) else 32
             fields = (FieldInfo("", width, m.words_per_entry * 32 - width),)
             values = {"": int(value)}  # type: ignore[arg-type]
