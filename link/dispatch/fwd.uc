@@ -1,6 +1,6 @@
 // fwd.uc -- the forwarding MEs' dispatch loop around a compiled pipeline body
 // (docs/me-backend.md, "Dispatch and link"; the body contract: "The body fragment").
-// The linker (compiler/me/link.py) writes two files next to each other and assembles this
+// The linker (npkit.link) writes two files next to each other and assembles this
 // one with them on the include path:
 //   layout.h  the runtime's layout for this program (where rings, buffers, counters and
 //             the local-memory areas are), the dispatch numbers (WINDOW_QW, DISPATCH_LM_BYTE,

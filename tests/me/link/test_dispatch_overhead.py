@@ -1,4 +1,4 @@
-"""The dispatch loop's per-frame metadata set-up (compiler/me/link.py `meta_setup`,
+"""The dispatch loop's per-frame metadata set-up (compiler/me/metasetup.py `meta_setup`,
 dispatch/fwd.uc): it zeroes per frame only the metadata words the body may read before
 writing them (and may write), writes in_port once at init, and the body ABI still holds
 for every word a body can observe.
