@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scapy.all import ARP, IP, UDP, Ether, IPv6, raw
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.microblocks.uc import router4 as r4
@@ -187,10 +188,7 @@ def _ip(value: int) -> str:
 
 def _fix_checksum(frame: bytearray, ihl: int) -> None:
     frame[24:26] = b"\0\0"
-    s = sum(int.from_bytes(frame[14 + i:16 + i], "big") for i in range(0, 4 * ihl, 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    frame[24:26] = (~s & 0xFFFF).to_bytes(2, "big")
+    frame[24:26] = scapy_checksum(bytes(frame[14:14 + 4 * ihl])).to_bytes(2, "big")
 
 
 @st.composite

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.bench.lab.updates import max_update_rate
 from npkit.link import Manifest
@@ -90,9 +91,7 @@ def possible_versions(starts: list[int], ends: list[int], first: int, last: int)
 def udp4(dst: int, key: int, port: int) -> bytes:
     header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 46, key & 0xFFFF, 0, 64, 17, 0,
                          bytes([198, 18, 0, 1]), dst.to_bytes(4, "big"))
-    total = sum(struct.unpack("!10H", header))
-    total = (total & 0xFFFF) + (total >> 16)
-    header = header[:10] + struct.pack("!H", ~(total + (total >> 16)) & 0xFFFF) + header[12:]
+    header = header[:10] + struct.pack("!H", scapy_checksum(header)) + header[12:]
     return eth(port, 0x0800) + header + struct.pack("!HHHHI", 7, 9, 26, 0, key) + bytes(14)
 
 
