@@ -26,11 +26,6 @@ from npkit.base.packetfile import (
     read_packets,
 )
 
-# The names this module used before packet files moved to npkit.base (npkit.sim exports
-# them): the same class and function, not copies.
-PacketIOError = PacketFileError
-read_pcap = read_packets
-
 
 @dataclass(frozen=True)
 class RxFrame:
@@ -80,9 +75,9 @@ class PcapSource:
 
     def __post_init__(self) -> None:
         if self.pace not in ("line", "timestamps"):
-            raise PacketIOError(f"pace must be 'line' or 'timestamps', got {self.pace!r}")
+            raise PacketFileError(f"pace must be 'line' or 'timestamps', got {self.pace!r}")
         if not Path(self.path).is_file():
-            raise PacketIOError(f"{self.path}: no such packet file")
+            raise PacketFileError(f"{self.path}: no such packet file")
 
     def frames(self) -> Iterator[RxFrame]:
         first: float | None = None
