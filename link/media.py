@@ -1,25 +1,23 @@
 """The media microblocks' numbers (microblocks/uc/router4.h, which rx_eth.uc and tx_eth.uc
-include): buffers, metadata, rings and counters, as data the linker plans with.
+include): the ME mapping, buffers, metadata, rings and the media counters, as data the
+linker plans with.
 
 The linker overrides some of them per program through the generated layout.h (the header's
-#ifndef numbers); `Layout` is the header's defaults, number for number
-(tests/examples/test_router4_layout.py checks every one against the header).  The
-hand-written router4 (microblocks/uc/router4.py) uses the same numbers for its own
-forwarding stage and tables.
+#ifndef numbers); `Layout` holds the header's defaults, number for number.  The
+hand-written router4 (microblocks/uc/router4.py) extends it with its forwarding stage's
+counters and tables (tests/examples/test_router4_layout.py checks every number against
+the header).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# router4's drop counters come first in the counter block (router4.h CNT_*)
-DROP_REASONS = ("runt", "not_ipv4", "ip_too_short", "bad_version", "bad_ihl", "bad_length",
-                "bad_checksum", "martian_source", "martian_destination")
-
 
 @dataclass(frozen=True)
 class Layout:
-    """router4.h, number for number (names without the header's prefixes where obvious)."""
+    """The media part of router4.h, number for number (names without the header's
+    prefixes where obvious)."""
 
     ports: int = 2
     fwd_first_me: int = 2
@@ -54,26 +52,11 @@ class Layout:
     rx_ring_word0: int = 0
     tx_ring_word0: int = 1024
     exc_ring_word: int = 2048
-    # scratch counters (byte addresses)
+    # scratch counters (byte addresses): the block, and the ones the media stages count
     cnt_base: int = 0x3000
-    cnt_ip_forwarded: int = 0x3024
-    cnt_bad_port: int = 0x3028
     cnt_rx_no_buffer: int = 0x3030
     cnt_rx_too_long: int = 0x3038
     cnt_tx_race: int = 0x3040
-    cnt_words: int = 18
-    # SRAM tables
-    table_channel: int = 2
-    local4_offset: int = 0x1000
-    local4_size: int = 16
-    local4_entry_bytes: int = 12
-    trie_offset: int = 0x10000
-    trie_words: int = 2080768
-    nh_channel: int = 3
-    nh_offset: int = 0x20000
-    nh_size: int = 1024
-    nh_entry_bytes: int = 16
-    exact_hash_multiplier: int = 0x9E3779B1
 
     # ---- derived ----
     def rx_ring(self, port: int, half: int) -> int:
@@ -82,10 +65,6 @@ class Layout:
 
     def tx_ring(self, port: int) -> int:
         return self.tx_ring_base + port
-
-    def drop_counter(self, reason: str) -> int:
-        """Scratch byte address of a drop reason's counter."""
-        return self.cnt_base + 4 * DROP_REASONS.index(reason)
 
     def buffer_address(self, handle: int) -> int:
         """DRAM byte address of a handle's buffer (one formula for every freelist)."""

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from npkit.link.manifest import parse_manifest
+from npkit.link.media import Layout as MediaLayout
 from npkit.microblocks.uc import router4
 from npkit.runtime.control_plane import ControlPlane, RouterCounters, exception_name
 from npkit.runtime.router_config import RouterConfig
@@ -64,7 +65,7 @@ class _Memory:
 class ChipRouter:
     """router4 on a simulated chip with its control plane in the XScale model."""
 
-    layout: router4.Layout = router4.LAYOUT
+    layout: MediaLayout = router4.LAYOUT     # the media numbers (a compiled router: as linked)
     seed: int = 1
     timing: XScaleTiming | None = None
     grace_cycles: int = GRACE_CYCLES

@@ -24,14 +24,45 @@ from typing import Any
 import numpy as np
 
 from npkit.compiler.me.abi import Mapping, MEAssignment
-from npkit.link.media import DROP_REASONS, LAYOUT, Layout
+from npkit.link.media import Layout as MediaLayout
 
 FOLDER = Path(__file__).resolve().parent
 MANIFEST = FOLDER.parents[1] / "examples" / "router4" / "router4.toml"
 
+DROP_REASONS = ("runt", "not_ipv4", "ip_too_short", "bad_version", "bad_ihl", "bad_length",
+                "bad_checksum", "martian_source", "martian_destination")
 EXCEPTIONS = {"ttl_expired": 1, "no_route": 2, "options": 3, "for_router": 4,
               "frag_needed": 5, "fragment": 6, "not_ipv4": 0x100}
 ROUTER4_STAGES = ("eth_classify", "ipv4_fwd")   # the MBL blocks ipv4_fwd.uc implements
+
+
+@dataclass(frozen=True)
+class Layout(MediaLayout):
+    """router4.h, number for number: the media stages' numbers (npkit.link.media) and the
+    forwarding stage's counters and SRAM tables."""
+
+    cnt_ip_forwarded: int = 0x3024
+    cnt_bad_port: int = 0x3028
+    cnt_words: int = 18
+    # SRAM tables
+    table_channel: int = 2
+    local4_offset: int = 0x1000
+    local4_size: int = 16
+    local4_entry_bytes: int = 12
+    trie_offset: int = 0x10000
+    trie_words: int = 2080768
+    nh_channel: int = 3
+    nh_offset: int = 0x20000
+    nh_size: int = 1024
+    nh_entry_bytes: int = 16
+    exact_hash_multiplier: int = 0x9E3779B1
+
+    def drop_counter(self, reason: str) -> int:
+        """Scratch byte address of a drop reason's counter."""
+        return self.cnt_base + 4 * DROP_REASONS.index(reason)
+
+
+LAYOUT = Layout()
 
 __all__ = ["DROP_REASONS", "EXCEPTIONS", "FOLDER", "LAYOUT", "MANIFEST", "Layout", "counters",
            "inject", "local4_add", "mapping", "read_frame", "take_exception", "trie_view",
