@@ -45,6 +45,19 @@ def _me_override(spec: str) -> tuple[str, list[int]]:
     return name, numbers
 
 
+MBL_ONLY = {"entry", "platform", "tables", "route_files", "route_seed", "next_hop_count",
+            "port_count"}
+CHIP_ONLY = {"mes", "pace", "chip", "seed", "cycles", "packets", "trace", "counters_json",
+             "contexts", "quiet_cycles"}
+
+
+def _reject(names: set[str], why: str) -> None:
+    """An error naming the options as the user typed them (e.g. --routes, not route_files)."""
+    if names:
+        flags = {p.name: p.opts[0] for p in click.get_current_context().command.params}
+        raise NpkitError(f"{', '.join(sorted(flags[n] for n in names))}: {why}")
+
+
 def _split_targets(targets: tuple[Path, ...]) -> tuple[Path | None, Path | None, list[Path]]:
     """(MBL program, manifest, images), each file checked to exist."""
     for target in targets:
@@ -96,19 +109,23 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
     2 x OC-192 POS load; X.mbl runs an MBL program (--target chip or native); a manifest
     (.toml) or images (.uc/.img) run microcode on the simulated chip."""
     console = make_console()
+    ctx = click.get_current_context()
+    given = {p.name for p in ctx.command.params
+             if p.name and ctx.get_parameter_source(p.name) not in (None, DEFAULT)}
     if not targets and not inputs and not outputs and not mes:
-        ctx = click.get_current_context()
-        check_options([p.name for p in ctx.command.params if p.name and p.name != "out_dir"
-                       and ctx.get_parameter_source(p.name) not in (None, DEFAULT)])
+        check_options([p.opts[0] for p in ctx.command.params if p.name in given])
         run_showcase(console, out_dir or Path(DEFAULT_OUT_DIR), options["seed"],
                      options["trace"])
         return
     program_path, manifest_path, images = _split_targets(targets)
     in_files = parse_port_files(inputs, "--in", must_exist=True)
     out_files = parse_port_files(outputs, "--out")
+    # an option the run would not use is an error, never silently ignored
+    _reject(given & {"out_dir"}, "only for `npkit run` without a program (the showcase)")
     if program_path is None:
         if target_kind == "native":
             raise NpkitError("--target native runs an MBL program (.mbl)")
+        _reject(given & MBL_ONLY, "only for an MBL program (.mbl)")
         request = RunRequest(manifest=manifest_path, images=images, inputs=in_files,
                              outputs=out_files, me_overrides=dict(map(_me_override, mes)),
                              pace=pace, **options)
@@ -117,6 +134,7 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
     program = checked_program(program_path)
     table_args = (tables, route_files, route_seed, next_hop_count)
     if target_kind == "native":
+        _reject(given & CHIP_ONLY, "only for the simulated chip (--target chip)")
         native = native_tables(program, entry, *table_args, port_count or DEFAULT_NATIVE_PORTS)
         _run_native(native, in_files, out_files)
         return

@@ -19,15 +19,16 @@ def _us(ps: float | None) -> str:
     return "-" if ps is None else f"{ps / 1e6:.2f} µs"
 
 
-SHOWCASE_OPTIONS = ("seed", "trace")
+SHOWCASE_OPTIONS = ("--seed", "--trace", "--out-dir")
 
 
 def check_options(given: list[str]) -> None:
-    """The run options the showcase does not take must not be given: a user who gives
-    --cycles to `npkit run` without a program is told, not ignored."""
+    """The run options the showcase does not take (``given``: as typed, e.g. --cycles) must
+    not be given: a user who gives --cycles to `npkit run` without a program is told, not
+    ignored."""
     given = sorted(k for k in given if k not in SHOWCASE_OPTIONS)
     if given:
-        names = ", ".join("--" + k.replace("_", "-") for k in given)
+        names = ", ".join(given)
         raise NpkitError(f"{names}: npkit run without a program runs the showcase, which "
                          "takes only --out-dir, --seed and --trace; give a program to run")
 

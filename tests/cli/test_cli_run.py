@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from scapy.all import IP, UDP, Ether, Raw, rdpcap, wrpcap
 
@@ -148,3 +149,15 @@ def test_mbl_program_reads_pcapng_on_both_targets(tmp_path: Path) -> None:
 def test_native_target_needs_a_program(tmp_path: Path) -> None:
     code, out = _invoke("run", str(MANIFEST), "--target", "native")
     assert code == 1 and "--target native runs an MBL program" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([str(MANIFEST), "--routes", "r.txt", "--table", "t=f"],
+     "--routes, --table: only for an MBL program (.mbl)"),
+    ([str(ROUTER), "--target", "native", "--cycles", "5"],
+     "--cycles: only for the simulated chip (--target chip)"),
+    ([str(ROUTER), "--out-dir", "x"], "--out-dir: only for `npkit run` without a program"),
+])
+def test_options_a_run_would_not_use_are_errors(args: list[str], message: str) -> None:
+    code, out = _invoke("run", *args)
+    assert code == 1 and message in out, out
