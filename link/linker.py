@@ -74,7 +74,8 @@ def served_ports(program: Program, entry: str, platform: Platform) -> tuple[str,
                 "link-on-me", f"stage {stage.name}: `on me({', '.join(map(str, stage.mes))})` "
                 "is not implemented by the linker (it maps every stage of the pipeline to "
                 "each forwarding ME itself)", stage.span,
-                "remove `on me(...)`; --fwd-mes-per-port sets how many MEs forward a port")
+                "remove `on me(...)`; the link option fwd_mes_per_port sets how many MEs "
+                "forward a port")
     if pipeline.ports is None:
         return platform.ports
     first, last = pipeline.ports
@@ -83,23 +84,27 @@ def served_ports(program: Program, entry: str, platform: Platform) -> tuple[str,
         raise _declaration_error(
             "link-ports", f"pipeline {entry} declares ports {first}..{last}: the linker serves "
             "ports from port 0", pipeline.span, f"declare `ports 0..{last};`")
+    if last + 1 not in MAPPED_PORTS:
+        raise _declaration_error(
+            "link-ports", f"pipeline {entry} declares {last + 1} ports: the linker maps 2 or "
+            "4 (the media stages' layouts)", pipeline.span,
+            "declare `ports 0..1;` or `ports 0..3;`")
     if last >= have:
         raise _declaration_error(
             "link-ports", f"pipeline {entry} declares ports 0..{last} but platform "
             f"{platform.name} has {have} ports (0..{have - 1})", pipeline.span,
             f"link for a platform with {last + 1} ports (e.g. --platform "
             f"ixp2800-{last + 1}x10gbe) or declare `ports 0..{have - 1};`")
-    if last + 1 not in MAPPED_PORTS:
-        raise _declaration_error(
-            "link-ports", f"pipeline {entry} declares {last + 1} ports: the linker maps 2 or "
-            "4 (the media stages' layouts)", pipeline.span,
-            "declare `ports 0..1;` or `ports 0..3;`")
     return platform.ports[:last + 1]
 
 
 def _source_of(program: Program, entry: str) -> str:
+    """The MBL file of the entry, absolute when it is a file ("" when unknown)."""
     decl = program.pipelines.get(entry) or program.blocks.get(entry)
-    return str(decl.span.file) if decl is not None else ""
+    if decl is None:
+        return ""
+    path = Path(decl.span.file)
+    return str(path.resolve()) if path.is_file() else str(path)
 
 
 # --------------------------------------------------------------------------- images
