@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from npkit.base.errors import NpkitError
 from npkit.compiler.me import EMIT_KINDS, PASSES
@@ -53,6 +54,19 @@ PLATFORM_OPTION = click.option(
     "--platform", help="what the program is linked for: chip, ports, media microblocks "
                        "(default ixp2800-2x10gbe; also ixp2800-4x10gbe, ixp2800-2xoc192pos, "
                        "ixp2800-4xoc192pos, or a platform folder)")
+
+
+TABLE_PARAMS = {"tables", "route_files", "route_seed", "next_hop_count", "port_count"}
+
+
+def reject_unused(names: set[str], why: str) -> None:
+    """An error for options of the current command the user gave that it would not use,
+    named as typed (e.g. --routes); nothing for options left at their defaults."""
+    ctx = click.get_current_context()
+    given = sorted(p.opts[0] for p in ctx.command.params if p.name in names
+                   and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT))
+    if given:
+        raise NpkitError(f"{', '.join(given)}: {why}")
 
 
 def table_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -131,6 +145,12 @@ def build(source: str, emit_kind: str, print_after: tuple[str, ...], entry: str 
     from npkit.compiler.me import check_pass_names, compile_me, emit_text
 
     check_pass_names(print_after)
+    if not images_dir:
+        reject_unused(TABLE_PARAMS, "only with --images (the tables go into the folder)")
+    if not (images_dir or report):
+        reject_unused({"platform"}, "only with --images or --report")
+    if json_output and not report:
+        reject_unused({"json_output"}, "only with --report")
     program = checked_program(source)
     if images_dir:
         from npkit.link import DEFAULT_PLATFORM, build_images

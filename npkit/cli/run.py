@@ -23,9 +23,11 @@ from .chip_run import RunRequest, execute_run, run_options
 from .mbl import (
     DEFAULT_NATIVE_PORTS,
     PLATFORM_OPTION,
+    TABLE_PARAMS,
     checked_program,
     native_tables,
     platform_ports,
+    reject_unused,
     table_options,
 )
 from .showcase import DEFAULT_OUT_DIR, check_options, run_showcase
@@ -45,17 +47,9 @@ def _me_override(spec: str) -> tuple[str, list[int]]:
     return name, numbers
 
 
-MBL_ONLY = {"entry", "platform", "tables", "route_files", "route_seed", "next_hop_count",
-            "port_count"}
+MBL_ONLY = {"entry", "platform", *TABLE_PARAMS}
 CHIP_ONLY = {"mes", "pace", "chip", "seed", "cycles", "packets", "trace", "counters_json",
              "contexts", "quiet_cycles"}
-
-
-def _reject(names: set[str], why: str) -> None:
-    """An error naming the options as the user typed them (e.g. --routes, not route_files)."""
-    if names:
-        flags = {p.name: p.opts[0] for p in click.get_current_context().command.params}
-        raise NpkitError(f"{', '.join(sorted(flags[n] for n in names))}: {why}")
 
 
 def _split_targets(targets: tuple[Path, ...]) -> tuple[Path | None, Path | None, list[Path]]:
@@ -121,11 +115,11 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
     in_files = parse_port_files(inputs, "--in", must_exist=True)
     out_files = parse_port_files(outputs, "--out")
     # an option the run would not use is an error, never silently ignored
-    _reject(given & {"out_dir"}, "only for `npkit run` without a program (the showcase)")
+    reject_unused({"out_dir"}, "only for `npkit run` without a program (the showcase)")
     if program_path is None:
         if target_kind == "native":
             raise NpkitError("--target native runs an MBL program (.mbl)")
-        _reject(given & MBL_ONLY, "only for an MBL program (.mbl)")
+        reject_unused(MBL_ONLY, "only for an MBL program (.mbl)")
         request = RunRequest(manifest=manifest_path, images=images, inputs=in_files,
                              outputs=out_files, me_overrides=dict(map(_me_override, mes)),
                              pace=pace, **options)
@@ -134,7 +128,7 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
     program = checked_program(program_path)
     table_args = (tables, route_files, route_seed, next_hop_count)
     if target_kind == "native":
-        _reject(given & CHIP_ONLY, "only for the simulated chip (--target chip)")
+        reject_unused(CHIP_ONLY, "only for the simulated chip (--target chip)")
         native = native_tables(program, entry, *table_args, port_count or DEFAULT_NATIVE_PORTS)
         _run_native(native, in_files, out_files)
         return

@@ -150,3 +150,13 @@ def test_print_after_dumps_the_ir_of_that_pass(tmp_path: Path) -> None:
 def test_every_ir_can_be_emitted(kind: str) -> None:
     code, out = invoke("build", IPV4, "--emit", kind)
     assert code == 0 and out.strip(), out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--emit", "uc", "--routes", "r.txt"], "--routes: only with --images"),
+    (["--platform", "ixp2800-4x10gbe"], "--platform: only with --images or --report"),
+    (["--json"], "--json: only with --report"),
+])
+def test_build_options_it_would_not_use_are_errors(args: list[str], message: str) -> None:
+    code, out = invoke("build", ROUTER, *args)
+    assert code == 1 and message in out, out
