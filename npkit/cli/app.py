@@ -16,12 +16,23 @@ import os
 from typing import Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
 from npkit.base.errors import NpkitError
 
 # the C++ extensions: missing when the checkout was never built (scripts/setup)
 COMPILED_EXTENSIONS = ("._core", "._trie")
+
+
+def reject_unused(names: set[str], why: str) -> None:
+    """An error for options of the current command the user gave that it would not use,
+    named as typed (e.g. --routes); nothing for options left at their defaults."""
+    ctx = click.get_current_context()
+    given = sorted(p.opts[0] for p in ctx.command.params if p.name in names
+                   and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT))
+    if given:
+        raise NpkitError(f"{', '.join(given)}: {why}")
 
 
 def console() -> Console:

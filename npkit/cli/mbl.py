@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from npkit.base.errors import NpkitError
 from npkit.compiler.me import EMIT_KINDS, PASSES
+
+from .app import reject_unused
 
 DEFAULT_NATIVE_PORTS = 4
 
@@ -57,16 +58,6 @@ PLATFORM_OPTION = click.option(
 
 
 TABLE_PARAMS = {"tables", "route_files", "route_seed", "next_hop_count", "port_count"}
-
-
-def reject_unused(names: set[str], why: str) -> None:
-    """An error for options of the current command the user gave that it would not use,
-    named as typed (e.g. --routes); nothing for options left at their defaults."""
-    ctx = click.get_current_context()
-    given = sorted(p.opts[0] for p in ctx.command.params if p.name in names
-                   and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT))
-    if given:
-        raise NpkitError(f"{', '.join(given)}: {why}")
 
 
 def table_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -30,6 +30,8 @@ from rich.table import Table
 
 from npkit.base.portspec import parse_port_files
 
+from .app import reject_unused
+
 DEFAULT_CONFIG = Path(str(resources.files("npkit.examples").joinpath("router4", "control.toml")))
 LINE_BPS = 10e9
 
@@ -92,6 +94,8 @@ def run(config: Path, updates: Path | None, inputs: tuple[str, ...], outputs: tu
     from npkit.sim import ListSource, PcapSink, PcapSource, RxFrame
     from npkit.sim.loader import leak_check
 
+    if inputs:
+        reject_unused({"count", "load"}, "only for the generated traffic (without --in)")
     cfg = _load_config(config)
     changes = router_run.parse_updates(updates) if updates is not None else []
     chip_router = ChipRouter()

@@ -19,6 +19,7 @@ from npkit.base.errors import NpkitError
 from npkit.base.portspec import parse_port_files
 
 from .app import console as make_console
+from .app import reject_unused
 from .chip_run import RunRequest, execute_run, run_options
 from .mbl import (
     DEFAULT_NATIVE_PORTS,
@@ -27,7 +28,6 @@ from .mbl import (
     checked_program,
     native_tables,
     platform_ports,
-    reject_unused,
     table_options,
 )
 from .showcase import DEFAULT_OUT_DIR, check_options, run_showcase
