@@ -51,8 +51,7 @@ def test_an_update_the_control_plane_refuses_is_reported(tmp_path):
 
 
 def test_generated_traffic_options_with_input_files_are_errors(tmp_path) -> None:
-    from cli_invoke import invoke
-    from scapy.all import IP, UDP, Ether, wrpcap
+    from scapy.all import UDP, wrpcap
 
     wrpcap(str(tmp_path / "in.pcap"), [Ether() / IP(dst="10.0.0.1") / UDP()])
     code, out = invoke("router", "run", "--in", f"0={tmp_path / 'in.pcap'}", "--count", "5")
