@@ -75,7 +75,7 @@ def run_showcase(console: Console, out_dir: Path, seed: int | None = None,
     console.print(f"busiest units: {busy}")
     if result.drops:
         console.print("where packets went instead: " + ", ".join(
-            f"{k} {v:,.0f}" for k, v in sorted(result.drops.items())))
+            f"{k.removeprefix('rx.')} {v:,.0f}" for k, v in sorted(result.drops.items())))
     files = result.files
     graph = _rendered(files.graph)
     console.print(f"files in {out_dir}/: in-port0/1.pcap (sent), out-port0/1.pcap (forwarded; "
