@@ -162,6 +162,7 @@ def chip_counters(counters: dict[str, Any], cycles: int) -> dict[str, float]:
         for i, ch in enumerate(channels[kind]):
             out[f"{kind}{i}.busy_fraction"] = ch["busy_cycles"] / span
             out[f"{kind}{i}.commands"] = ch["commands"]
+            out[f"{kind}{i}.bytes"] = ch["bytes"]
     out["scratch.busy_fraction"] = channels["scratch"]["busy_cycles"] / span
     for p, port in enumerate(counters["ports"]):
         for key in ("rx_frames", "tx_frames", "rx_dropped_rbuf_full", "rx_dropped_too_long",
@@ -241,7 +242,8 @@ def _counters(loaded: _Loaded, during: dict[str, Any]) -> dict[str, float]:
     counters.update(loaded.finish())
     final = chip.counters()
     counters.update({k: v for k, v in chip_counters(final, chip.now).items()
-                     if k.startswith("port") or k.endswith((".commands", ".instructions"))})
+                     if k.startswith("port") or k.endswith((".commands", ".bytes",
+                                                          ".instructions"))})
     fwd_instructions = sum(final["mes"][m]["instructions"] for m in loaded.fwd_mes)
     tx = sum(p["tx_frames"] for p in final["ports"])
     counters["fwd.instructions_per_frame"] = fwd_instructions / tx if tx else 0.0
