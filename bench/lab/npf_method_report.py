@@ -44,10 +44,10 @@ def short_trials_warning(result: NpfResult) -> str:
     if c.trial_ps >= MIN_TRIAL_PS:
         return ""
     return (f"**These figures are from short trials** ({_us(c.trial_ps)} µs of simulated "
-            f"time each, under the methodology's {_us(MIN_TRIAL_PS)} µs): a queue that "
+            f"time each, under the methodology's {MIN_TRIAL_PS / 1e9:g} ms): a queue that "
             "absorbs a few microseconds of excess lets a short trial pass above the rate "
-            "the device sustains, so the throughputs below may be higher than a full run's "
-            "(see \"Trial length\").\n\n")
+            "the device sustains, so the throughputs below may be higher than a full run's"
+            + (" (see \"Trial length\")" if result.convergence else "") + ".\n\n")
 
 
 def method_text(result: NpfResult) -> str:

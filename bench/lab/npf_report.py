@@ -159,8 +159,10 @@ def _published_section(result: NpfResult) -> Section:
                      "exercised"))
     text = (f"Published: {published.NPF_SYSTEM} ({published.NPF_SOURCE.split(':')[0]}).  "
             "Ours: the device under test described above.  The published latency is one "
-            "figure per family; FACTS.md does not record its packet size, so ours is given "
-            "as the range over our sizes.\n\n")
+            "figure per family, from the report's Internet-mix rows at line rate (FACTS.md "
+            "§1a; its throughput was line rate): ours beside it is our Internet mix at 100 % "
+            "of line rate (\"Latency at % of line rate\" has 95/90/50 %); our latency at "
+            "100 % of our own throughput is given as the range over our sizes.\n\n")
     text += table(("figure", "published", "ours"), rows)
     text += "\n" + _differences(result)
     return Section("Published figures beside ours", text)
