@@ -82,7 +82,7 @@ setup(
     packages=packages,
     package_dir=package_dir,
     package_data={
-        "npkit.sim": ["chips/*.toml"],
+        "npkit.sim": ["chips/*.toml", "systems/*.toml"],
         "npkit.examples": ["**/*"],
         "npkit.microblocks": ["**/*"],
         "npkit.compiler": ["**/*.g4", "**/*.mbl"],
