@@ -9,6 +9,7 @@ the chip's byte order), the rest inline.  File names are plain (letters, digits,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -71,7 +72,7 @@ def _image_entries(manifest: Manifest, folder: Path) -> list[dict[str, Any]]:
             n = 2
             while name in used:
                 name, n = f"{stem}_{n}.img", n + 1
-            spec.image.save(folder / name)
+            _portable(spec.image, folder).save(folder / name)
             entry["image"] = name
         elif spec.path.parent.resolve() == folder.resolve():
             entry["source" if spec.is_source else "image"] = spec.path.name
@@ -82,6 +83,23 @@ def _image_entries(manifest: Manifest, folder: Path) -> list[dict[str, Any]]:
             entry["mes"] = list(spec.mes)
         out.append(entry)
     return out
+
+
+def _portable(image: Any, folder: Path) -> Any:
+    """The image with the source files written inside ``folder`` (the generated body, layout
+    header and wrappers in src/) named relative to it, so an image records no temporary or
+    output path and two builds of one program are byte-identical wherever they are written."""
+    root = folder.resolve()
+    lines = []
+    for loc in image.lines:
+        path = Path(loc.file)
+        if path.is_absolute() or path.exists():
+            try:
+                loc = dataclasses.replace(loc, file=path.resolve().relative_to(root).as_posix())
+            except ValueError:  # outside the folder: a user's source, kept as it is
+                pass
+        lines.append(loc)
+    return dataclasses.replace(image, lines=lines)
 
 
 def _memory_entries(manifest: Manifest, folder: Path, inline_words: int

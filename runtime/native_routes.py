@@ -7,6 +7,7 @@ use the default record of :func:`npkit.runtime.routes.default_next_hop`.
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,14 +35,29 @@ class LoadedRoutes:
                 f"({self.sizes})")
 
 
+def _show(network: int, length: int, v6: bool) -> str:
+    address = ipaddress.IPv6Address(network) if v6 else ipaddress.IPv4Address(network)
+    return f"{address}/{length}"
+
+
 def load_route_files(native: Any, paths: Iterable[str | Path], seed: int, next_hops: int,
                      ports: int) -> LoadedRoutes:
     """Merge the route files (read_routes: ``prefix [next-hop]`` lines, optionally gzip;
     a RouteFileError names a bad file and line), load them into the native program's tries
     and fill ``nexthops`` for every next hop used."""
     merged = RouteSet()
+    memory = native.program.memories.get("nexthops")
     for path in paths:
         routes = read_routes(path, seed, next_hops)
+        if memory is not None:  # a next hop past the array is an error, never masked
+            for table in (routes.v4, routes.v6):
+                for (network, length), nh in table.items():
+                    if not 0 <= nh < memory.size:
+                        raise RouteLoadError(
+                            f"{path}: the route to {_show(network, length, table is routes.v6)}"
+                            f" has next hop {nh}, outside the program's nexthops array "
+                            f"(0..{memory.size - 1}; next hops without one in the file are "
+                            f"0..{next_hops - 1})")
         merged.v4.update(routes.v4)
         merged.v6.update(routes.v6)
     start = time.perf_counter()

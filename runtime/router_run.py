@@ -5,11 +5,18 @@ The update file has one change a line (``#`` comments):
 
     TIME_US add PREFIX via GATEWAY        (the gateway must be a configured neighbour)
     TIME_US delete PREFIX
+
+Times are finite, in order and at most MAX_UPDATE_US.  The run goes on until every change
+was applied (they queue on the XScale: 200 changes 1 µs apart take about a millisecond);
+`unapplied` says which a run cut short by --cycles left out.  Configs are loaded with
+`load_config`, checked against what router4 can hold (ROUTER4): `npkit router check` and
+`npkit router run` use the same check.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import random
 import struct
 from collections.abc import Callable
@@ -19,7 +26,14 @@ from typing import Any
 
 from npkit.base.checksum import internet_checksum, with_ipv4_checksum
 from npkit.base.errors import NpkitError
+from npkit.microblocks.uc import router4
+from npkit.runtime.router_config import ConfigTarget, RouterConfig
 
+# router4's memories (microblocks/uc/router4.h): IPv4 only, no local6 / fib6
+ROUTER4 = ConfigTarget(name="router4", ports=router4.LAYOUT.ports,
+                       nexthops=router4.LAYOUT.nh_size, local4_slots=router4.LAYOUT.local4_size,
+                       local6_slots=0)
+MAX_UPDATE_US = 1_000_000.0  # 1 s of simulated time: about 1.4e9 cycles, hours to simulate
 SETTLE_CYCLES = 400_000  # after the last frame: exceptions polled, replies sent
 STEP_CYCLES = 200_000
 
@@ -32,13 +46,20 @@ class UpdateFileError(RouterRunError):
     """A route-change file, or a change in it the control plane refuses."""
 
 
+def load_config(path: Path) -> RouterConfig:
+    """A router config checked against router4 (errors at file:line)."""
+    return RouterConfig.load(path, ROUTER4)
+
+
 def configure(chip_router: Any, config: Any, path: Path) -> None:
     """Apply a loaded router config (RouterConfig) to the router; the control plane's
     refusals (a next hop or port the program does not have, ...) name the config file."""
     try:
         chip_router.configure(config)
     except ValueError as exc:  # the control plane reports a config it cannot apply so
-        raise RouterRunError(f"{path}: {exc}") from None
+        message = str(exc)
+        raise RouterRunError(message if message.startswith(f"{path}:")
+                             else f"{path}: {message}") from None
 
 
 @dataclass(frozen=True)
@@ -63,13 +84,20 @@ def parse_updates(path: Path) -> list[TimedChange]:
             continue
         where = f"{path}:{number}"
         try:
-            time_us = float(words[0])
+            time_us = float(words[0]) if len(words[0]) <= 40 else math.nan
         except ValueError:
-            raise UpdateFileError(f"{where}: {words[0]!r} is not a time in µs "
+            time_us = math.nan
+        if not math.isfinite(time_us):
+            raise UpdateFileError(f"{where}: {words[0][:40]!r} is not a time in µs "
                                   "(lines are: TIME_US add PREFIX via GATEWAY | "
-                                  "TIME_US delete PREFIX)") from None
-        if time_us < 0 or (changes and time_us < changes[-1].time_us):
-            raise UpdateFileError(f"{where}: times must be >= 0 and in order")
+                                  "TIME_US delete PREFIX)")
+        if not 0 <= time_us <= MAX_UPDATE_US:
+            raise UpdateFileError(f"{where}: time {time_us:g} µs is outside 0..{MAX_UPDATE_US:,.0f}"
+                                  " µs (1 s of simulated time)")
+        if changes and time_us < changes[-1].time_us:
+            raise UpdateFileError(f"{where}: times must be in order ({time_us:g} µs comes "
+                                  f"after {changes[-1].time_us:g} µs at line "
+                                  f"{changes[-1].line})")
         if len(words) == 5 and words[1] == "add" and words[3] == "via":
             change = TimedChange(number, time_us, "add", words[2], words[4])
         elif len(words) == 3 and words[1] == "delete":
@@ -144,9 +172,11 @@ def _idle(chip: Any) -> bool:
     return all(int(p.get("tbuf_elements_queued", 0)) == 0 for p in ports)
 
 
-def run_until_drained(chip_router: Any, frames_in: int, last_change_cycle: int) -> None:
-    """Run until every offered frame was fed, the rings are empty, the transmit queues idle
-    and the last route change is past; then SETTLE_CYCLES more for the exception path."""
+def run_until_drained(chip_router: Any, frames_in: int, last_change_cycle: int,
+                      changes: int = 0) -> None:
+    """Run until every offered frame was fed, the rings are empty, the transmit queues idle,
+    the last route change is past and all `changes` scheduled were applied (they queue on
+    the XScale); then SETTLE_CYCLES more for the exception path."""
     chip = chip_router.chip
     while True:
         chip_router.run(STEP_CYCLES)
@@ -154,6 +184,18 @@ def run_until_drained(chip_router: Any, frames_in: int, last_change_cycle: int) 
         drained = all(chip.ring_state(r)["count"] == 0 for r in range(8)
                       if chip.ring_state(r)["configured"])
         if chip.now > last_change_cycle and drained and (
-                not frames_in or sum(fed.values()) >= frames_in) and _idle(chip):
+                not frames_in or sum(fed.values()) >= frames_in) and _idle(chip) and \
+                len(chip_router.records) >= changes:
             break
     chip_router.run(SETTLE_CYCLES)
+
+
+def unapplied(chip_router: Any, changes: list[TimedChange]) -> str | None:
+    """None when every change was applied, else what a user is told about the rest."""
+    done = len(chip_router.records)
+    if done >= len(changes):
+        return None
+    first = changes[done]
+    return (f"{len(changes) - done} of {len(changes)} route changes were not applied: the "
+            f"run stopped at {chip_router.chip.now:,} cycles, before the change of line "
+            f"{first.line} ({first.time_us:g} µs) was done; give more --cycles")

@@ -8,11 +8,18 @@ the same way: an ``OSError`` naming a file (a folder that cannot be written, a f
 and an ``ImportError`` of a C++ extension (npkit not completely built).  Anything else
 that escapes is a bug in npkit and is reported as one: "internal error" and how to see the
 traceback (NPKIT_TRACEBACK=1).
+
+Arguments are checked before any work starts: the option types and callbacks here bound
+every number (``COUNT``, ``CYCLES``, ``SEED``, ``finite``) and check every file a command will
+write (``writable``), so a typo fails at once with the option's name, exit status 1 (usage
+errors too), never after a long run.
 """
 
 from __future__ import annotations
 
+import math
 import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,6 +27,14 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from npkit.base.errors import NpkitError
+from npkit.base.portspec import check_writable
+
+# bounds of the numbers a user types: large enough for any run, small enough for the C++
+# core's 64-bit integers and for memory (a count of generated frames is held in memory)
+MAX_CYCLES = 2**62
+CYCLES = click.IntRange(1, MAX_CYCLES)
+SEED = click.IntRange(0, 2**64 - 1)
+MAX_GENERATED = 10_000_000
 
 # the C++ extensions: missing when the checkout was never built (scripts/setup)
 COMPILED_EXTENSIONS = ("._core", "._trie")
@@ -35,6 +50,32 @@ def reject_unused(names: set[str], why: str) -> None:
         raise NpkitError(f"{', '.join(given)}: {why}")
 
 
+class FiniteFloat(click.FloatRange):
+    """A FloatRange that also refuses nan and inf (which every comparison lets through)."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def finite(min: float | None = None, max: float | None = None) -> FiniteFloat:
+    """A float option type: finite, within min..max."""
+    return FiniteFloat(min=min, max=max)
+
+
+def writable(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Option callback for a file the command will write: its folder must exist and the
+    path must not be a folder, checked when the arguments are read (before the run)."""
+    if value is not None:
+        check_writable(Path(value), param.opts[0] if param.opts else param.name or "")
+    return value
+
+
 def console() -> Console:
     """Standard output for reports; no automatic number/path colouring (the tables carry
     the emphasis)."""
@@ -47,6 +88,9 @@ class NpkitGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as err:
+            err.exit_code = 1  # a mistake the user can act on: exit status 1, like the rest
+            raise
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except NpkitError as err:

@@ -6,26 +6,31 @@ from pathlib import Path
 
 import click
 
+from npkit.base.portspec import check_writable
 from npkit.compiler.uc import Image, assemble_file, disassemble
 from npkit.compiler.uc import listing as make_listing
+
+from .app import writable
 
 
 @click.command()
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output", type=click.Path(path_type=Path), callback=writable,
               help="image file to write (default: SOURCE with .img)")
 @click.option("-I", "include_dirs", multiple=True, type=click.Path(path_type=Path),
               help="folder to search for #include files (repeatable)")
-@click.option("--listing", type=click.Path(path_type=Path),
+@click.option("--listing", type=click.Path(path_type=Path), callback=writable,
               help="also write an address/word/source listing here")
 def asm(source: Path, output: Path | None, include_dirs: tuple[Path, ...],
         listing: Path | None) -> None:
     """Assemble microcode SOURCE (.uc) into an ME image."""
     if not source.is_file():
         raise click.ClickException(f"{source}: no such microcode file")
+    target = output or source.with_suffix(".img")
+    if output is None:
+        check_writable(target, "the image")
     dirs = tuple(str(d) for d in include_dirs) or (str(source.parent),)
     image = assemble_file(str(source), include_dirs=dirs)
-    target = output or source.with_suffix(".img")
     image.save(target)
     if listing is not None:
         listing.write_text(make_listing(image), encoding="utf-8")

@@ -21,7 +21,14 @@ from typing import Any
 
 import click
 
+from npkit.base.errors import NpkitError
+
+from .app import MAX_GENERATED, SEED, finite
+
 TEN_GBE_PRESETS = ("rfc2544-10g", "rfc2544-1g", "rfc2544-10g-4port")
+
+
+MAX_FRAME_SIZE = 9216  # bytes with FCS: the tester's largest (9,198 IP bytes + Ethernet)
 
 
 def _sizes(text: str | None) -> tuple[int, ...]:
@@ -34,6 +41,9 @@ def _sizes(text: str | None) -> tuple[int, ...]:
                                  param_hint="--sizes") from None
     if not sizes or any(s <= 0 for s in sizes):
         raise click.BadParameter(f"{text!r}: sizes must be positive", param_hint="--sizes")
+    if any(s > MAX_FRAME_SIZE for s in sizes):
+        raise click.BadParameter(f"{text!r}: the largest frame the tester sends is "
+                                 f"{MAX_FRAME_SIZE} bytes (a jumbo frame)", param_hint="--sizes")
     return sizes
 
 
@@ -146,12 +156,14 @@ def bench() -> None:
               "hand-written examples/router4")
 @click.option("--fwd-mes", type=click.IntRange(1, 4), default=4, show_default=True,
               help="forwarding MEs per port (compiled device)")
-@click.option("--trial-us", type=click.FloatRange(min=1), help="simulated µs per trial")
-@click.option("--v4-routes", type=click.IntRange(min=1), default=2000, show_default=True)
-@click.option("--v6-routes", type=click.IntRange(min=1), default=400, show_default=True)
+@click.option("--trial-us", type=finite(min=1, max=1e6), help="simulated µs per trial")
+@click.option("--v4-routes", type=click.IntRange(1, MAX_GENERATED), default=2000,
+              show_default=True)
+@click.option("--v6-routes", type=click.IntRange(1, MAX_GENERATED), default=400,
+              show_default=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path),
               default=Path("lab-results/rfc2544"), show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option("--scheduler", help="run sizes as dask tasks: 'local' (a LocalCluster) or a "
               "scheduler address tcp://host:8786")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
@@ -186,7 +198,7 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
 @click.option("--quick", is_flag=True, help="short trials, coarse searches: minutes")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path),
               default=Path("lab-results/npf"), show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option("--scheduler", help="'local' (a LocalCluster) or a scheduler address")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
@@ -215,5 +227,17 @@ def report(results: Path, out_dir: Path | None) -> None:
         raise click.ClickException(f"{results}: no such results file")
     from npkit.bench.lab.report import load_result, write_report
 
-    files = write_report(load_result(results), out_dir or results.parent)
+    try:
+        result = load_result(results)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON errors too
+        raise NpkitError(f"{results}: not a lab results file "
+                         f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise NpkitError(f"--out {out_dir}: is a file, not a folder")
+    try:
+        files = write_report(result, out_dir or results.parent)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        # load_result checks the suite, not every field: a hand-edited file lands here
+        raise NpkitError(f"{results}: not a complete lab results file "
+                         f"({type(exc).__name__}: {str(exc)[:200]})") from None
     click.echo(f"report: {files.markdown}")

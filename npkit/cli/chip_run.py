@@ -21,6 +21,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from npkit.base.errors import NpkitError
 from npkit.report import for_display, print_counters, print_leaks
 
+from .app import CYCLES, SEED, writable
+
 
 @dataclass
 class RunRequest:
@@ -44,17 +46,15 @@ class RunRequest:
 
 RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--chip", help="chip preset (ixp2800, ixp2400) or chip .toml"),
-    click.option("--seed", type=int, help="simulation seed (default: manifest's, or 1)"),
-    click.option("--cycles", type=click.IntRange(min=1), help="stop after N cycles"),
-    click.option("--packets", type=click.IntRange(min=1),
-                 help="stop after K frames have been transmitted"),
-    click.option("--trace", type=click.Path(path_type=Path),
+    click.option("--seed", type=SEED, help="simulation seed (default: manifest's, or 1)"),
+    click.option("--cycles", type=CYCLES, help="stop after N cycles"),
+    click.option("--packets", type=CYCLES, help="stop after K frames have been transmitted"),
+    click.option("--trace", type=click.Path(path_type=Path), callback=writable,
                  help="write the thread timeline (Chrome/Perfetto JSON) here"),
-    click.option("--counters-json", type=click.Path(path_type=Path),
+    click.option("--counters-json", type=click.Path(path_type=Path), callback=writable,
                  help="also write all counters as JSON here"),
     click.option("--contexts", is_flag=True, help="also print per-context counters"),
-    click.option("--quiet-cycles", type=click.IntRange(min=1), default=200_000,
-                 show_default=True,
+    click.option("--quiet-cycles", type=CYCLES, default=200_000, show_default=True,
                  help="stop once inputs are drained and nothing moved for this long"),
 ]
 

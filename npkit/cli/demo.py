@@ -13,6 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from .app import MAX_GENERATED, finite
 from .app import console as make_console
 from .chip_run import RunRequest, execute_run, run_options
 
@@ -127,9 +128,9 @@ def _all_arrived(console: Console, generators: dict[int, Any],
 @click.command()
 @click.option("--out-dir", type=click.Path(path_type=Path),
               help="folder for the demo's pcaps (default: a new temporary folder)")
-@click.option("--count", type=click.IntRange(min=1), default=200, show_default=True,
-              help="generated frames per port")
-@click.option("--load", type=click.FloatRange(min=0.1, max=100), default=100.0,
+@click.option("--count", type=click.IntRange(1, MAX_GENERATED), default=200,
+              show_default=True, help="generated frames per port")
+@click.option("--load", type=finite(min=0.1, max=100), default=100.0,
               show_default=True, help="offered load per port, percent of line rate")
 @run_options
 @click.pass_context

@@ -17,7 +17,7 @@ import click
 from npkit.base.errors import NpkitError
 from npkit.compiler.me import EMIT_KINDS, PASSES
 
-from .app import reject_unused
+from .app import reject_unused, writable
 
 DEFAULT_NATIVE_PORTS = 4
 
@@ -126,7 +126,8 @@ def check(source: str) -> None:
                    "tables' memory into this folder (`npkit run DIR/manifest.toml` runs it)")
 @PLATFORM_OPTION
 @table_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here, not stdout")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=writable,
+              help="write here, not stdout")
 def build(source: str, emit_kind: str, print_after: tuple[str, ...], entry: str | None,
           report: bool, json_output: bool, images_dir: str | None, platform: str | None,
           tables: tuple[str, ...], route_files: tuple[str, ...], route_seed: int,
@@ -136,6 +137,8 @@ def build(source: str, emit_kind: str, print_after: tuple[str, ...], entry: str 
     from npkit.compiler.me import check_pass_names, compile_me, emit_text
 
     check_pass_names(print_after)
+    if images_dir and Path(images_dir).exists() and not Path(images_dir).is_dir():
+        raise NpkitError(f"--images {images_dir}: is a file, not a folder")
     if not images_dir:
         reject_unused(TABLE_PARAMS, "only with --images (the tables go into the folder)")
     if not (images_dir or report):
@@ -178,7 +181,7 @@ def build(source: str, emit_kind: str, print_after: tuple[str, ...], entry: str 
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--entry", help="pipeline or block to map (default: the file's pipeline)")
 @PLATFORM_OPTION
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=writable,
               help="render to this file (.svg, .png, .pdf) with Graphviz; .dot writes DOT text;"
                    " default: DOT text on stdout")
 def graph(source: str, entry: str | None, platform: str | None, output: str | None) -> None:

@@ -30,16 +30,18 @@ from rich.table import Table
 
 from npkit.base.portspec import parse_port_files
 
-from .app import reject_unused
+from .app import CYCLES, finite, reject_unused, writable
 
 DEFAULT_CONFIG = Path(str(resources.files("npkit.examples").joinpath("router4", "control.toml")))
 LINE_BPS = 10e9
+MAX_COUNT = 1_000_000  # generated frames per port (held in memory)
 
 
 def _load_config(path: Path) -> Any:
-    from npkit.runtime.router_config import RouterConfig
+    """The one config check of `check` and `run`: against what router4 can hold."""
+    from npkit.runtime.router_run import load_config
 
-    return RouterConfig.load(path)
+    return load_config(path)
 
 
 @click.group()
@@ -78,14 +80,15 @@ def check(config: Path) -> None:
               help="feed a pcap into a port (default: generated traffic on both ports)")
 @click.option("--out", "outputs", multiple=True, metavar="PORT=FILE.pcap",
               help="write what a port transmits")
-@click.option("--count", type=click.IntRange(min=1), default=500, show_default=True,
+@click.option("--count", type=click.IntRange(1, MAX_COUNT), default=500, show_default=True,
               help="generated frames per port (without --in)")
-@click.option("--load", type=click.FloatRange(1, 90), default=50.0, show_default=True,
+@click.option("--load", type=finite(1, 90), default=50.0, show_default=True,
               help="generated traffic's load, %% of 10GbE line rate")
-@click.option("--cycles", type=click.IntRange(min=1),
-              help="simulate this many cycles (default: until the traffic has left)")
+@click.option("--cycles", type=CYCLES,
+              help="simulate this many cycles (default: until the traffic has left and "
+                   "every route change was applied)")
 @click.option("--counters-json", type=click.Path(dir_okay=False, path_type=Path),
-              help="write every counter as JSON")
+              callback=writable, help="write every counter as JSON")
 def run(config: Path, updates: Path | None, inputs: tuple[str, ...], outputs: tuple[str, ...],
         count: int, load: float, cycles: int | None, counters_json: Path | None) -> None:
     """Run the router with its control plane in simulated time and print the counters."""
@@ -98,11 +101,12 @@ def run(config: Path, updates: Path | None, inputs: tuple[str, ...], outputs: tu
         reject_unused({"count", "load"}, "only for the generated traffic (without --in)")
     cfg = _load_config(config)
     changes = router_run.parse_updates(updates) if updates is not None else []
+    ports = router_run.ROUTER4.ports
+    in_files = parse_port_files(inputs, "--in", ports=ports, must_exist=True)
+    out_files = parse_port_files(outputs, "--out", ports=ports, writes=True)
     chip_router = ChipRouter()
     router_run.configure(chip_router, cfg, config)
-    chip, ports = chip_router.chip, len(chip_router.chip.config.ports)
-    in_files = parse_port_files(inputs, "--in", ports=ports, must_exist=True)
-    out_files = parse_port_files(outputs, "--out", ports=ports)
+    chip = chip_router.chip
     frames_in = 0
     if in_files:
         for port, path in in_files.items():
@@ -127,7 +131,7 @@ def run(config: Path, updates: Path | None, inputs: tuple[str, ...], outputs: tu
             chip_router.run(cycles)
         else:
             last_change = int(changes[-1].time_us * 1e-6 * clock) if changes else 0
-            router_run.run_until_drained(chip_router, frames_in, last_change)
+            router_run.run_until_drained(chip_router, frames_in, last_change, len(changes))
     finally:
         chip.close_sinks()
         for sink in sinks.values():
@@ -137,6 +141,9 @@ def run(config: Path, updates: Path | None, inputs: tuple[str, ...], outputs: tu
     leaks = [r for r in leak_check(chip_router.loaded) if not r.ok]
     for report in leaks:
         console.print(f"[yellow]{report.describe()}[/yellow]")
+    missing = router_run.unapplied(chip_router, changes)
+    if missing:
+        console.print(f"[yellow]{missing}[/yellow]")
     if counters_json is not None:
         counters["changes"] = [r.__dict__ for r in chip_router.records]
         counters_json.write_text(json.dumps(counters, indent=1, default=str), encoding="utf-8")

@@ -113,7 +113,7 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
         return
     program_path, manifest_path, images = _split_targets(targets)
     in_files = parse_port_files(inputs, "--in", must_exist=True)
-    out_files = parse_port_files(outputs, "--out")
+    out_files = parse_port_files(outputs, "--out", writes=True)
     # an option the run would not use is an error, never silently ignored
     reject_unused({"out_dir"}, "only for `npkit run` without a program (the showcase)")
     if program_path is None:
@@ -142,15 +142,16 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
 
 
 def _run_native(native: Any, in_files: dict[int, Path], out_files: dict[int, Path]) -> None:
-    """Every input frame through the JIT-compiled program in timestamp order; print the
-    verdicts and write the forwarded frames."""
+    """Every input frame through the JIT-compiled program in timestamp order (ports in the
+    order given when times tie); print the verdicts and write the forwarded frames as they
+    come (NativeProgram.run_stream: batches of bounded size)."""
     from npkit.base.packetfile import PcapWriter, read_packets
 
-    packets = sorted(((ts, data, port) for port, path in in_files.items()
+    packets = sorted(((ts, port, data) for port, path in in_files.items()
                       for ts, data in read_packets(path)), key=lambda p: p[0])
-    verdicts = native.run([p[1] for p in packets], [p[2] for p in packets])
     writers = {port: PcapWriter(path) for port, path in out_files.items()}
     tally: Counter[str] = Counter()
+    verdicts = native.run_stream((data, port) for _, port, data in packets)
     try:
         for (ts, _, _), v in zip(packets, verdicts, strict=True):
             if v.kind == "forward":
