@@ -230,6 +230,8 @@ def report(results: Path, out_dir: Path | None) -> None:
     try:
         result = load_result(results)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON errors too
+        if str(exc).startswith(f"{results}:"):
+            raise NpkitError(str(exc)) from None
         raise NpkitError(f"{results}: not a lab results file "
                          f"({type(exc).__name__}: {str(exc)[:200]})") from None
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():

@@ -76,6 +76,7 @@ def loaded_run(request: RunRequest, manifest: Any = None) -> Any:
     tracing = request.trace is not None
     if manifest is None and request.manifest is not None:
         manifest = parse_manifest(request.manifest)
+    _check_me_overrides(request, manifest)
     if manifest is not None:
         run = build_from_manifest(manifest, chip=request.chip, seed=request.seed,
                                   trace=tracing, me_overrides=request.me_overrides)
@@ -92,6 +93,18 @@ def loaded_run(request: RunRequest, manifest: Any = None) -> Any:
         raise NpkitError("nothing to run: give a manifest (.toml), images (.uc/.img) "
                                "or an MBL program (.mbl), or no arguments for the demo")
     return run
+
+
+def _check_me_overrides(request: RunRequest, manifest: Any) -> None:
+    """Every --me names an image of the run (by file name or as given): never ignored."""
+    images = [*(s.path for s in (manifest.images if manifest is not None else ())),
+              *request.images]
+    known = {name for path in images for name in (path.name, str(path))}
+    for name, mes in request.me_overrides.items():
+        if name not in known:
+            shown = ", ".join(sorted({p.name for p in images})) or "none"
+            raise NpkitError(f"--me {name}={','.join(map(str, mes))}: no image named "
+                             f"{name!r} in this run (images: {shown})")
 
 
 def _attach_files(run: Any, request: RunRequest) -> list[Any]:

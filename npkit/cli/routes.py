@@ -32,6 +32,8 @@ from npkit.runtime.routes import (
     write_routes,
 )
 
+from .app import writable
+
 
 @click.group()
 def routes() -> None:
@@ -52,7 +54,8 @@ def routes() -> None:
                    "(default: the real table in ../shared/data/routes/, else the "
                    "committed histogram)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              required=True, help="the route file to write (gzip if it ends in .gz)")
+              required=True, callback=writable,
+              help="the route file to write (gzip if it ends in .gz)")
 def gen(family: str, count: int, seed: int, next_hops: int, table: Path | None,
         output: Path) -> None:
     """Generate a seeded route table with the real table's prefix-length distribution."""
