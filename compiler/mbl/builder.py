@@ -60,6 +60,12 @@ class _Builder(MBLVisitor):
     def __init__(self, file: str, bag: DiagnosticBag) -> None:
         self.file = file
         self.bag = bag
+        self.deepest = None  # the last rule visited (where a RecursionError happened)
+
+    def visit(self, tree):
+        if hasattr(tree, "start"):
+            self.deepest = tree
+        return super().visit(tree)
 
     def int_token(self, token) -> int | None:
         """The value of an INT token; None (and a `literal-range` error at it) when it is
@@ -297,16 +303,20 @@ def parse_source(text: str, file: str, bag: DiagnosticBag) -> A.Module | None:
     parser = MBLParser(stream)
     parser.removeErrorListeners()
     parser.addErrorListener(listener)
+    builder = _Builder(file, bag)
     try:
         tree = parser.program()
         if len(bag.errors) > before:
             return None
-        return _Builder(file, bag).visit(tree)
+        return builder.visit(tree)
     except _TooManyErrors:
         return None
-    except RecursionError:
-        bag.error("too-deep", "the program nests too deeply to parse",
-                  SourceLocation(file, 1, 1), "split deeply nested expressions or blocks")
+    except RecursionError:  # where it got deepest: the parser's token or the builder's node
+        token = builder.deepest.start if builder.deepest is not None \
+            else parser.getCurrentToken()
+        bag.error("too-deep", "the program nests too deeply to parse here",
+                  SourceLocation(file, token.line, token.column + 1),
+                  "split deeply nested expressions or blocks (use let, functions)")
         return None
 
 
