@@ -6,6 +6,7 @@ every expression for the lowering.  Every problem becomes a diagnostic; nothing 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,6 +41,7 @@ STD_ROOT = Path(__file__).resolve().parent
 TOEPLITZ_MAX_BITS = 288
 # One source file (the root or an import) is read up to this size; larger is `too-large`.
 MAX_SOURCE_BYTES = 4 << 20
+MAX_SUGGESTIONS = 50  # "did you mean" hints per program (MAX_SHOWN diagnostics are shown)
 MAX_LOOP_TRIPS = 4096
 VERDICTS = (A.Forward, A.Drop, A.Exception_, A.Next)
 
@@ -98,6 +100,7 @@ class Checker:
         # push/pull statements seen so far (in source order) in the current body; a packet
         # view bound before one of them refers to moved bytes and may not be used after it
         self.generation = 0
+        self.suggestions = 0
 
     # ---- helpers ----
     def err(self, kind: str, msg: str, span: SourceLocation, hint: str = "") -> Error:
@@ -637,8 +640,11 @@ class Checker:
                         self.suggest(e.name))
 
     def suggest(self, name: str) -> str:
-        import difflib
-
+        """A close name as a hint; only for the first MAX_SUGGESTIONS (each costs the whole
+        pool of names, and only the first diagnostics are shown)."""
+        self.suggestions += 1
+        if self.suggestions > MAX_SUGGESTIONS:
+            return "declare it before use"
         pool = list(self.global_names())
         for scope in self.scopes:
             pool.extend(scope)

@@ -5,6 +5,7 @@ located diagnostic with its kind, or the documented behaviour, in bounded time a
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -175,6 +176,24 @@ def test_unreadable_import_is_a_located_io_error():
     assert d.message.startswith('cannot import "/proc/self/mem"')
 
 
+def test_an_import_without_read_permission_is_a_located_io_error(tmp_path, monkeypatch):
+    # a mode-000 file (simulated: root may read any file)
+    (tmp_path / "locked.mbl").write_text("const A: bit<8> = 1;\n")
+    (tmp_path / "main.mbl").write_text('import "locked.mbl";\nblock b { forward(0); }\n')
+    real_open = Path.open
+
+    def open_(self, *args, **kwargs):
+        if self.name == "locked.mbl":
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", open_)
+    program, bag = check_file(tmp_path / "main.mbl")
+    (d,) = bag.errors
+    assert (d.kind, d.location.line, d.location.column) == ("io", 1, 1)
+    assert d.message == 'cannot import "locked.mbl": Permission denied'
+
+
 def test_an_import_too_large_is_a_located_error(tmp_path):
     (tmp_path / "big.mbl").write_text("//" + "x" * MAX_SOURCE_BYTES + "\n")
     (tmp_path / "main.mbl").write_text('import "big.mbl";\nblock b { forward(0); }\n')
@@ -226,6 +245,15 @@ def test_diagnostic_output_is_bounded_for_a_long_line():
     assert lines[-1].startswith("... and ") and "more" in lines[-1]
     assert max(len(x) for x in lines) < QUOTE_CHARS + 100
     assert len(text) < MAX_SHOWN * 2 * (QUOTE_CHARS + 120)
+
+
+def test_many_undefined_names_check_in_bounded_time():
+    # "did you mean" compares with every name in scope: only the first few get one
+    source = "block b { " + "".join(f"let a{i}: bit<8> = b{i}; " for i in range(4000)) + \
+        "forward(0); }"
+    start = time.monotonic()
+    errors, _ = errors_of(source)
+    assert len(errors) == 4000 and time.monotonic() - start < 15
 
 
 def test_syntax_errors_stop_after_a_bounded_number():
