@@ -74,6 +74,11 @@ def loaded_run(request: RunRequest, manifest: Any = None) -> Any:
     from npkit.sim.loader import LoadedRun, build_from_manifest, load_images
 
     tracing = request.trace is not None
+    if request.chip is not None:  # named as the user gave it, before any manifest's path
+        try:
+            ChipConfig.load(request.chip)
+        except NpkitError as err:
+            raise NpkitError(f"--chip {request.chip}: {err}") from None
     if manifest is None and request.manifest is not None:
         manifest = parse_manifest(request.manifest)
     _check_me_overrides(request, manifest)

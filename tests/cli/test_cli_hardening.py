@@ -100,6 +100,13 @@ def test_nan_inf_and_huge_option_values_are_refused(args):
     assert code == 1 and "Invalid value" in out, out
 
 
+def test_a_bad_chip_config_is_named_as_given_never_as_a_temporary_manifest(tmp_path, pcap):
+    (tmp_path / "bad.toml").write_text("[[[")
+    out = fails("run", TTL, "--in", f"0={pcap}", "--chip", str(tmp_path / "bad.toml"),
+                naming="--chip")
+    assert "npkit-link-" not in out and "not valid TOML" in out, out
+
+
 def test_an_me_override_for_no_image_is_an_error(pcap):
     fails("run", L2WIRE, "--in", f"0={pcap}", "--me", "nosuch.uc=1", naming="--me nosuch.uc")
 
