@@ -119,7 +119,10 @@ class CompiledRouter(ChipRouter):
     """A linked MBL router on a simulated chip with its control plane in the XScale model.
 
     `CompiledRouter(linked=link_router("examples/router/router.mbl"))` (`program`: the
-    checked MBL program, default a fresh compile of the manifest's source); `configure(config)`
+    checked MBL program, default a fresh compile of the manifest's source; `shadow`: the
+    host shadow, a `NativeProgram` of that program whose memories are all zero, default a
+    new one -- a caller building many routers of one program passes one it clears, so the
+    native code is compiled once); `configure(config)`
     or set the tables through `control` then `load_tables()` (load time); `at(cycle,
     change)` and `run(cycles)` as ChipRouter.  `exception_path`: poll the exception ring
     and answer through the ExceptionHandler; None (default) means "when every port is
@@ -131,6 +134,7 @@ class CompiledRouter(ChipRouter):
     linked: Manifest = field(kw_only=True, repr=False)
     exception_path: bool | None = field(default=None, kw_only=True)
     program: Program | None = field(default=None, kw_only=True, repr=False)
+    shadow: NativeProgram | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:  # replaces ChipRouter's (router4's chip): not called
         ethernet = all(kind in ETHERNET_KINDS for kind in self.linked.kinds())
@@ -144,13 +148,15 @@ class CompiledRouter(ChipRouter):
         self.info = self.compiled.program
         self.layout = self.compiled.layout
         if self.program is None:
-            self.program = compile_file(self.info.source)
+            self.program = (self.shadow.program if self.shadow is not None
+                            else compile_file(self.info.source))
         self.chip = self.compiled.chip
         self.loaded = self.compiled.loaded
         self.xs_freelist = xscale_freelist(self.linked)
         build_freelist(self.chip, self.xs_freelist)
         self.loaded.freelists.append(self.xs_freelist)
-        self.native = NativeProgram(self.program)       # the host shadow
+        self.native = (NativeProgram(self.program) if self.shadow is None  # the host shadow
+                       else self.shadow)
         self.families = tuple(f for f, name in TRIES if name in self.program.memories)
         self._pending: list[tuple[str, int, list[int]]] = []
         self._schedule = []

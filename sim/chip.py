@@ -8,6 +8,7 @@ frames into sinks, collecting the thread timeline, and turning core faults into
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 from collections import Counter
@@ -362,12 +363,22 @@ class Chip:
         transmitted, or (``until_idle``) the chip is idle with every source drained; the
         first of those that is given and reached stops the run.  ``until_idle`` also stops
         after ``quiet_cycles`` with every source drained and no frame in or out (threads
-        that poll forever never let the core report idle)."""
+        that poll forever never let the core report idle).
+
+        The garbage collector is off during the run (and back as it was after, also on a
+        fault): the frames going in and out hold no reference cycles, and a collection in
+        the middle of a run would only walk the caller's long-lived objects again."""
         if cycles is None and packets is None and not until_idle:
             raise ValueError("run: give cycles=, packets= or until_idle=True")
         if cycles is not None and cycles < 0 or packets is not None and packets < 0:
             raise ValueError("run: cycles and packets must be >= 0")
-        return _Run(self, cycles, until_idle, packets, quiet_cycles, progress).execute()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return _Run(self, cycles, until_idle, packets, quiet_cycles, progress).execute()
+        finally:
+            if collecting:
+                gc.enable()
 
     # feeding and draining, used by _Run
     def _feed_all(self, horizon: int) -> None:

@@ -8,6 +8,13 @@ or ``trial.settle_ps`` after the last frame was sent, and analyze the output aga
 ``RouteReference`` of the loaded table.  A frame still inside the chip at the deadline is
 lost, as on a real tester.
 
+Set-up is paid once per device (``prepare``, on the first trial): the route tables are
+read or generated, the program compiled and linked, the tables packed into the loader's
+memory words (``CompiledChipDevice.loadable``: a trial's chip is built from that manifest,
+so a trial copies only the tables' words, never rebuilds them) and the route reference
+built; then the garbage collector is told those objects live for good (``gc.freeze``), so
+its full collections during trials no longer walk them.
+
 The route table: ``RouteConfig`` generates IPv4 and IPv6 tables with the real table's
 prefix-length distribution (``npkit.runtime.routes.generate_routes``); next hop *h* (1..16)
 leaves on port ``h % ports`` with MAC addresses derived from *h* (``next_hop_macs``).
@@ -22,9 +29,10 @@ the streams of ``bench/lab/updates.py``.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 from importlib import resources
@@ -294,10 +302,31 @@ class _ChipDevice:
                      seed: int = 1) -> DestinationSet:
         return self.tables.destinations(family, out_port, count, seed)
 
+    @cached_property
+    def reference(self) -> RouteReference:
+        """The analyzer's reference of the loaded table (built once: its lookups are
+        cached across trials, and a trial never changes the loaded table)."""
+        return self.tables.reference(self.ports)
+
+    def prepare(self) -> None:
+        """Everything every trial shares, built now (tables, program, reference), then
+        frozen out of the garbage collector's sight (``gc.freeze``: they live as long as the
+        device, and a full collection no longer walks them).  The first trial calls it."""
+        if self.__dict__.get("_prepared"):
+            return
+        self._set_up()
+        gc.collect()
+        gc.freeze()
+        self.__dict__["_prepared"] = True
+
+    def _set_up(self) -> None:
+        self.reference  # noqa: B018 (builds the tables too)
+
     def _load(self) -> _Loaded:
         raise NotImplementedError
 
     def run(self, trial: Trial) -> TrialResult:
+        self.prepare()
         traffic = generate(trial.streams, self.ports)
         return self._trial_on(self._load(), trial, traffic)
 
@@ -305,12 +334,13 @@ class _ChipDevice:
         """Run ``traffic`` on a loaded chip and analyze it against the loaded table."""
         models = self.ports
         rx, counters, sim_ps = _run_trial(loaded, traffic, trial.settle_ps, models)
-        analyzer = Analyzer(models, self.tables.reference(models), self.options.latency_bin_ps)
+        analyzer = Analyzer(models, self.reference, self.options.latency_bin_ps)
         report = analyzer.analyze(traffic.records(), rx)
         return TrialResult(report, traffic, rx, counters, sim_ps)
 
     def __getstate__(self) -> dict[str, Any]:
-        # dask ships devices to workers: send the configuration, rebuild there
+        # dask ships devices to workers: send the configuration, rebuild there (the set-up
+        # is rebuilt too: the cached tables, program and images are not sent)
         return {"options": self.options, **self._config_state()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -362,24 +392,34 @@ class CompiledChipDevice(_ChipDevice):
 
     @cached_property
     def linked(self) -> Any:
-        """The Manifest (npkit.link) of the entry linked for the options' ports."""
-        from npkit.compiler.mbl import compile_file
+        """The Manifest (npkit.link) of the entry linked for the options' ports: the
+        program compiled once for the MEs and linked once, whatever the trials."""
         from npkit.compiler.me import compile_me
         from npkit.link import for_ports, link
 
-        program = compile_file(self.source)
+        program = self.program
         return link(program, compile_me(program, self.entry),
                     for_ports(tuple(self.options.port_kinds)),
                     fwd_mes_per_port=self.fwd_mes_per_port)
 
     @cached_property
+    def program(self) -> Any:
+        """The checked MBL program, compiled in this process (``linked`` comes from it,
+        and so do the native shadows); never pickled: a program unpickled on a worker
+        cannot be lowered again (the checker's types are keyed by node identity), so a
+        worker that got ``linked`` compiles its own."""
+        from npkit.compiler.mbl import compile_file
+
+        return compile_file(self.source)
+
+    @cached_property
     def native(self) -> Any:
-        from npkit.compiler.mbl import NativeProgram, compile_file
+        """A NativeProgram of the program holding the device's tables (next hops, both
+        tries) in the native packing, which is the chip's."""
+        from npkit.compiler.mbl import NativeProgram
         from npkit.runtime.lpm import RouteTables
 
-        # a fresh compile, not linked.program: a program unpickled on a worker cannot be
-        # lowered again (the checker's types are keyed by node identity)
-        native = NativeProgram(compile_file(self.source))
+        native = NativeProgram(self.program)
         for hop in range(self.options.routes.next_hops):
             dmac, smac = next_hop_macs(hop)
             native.write("nexthops", hop, {"dmac": dmac, "smac": smac,
@@ -388,12 +428,27 @@ class CompiledChipDevice(_ChipDevice):
         RouteTables.of(native).load(self.tables.routes[4], self.tables.routes[6])
         return native
 
+    @cached_property
+    def loadable(self) -> Any:
+        """The linked manifest with the tables' memory words in it (``link.build``'s
+        ``memory_specs``: every memory of ``native``, trailing zero words left out, as
+        ``npkit build --images`` writes them): what a trial's chip is built from.  Built
+        once; the NativeProgram it came from is then dropped."""
+        from npkit.link.build import memory_specs
+
+        linked = self.linked
+        tables = memory_specs(linked.program, self.native)
+        self.__dict__.pop("native", None)  # 100+ MB of table words, no longer needed
+        return replace(linked, memory=[*linked.memory, *tables])
+
+    def _set_up(self) -> None:
+        super()._set_up()
+        self.loadable  # noqa: B018
+
     def _load(self) -> _Loaded:
         from npkit.runtime.compiled import CompiledRun
 
-        run = CompiledRun(self.linked, seed=self.options.chip_seed)
-        run.load_memories(self.native)
-        return self._loaded(run)
+        return self._loaded(CompiledRun(self.loadable, seed=self.options.chip_seed))
 
     def _loaded(self, run: Any, advance: Callable[[int], Any] | None = None) -> _Loaded:
         """A trial's view of a CompiledRun (also a CompiledRouter's): drops, exceptions."""
@@ -431,13 +486,15 @@ class CompiledChipDevice(_ChipDevice):
         beside it (``runtime.compiled_router.CompiledRouter``): next hops and routes set
         through the control plane, copied in at load time."""
 
-        from npkit.compiler.mbl import compile_file
         from npkit.runtime.compiled_router import CompiledRouter
         from npkit.runtime.neighbours import NextHop
 
-        # the router's shadow is a NativeProgram of the program: give it a fresh compile
-        # (as `native` does), since a program unpickled on a dask worker cannot be lowered
-        router = CompiledRouter(linked=self.linked, program=compile_file(self.source),
+        # the router's shadow is a NativeProgram of the program (compiled once per device,
+        # its memories cleared for each router: the control plane fills them again)
+        shadow = self._shadow
+        for words in shadow.memory.values():
+            words.fill(0)
+        router = CompiledRouter(linked=self.linked, shadow=shadow,
                                 seed=self.options.chip_seed, exception_path=False)
         for hop in range(self.options.routes.next_hops):
             dmac, smac = next_hop_macs(hop)
@@ -448,6 +505,12 @@ class CompiledChipDevice(_ChipDevice):
                                      self.tables.routes[6] if 6 in families else None)
         router.load_tables()
         return router
+
+    @cached_property
+    def _shadow(self) -> Any:
+        from npkit.compiler.mbl import NativeProgram
+
+        return NativeProgram(self.program)
 
     def update_stream(self, family: int, count: int, seed: int,
                       protected: tuple[tuple[int, int], ...] = ()) -> list[Any]:

@@ -62,6 +62,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -95,7 +96,7 @@ from npkit.bench.tester import (
 from npkit.bench.tester.media import PS_PER_S
 from npkit.bench.tester.packet import split_link
 from npkit.bench.tester.stream import Destinations
-from npkit.runtime.routes import REAL_TABLE, generate_routes, read_routes
+from npkit.runtime.routes import REAL_TABLE, RouteSet, generate_routes, read_routes
 
 FAMILIES = {"ipv4": 4, "ipv6": 6, "mixed": "mixed"}
 LATENCY_PERCENTS = (100.0, 95.0, 90.0, 50.0)  # of the throughput, and of line rate
@@ -135,12 +136,21 @@ class SampledRoutes:
             return f"sampled from {path.name}"
         return f"generated ({self.source} not found)" if self.source else "generated"
 
-    def tables(self) -> dict[int, dict[tuple[int, int], int]]:
+    def full(self) -> RouteSet | None:
+        """Every route of the table file (None: generated tables), read once per process:
+        the sample (``tables``) and the update tests' spare routes both come from it."""
         path = self.path()
         if path is None:
+            return None
+        return _read_table(path, path.stat().st_mtime_ns, self.seed, self.next_hops)
+
+    def tables(self) -> dict[int, dict[tuple[int, int], int]]:
+        full = self.full()
+        if full is None:
             return {4: generate_routes(4, self.v4_routes, self.seed, next_hops=self.next_hops),
                     6: generate_routes(6, self.v6_routes, self.seed, next_hops=self.next_hops)}
-        full = read_routes(path, self.seed, self.next_hops)
+        path = self.path()
+        assert path is not None
         rng = random.Random(f"npkit-npf-routes:{self.seed}")
         out = {}
         for family, table, count in ((4, full.v4, self.v4_routes), (6, full.v6, self.v6_routes)):
@@ -150,6 +160,13 @@ class SampledRoutes:
             keys = rng.sample(sorted(table), count)
             out[family] = {k: table[k] for k in sorted(keys)}
         return out
+
+
+@lru_cache(maxsize=1)
+def _read_table(path: Path, mtime_ns: int, seed: int, next_hops: int) -> RouteSet:
+    """A route file, read once per process while it is unchanged (``mtime_ns``); the
+    callers only read the sets they get."""
+    return read_routes(path, seed, next_hops)
 
 
 # --------------------------------------------------------------------------- configuration
