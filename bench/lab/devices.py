@@ -12,8 +12,8 @@ Set-up is paid once per device (``prepare``, on the first trial): the route tabl
 read or generated, the program compiled and linked, the tables packed into the loader's
 memory words (``CompiledChipDevice.loadable``: a trial's chip is built from that manifest,
 so a trial copies only the tables' words, never rebuilds them) and the route reference
-built; then the garbage collector is told those objects live for good (``gc.freeze``), so
-its full collections during trials no longer walk them.
+built; then (for the first device of a process) the garbage collector is told those
+objects live for good (``gc.freeze``), so its full collections no longer walk them.
 
 The route table: ``RouteConfig`` generates IPv4 and IPv6 tables with the real table's
 prefix-length distribution (``npkit.runtime.routes.generate_routes``); next hop *h* (1..16)
@@ -59,6 +59,7 @@ NEXT_HOPS = 16
 MTU = 1500
 SPARE_ROUTES = 4096  # per family: routes not loaded, for the update streams' adds
 ROUTER4_ADDRESS = 0x0A000001  # router4's own address (10.0.0.1): never a destination
+_FROZEN = False  # a device's set-up was gc.freeze()d in this process (``prepare``)
 
 
 def example_path(*parts: str) -> Path:
@@ -309,14 +310,19 @@ class _ChipDevice:
         return self.tables.reference(self.ports)
 
     def prepare(self) -> None:
-        """Everything every trial shares, built now (tables, program, reference), then
-        frozen out of the garbage collector's sight (``gc.freeze``: they live as long as the
-        device, and a full collection no longer walks them).  The first trial calls it."""
+        """Everything every trial shares, built now (tables, program, reference), then,
+        for the first device a process prepares, frozen out of the garbage collector's
+        sight (``gc.freeze``: they live as long as the run, and a full collection no
+        longer walks them; once a process, so a frozen device that dies in a cycle leaks at
+        most once).  The first trial calls it."""
+        global _FROZEN
         if self.__dict__.get("_prepared"):
             return
         self._set_up()
-        gc.collect()
-        gc.freeze()
+        if not _FROZEN:
+            gc.collect()
+            gc.freeze()
+            _FROZEN = True
         self.__dict__["_prepared"] = True
 
     def _set_up(self) -> None:
