@@ -68,7 +68,12 @@ def fuzz(worker: Worker, name: str, strategy: st.SearchStrategy[Any],
     while CAMPAIGN_MINUTES and time.monotonic() < end and len(failures) < 20:
         one()
     print(f"fuzz {name}: {dict(outcomes)}")
-    assert not failures, f"{len(failures)} failures:\n" + "\n".join(map(str, failures[:10]))
+    distinct: dict[str, list[Failure]] = {}
+    for failure in failures:  # one example of each kind of failure, with its count
+        distinct.setdefault(f"{failure.kind}: {failure.detail.splitlines()[0]}",
+                            []).append(failure)
+    assert not failures, f"{len(failures)} failures, {len(distinct)} distinct:\n" + "\n".join(
+        f"[{len(same)} x] {same[0]}" for same in distinct.values())
     return outcomes
 
 
