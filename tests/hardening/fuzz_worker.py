@@ -32,6 +32,7 @@ ROUTER = ROOT / "examples" / "router" / "router.mbl"
 ROUTES = ROOT / "examples" / "router" / "routes.txt"
 UC_CYCLES = 3_000        # cycles an assembled or bit-flipped program runs on the chip
 PROBE_FRAMES = 8         # frames through each clean MBL program natively
+MEMORY_LIMIT = 6 << 30   # address space of the worker
 
 
 # --------------------------------------------------------------------------- worker side
@@ -180,6 +181,11 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    import resource
+
+    # a program that makes LLVM allocate without end is an abort here, not a machine
+    # brought to its knees (the doubling-helpers program of issue 20 took 8 GB)
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     sys.path.insert(0, str(HERE))
     sys.setrecursionlimit(10_000)
     for line in sys.stdin:
