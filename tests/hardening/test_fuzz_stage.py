@@ -5,7 +5,10 @@ accounted for.
 
 Everything runs in a worker process (fuzz_worker.py), so an abort of LLVM or of the C++
 core, or a hang, is seen and reported with the input that caused it instead of ending the
-test run.  Sizes (CI): STAGE below; the whole stage takes a few minutes on one core.
+test run.  Sizes (CI): STAGE below, the acceptance's.  Measured on the shared 2-core build
+machine (one core each): the MBL programs 320 s (about 160 ms a program that reaches the
+back end: check 35 ms, native JIT 65 ms, ME back end 55 ms), microcode programs 7 s, images
+12 s, 100,000 frames natively 2 s, 5,000 on the chip 3 s: under 6 minutes in all.
 `scripts/fuzz --minutes N` runs the same tests for N minutes with new random inputs
 (NPKIT_FUZZ_MINUTES), in rounds, and reports every failure.
 """
