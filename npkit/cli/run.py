@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import heapq
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,16 +146,34 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
 def _run_native(native: Any, in_files: dict[int, Path], out_files: dict[int, Path]) -> None:
     """Every input frame through the JIT-compiled program in timestamp order (ports in the
     order given when times tie); print the verdicts and write the forwarded frames as they
-    come (NativeProgram.run_stream: batches of bounded size)."""
+    come.  Streamed: files whose records are in time order (a first pass checks) are merged
+    as they are read, and NativeProgram.run_stream runs batches of bounded size, so memory
+    does not grow with the input; a file out of order is sorted in memory."""
     from npkit.base.packetfile import PcapWriter, read_packets
 
-    packets = sorted(((ts, port, data) for port, path in in_files.items()
-                      for ts, data in read_packets(path)), key=lambda p: p[0])
+    def records(port: int, path: Path) -> Iterator[tuple[float, int, bytes]]:
+        return ((ts, port, data) for ts, data in read_packets(path))
+
+    if all(_in_time_order(path) for path in in_files.values()):
+        packets: Iterable[tuple[float, int, bytes]] = heapq.merge(
+            *(records(port, path) for port, path in in_files.items()), key=lambda p: p[0])
+    else:
+        packets = sorted((p for port, path in in_files.items() for p in records(port, path)),
+                         key=lambda p: p[0])
+    times: deque[float] = deque()
+
+    def frames() -> Iterator[tuple[bytes, int]]:
+        for ts, port, data in packets:
+            times.append(ts)
+            yield data, port
+
     writers = {port: PcapWriter(path) for port, path in out_files.items()}
     tally: Counter[str] = Counter()
-    verdicts = native.run_stream((data, port) for _, port, data in packets)
+    count = 0
     try:
-        for (ts, _, _), v in zip(packets, verdicts, strict=True):
+        for v in native.run_stream(frames()):
+            ts = times.popleft()
+            count += 1
             if v.kind == "forward":
                 tally[f"forward port {v.port}"] += 1
                 if v.port in writers:
@@ -167,6 +187,18 @@ def _run_native(native: Any, in_files: dict[int, Path], out_files: dict[int, Pat
     finally:
         for writer in writers.values():
             writer.close()
-    click.echo(f"{len(packets)} packets")
-    for key, count in sorted(tally.items()):
-        click.echo(f"  {key}: {count}")
+    click.echo(f"{count} packets")
+    for key, number in sorted(tally.items()):
+        click.echo(f"  {key}: {number}")
+
+
+def _in_time_order(path: Path) -> bool:
+    """Whether a capture's timestamps never go backwards (a first pass over the file)."""
+    from npkit.base.packetfile import read_packets
+
+    last = float("-inf")
+    for ts, _ in read_packets(path):
+        if ts < last:
+            return False
+        last = ts
+    return True
