@@ -910,7 +910,9 @@ class Checker:
         if isinstance(lt, Error) or isinstance(rt, Error):
             return Bool() if compare else Error()
         if isinstance(lt, Literal) and isinstance(rt, Literal):
-            return Bool() if compare else self.fold(e, lt)
+            # both sides are numbers without a width: the comparison is a constant too, and
+            # the lowering (which gives only typed values a register) needs its value
+            return self.fold_compare(e, op) if compare else self.fold(e, lt)
         if compare and op in ("==", "!=") and isinstance(lt, Bool) and isinstance(rt, Bool):
             return Bool()
         if not isinstance(lt, Bits) or not isinstance(rt, Bits):
@@ -923,6 +925,15 @@ class Checker:
         if compare:
             return Bool()
         return self.fold_typed(e, lt, op, e.left, e.right)
+
+    def fold_compare(self, e: A.Binary, op: str) -> Type:
+        """A comparison of two literals, decided here (exact: literals have no width)."""
+        a, b = self.p.values.get(id(e.left)), self.p.values.get(id(e.right))
+        if a is None or b is None:
+            return Bool()
+        decided = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                   ">=": a >= b}[op]
+        return self.set(e, Bool(), int(decided))
 
     def fold_typed(self, e: A.Expr, t: Bits, op: str, left: A.Expr, right: A.Expr) -> Type:
         """Arithmetic on typed constants (named constants, enum members) folds with the

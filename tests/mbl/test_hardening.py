@@ -316,3 +316,21 @@ def test_literal_arithmetic_is_checked_not_wrapped(expr, value):
 def test_literal_arithmetic_that_fits_or_typed_constants_still_compile(expr):
     compile_source(f"block b {{\n    let x: bit<32> = {expr};\n    forward(x as bit<16>);\n}}\n",
                    "t.mbl")
+
+
+# ---- comparisons of two literals (found by the fuzz stage) ----
+
+@pytest.mark.parametrize(("condition", "taken"), [
+    ("0 == 1", False), ("0 != 1", True), ("3 >= 2", True), ("2 < 2", False),
+    ("0x10 <= 16", True), ("7 > 0x8", False),
+])
+def test_a_comparison_of_two_literals_is_decided_at_compile_time(native_from, condition,
+                                                                  taken):
+    source = f"block b {{\n  if {condition} {{ drop(x); }}\n  forward(1);\n}}\n"
+    native = native_from(source)
+    (v,) = native.run([bytes(60)])
+    assert (v.kind, v.reason if v.kind == "drop" else v.port) == \
+        (("drop", "x") if taken else ("forward", 1))
+    program, bag = check_source(source, "t.mbl")
+    for kind in ("llvm", "llvm-opt"):
+        emit(program, kind)
