@@ -40,9 +40,9 @@ from npkit.compiler.mbl.sema import Program
 from npkit.compiler.me import compile_me
 from npkit.link import Manifest, link
 from npkit.runtime.compiled import CompiledResult, CompiledRun
+from npkit.runtime.loader import chip_config_for
 from npkit.runtime.lpm import RouteTables
 from npkit.runtime.routes import RouteSet, read_routes
-from npkit.sim.loader import chip_config_for
 
 REPO = Path(__file__).resolve().parents[1]
 POS_ROUTER = REPO / "examples" / "pos_router" / "pos_router.mbl"

@@ -49,8 +49,8 @@ from typing import Any
 
 from npkit.base.headers import ipv4_header
 from npkit.microblocks.uc import router4 as r4
+from npkit.runtime.loader import LoadedRun, load_manifest
 from npkit.runtime.lpm import IPV4, MultibitTrie
-from npkit.sim.loader import LoadedRun, load_manifest
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
 LINE_BPS = 10e9

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from npkit.sim.loader import load_manifest
+from npkit.runtime.loader import load_manifest
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
 NEPTUNE_MIPS = 3.31  # FACTS.md section 3: Neptune (2025)

@@ -4,7 +4,7 @@
     manifest = chip_manifest(program, "ixp2800-2x10gbe", tables=native)   # in memory
     path = build_images(program, "ixp2800-2x10gbe", "out/", tables=native)  # on disk
 
-Layer 6: below the chip facade (npkit.sim.loader loads a Manifest), above the compilers.
+Layer 6: above the compilers, below the loader (npkit.runtime.loader loads a Manifest).
 Modules: `manifest` (the format, parsing), `writer` (back to TOML), `program` (the
 [program] table), `platform` (platforms as data), `media` (the media stages' numbers),
 `plan` (where the runtime's structures go), `header` (layout.h), `linker` (`link`),

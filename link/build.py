@@ -4,7 +4,7 @@
 `chip_manifest(program, platform)` compiles the entry for the MEs, links it and (with
 `tables`, a filled `NativeProgram` of the same program) adds every memory's words, in the
 native target's packing, which is the chip's; the result is an in-memory Manifest for
-`npkit.sim.loader.build_from_manifest`.  `build_images(...)` writes the same manifest to a
+`npkit.runtime.loader.build_from_manifest`.  `build_images(...)` writes the same manifest to a
 folder (images, memory files, manifest.toml) that `npkit run DIR/manifest.toml` loads with
 no other input.
 """

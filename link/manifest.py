@@ -1,7 +1,7 @@
 """The run manifest: everything ``npkit run`` needs besides packets, as validated data.
 
 Hand-written microcode and the linker (``npkit.link.link``) produce the same manifest; the
-loader (``npkit.sim.loader``) turns one into a loaded chip.  A manifest is TOML (docs/link.md,
+loader (``npkit.runtime.loader``) turns one into a loaded chip.  A manifest is TOML (docs/link.md,
 docs/cli.md "Run manifests")::
 
     chip = "ixp2800"            # preset name or a path to a chip .toml (default ixp2800)

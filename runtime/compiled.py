@@ -1,6 +1,6 @@
 """Run a linked MBL pipeline (`npkit.link.link`'s Manifest) on the simulated chip.
 
-`CompiledRun(manifest)` builds the chip through the loader (`npkit.sim.loader`: the preset
+`CompiledRun(manifest)` builds the chip through the loader (`npkit.runtime.loader`: the preset
 with the manifest's overrides and ports, the ME images, the scratch rings, the buffer
 freelists and any memory words the manifest carries), and reads the manifest's [program]
 table for what the compiled runtime adds: it copies the program's memories in with the
@@ -29,9 +29,9 @@ from npkit.link.manifest import Manifest, ManifestError
 from npkit.link.plan import CHANNEL_SHIFT
 from npkit.link.program import ProgramInfo, ProgramMemory
 from npkit.microblocks.uc import router4
+from npkit.runtime.loader import LeakReport, build_from_manifest, leak_check
 from npkit.sim.chip import Chip
 from npkit.sim.config import Port
-from npkit.sim.loader import LeakReport, build_from_manifest, leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
 
 SETTLE_CYCLES = 30_000      # after the last frame is accounted for: commands in flight land

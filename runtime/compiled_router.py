@@ -40,9 +40,9 @@ from npkit.link.program import ProgramMemory
 from npkit.runtime.chip_router import ChipRouter
 from npkit.runtime.compiled import CompiledResult, CompiledRun, program_info
 from npkit.runtime.control_plane import ControlPlane, RouterCounters
+from npkit.runtime.loader import build_freelist
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.xscale import ControlProcessor
-from npkit.sim.loader import build_freelist
 
 # The XScale's buffers share SRAM channel `xs_channel` with a receive port's freelist
 # (queue 0) on the linked layout, so they get their own Q-array queue; tx_eth frees a

@@ -2,11 +2,12 @@
 
 ``from npkit.sim import Chip, ChipConfig, Port, SimFault`` -- see docs/python-api.md.
 
-``npkit.sim`` spans two layers (docs/architecture.md, "Layers"): its data -- the ISA table
-(``npkit.sim.isa``) and chip configs (``npkit.sim.config``) -- sit at the bottom, under the
-compiler; the chip (``chip``, ``packets``, ``trace``, ``loader``) sits above the compiler and
-the linker.  So this package re-exports lazily (PEP 562): ``import npkit.sim.isa`` loads the
-ISA table and nothing of the chip, and a name below is imported on first use.  The C++ core
+``npkit.sim`` imports nothing of npkit but ``npkit.base`` (docs/architecture.md, "Layers"):
+its data -- the ISA table (``npkit.sim.isa``) and chip configs (``npkit.sim.config``) -- is
+read by the compiler, and the chip (``chip``, ``packets``, ``trace``) knows nothing of the
+compiler (loading manifests is ``npkit.runtime.loader``'s job).  This package re-exports
+lazily (PEP 562): ``import npkit.sim.isa`` loads the ISA table and nothing of the chip, and
+a name below is imported on first use.  The C++ core
 (``npkit.sim._core``) is imported only when a ``Chip`` is made.
 """
 

@@ -188,14 +188,14 @@ class Chip:
         """Load an assembled image on its MEs (``mes`` overrides the image's own list).
 
         ``image`` is an ``npkit.compiler.uc.Image`` (``assemble_file``, ``Image.load``, or
-        ``npkit.sim.loader.read_image`` for a ``.uc`` or ``.img`` path): the chip runs
+        ``npkit.runtime.loader.read_image`` for a ``.uc`` or ``.img`` path): the chip runs
         images, the layers below it make them.  MEs are given by index, 0..me_count-1 (on
         the IXP2800 index 8 is hardware ME 0x10), as in the image's ``.me`` directive.
         Returns the MEs loaded.
         """
         if isinstance(image, str | Path):
             raise TypeError(f"Chip.load takes an assembled image, not the path {str(image)!r}: "
-                            "read the file with npkit.sim.loader.read_image")
+                            "read the file with npkit.runtime.loader.read_image")
         chosen = self._image_mes(image, mes)
         words = np.asarray(image.words, dtype=np.uint64)
         self._check_image(image, words)
@@ -414,6 +414,12 @@ class Chip:
                 pending += 1
         finally:  # the frames taken from the source go in even when the source then fails
             self._queue_frames(port, feed, datas, dues)
+
+    def offer_frames(self, port: int, datas: list[bytes], dues: list[int]) -> None:
+        """Frames that reach ``port``'s receive side no earlier than the cycles ``dues``
+        (in order; -1: at once), besides any attached source -- e.g. frames another chip
+        sent over a link (npkit.runtime.system)."""
+        self._core.add_rx_frames(port, datas, dues)
 
     def _queue_frames(self, port: int, feed: _PortFeed, datas: list[bytes],
                       dues: list[int]) -> None:

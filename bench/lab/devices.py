@@ -618,8 +618,8 @@ class Router4Device(_ChipDevice):
 
     def _load(self) -> _Loaded:
         from npkit.microblocks.uc import router4 as r4
+        from npkit.runtime.loader import load_manifest
         from npkit.runtime.lpm import IPV4, MultibitTrie
-        from npkit.sim.loader import load_manifest
 
         chip = load_manifest(r4.MANIFEST).chip
         MultibitTrie(IPV4, r4.trie_view(chip)).build(self.tables.routes[4])

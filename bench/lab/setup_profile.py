@@ -30,9 +30,9 @@ PARTS: dict[str, tuple[tuple[str, str], ...]] = {
     "read the route file": (("runtime/routes.py", "read_routes"),),
     "route reference (analyzer's LPM)": (("bench/tester/reference.py", "__post_init__"),),
     "chip set-up per trial (Chip, images, freelists, tables)": (
-        ("sim/loader.py", "build_from_manifest"), ("runtime/compiled.py", "load_memories")),
+        ("runtime/loader.py", "build_from_manifest"), ("runtime/compiled.py", "load_memories")),
     "  of which tables into the chip": (
-        ("runtime/compiled.py", "load_memories"), ("sim/loader.py", "_write_memory")),
+        ("runtime/compiled.py", "load_memories"), ("runtime/loader.py", "_write_memory")),
     "update tests' routers (control plane, tables)": (
         ("bench/lab/devices.py", "updatable_router"),),
     "update streams (spare routes, picking)": (("bench/lab/devices.py", "update_stream"),),

@@ -70,8 +70,8 @@ def loaded_run(request: RunRequest, manifest: Any = None) -> Any:
     """A LoadedRun for the request: ``manifest`` (an in-memory Manifest, e.g. a compiled MBL
     program's), the request's manifest file, or a bare chip with the images."""
     from npkit.link.manifest import parse_manifest
+    from npkit.runtime.loader import LoadedRun, build_from_manifest, load_images
     from npkit.sim import Chip, ChipConfig, Port
-    from npkit.sim.loader import LoadedRun, build_from_manifest, load_images
 
     tracing = request.trace is not None
     if request.chip is not None:  # named as the user gave it, before any manifest's path
@@ -163,8 +163,8 @@ def execute_run(request: RunRequest, console: Console, *, manifest: Any = None,
                 sources: dict[int, Any] | None = None,
                 sink_wrap: Callable[[int, Any], Any] | None = None) -> tuple[Any, Any]:
     """Build, attach, run, report.  Returns (LoadedRun, RunResult)."""
+    from npkit.runtime.loader import leak_check
     from npkit.sim import RunResult
-    from npkit.sim.loader import leak_check
 
     run = loaded_run(request, manifest)
     sinks = _attach_files(run, request)

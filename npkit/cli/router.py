@@ -94,8 +94,8 @@ def run(config: Path, updates: Path | None, inputs: tuple[str, ...], outputs: tu
     """Run the router with its control plane in simulated time and print the counters."""
     from npkit.runtime import router_run
     from npkit.runtime.chip_router import ChipRouter
+    from npkit.runtime.loader import leak_check
     from npkit.sim import ListSource, PcapSink, PcapSource, RxFrame
-    from npkit.sim.loader import leak_check
 
     if inputs:
         reject_unused({"count", "load"}, "only for the generated traffic (without --in)")

@@ -25,9 +25,9 @@ from scapy.layers.l2 import Ether
 from scapy.utils import checksum as scapy_checksum
 
 from npkit.runtime.chip_router import ChipRouter
+from npkit.runtime.loader import leak_check
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.router_config import RouterConfig
-from npkit.sim.loader import leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 REPO = Path(__file__).resolve().parents[2]

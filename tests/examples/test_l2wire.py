@@ -17,7 +17,7 @@ from pathlib import Path
 import dpkt
 import pytest
 
-from npkit.sim.loader import LoadedRun, leak_check, load_manifest
+from npkit.runtime.loader import LoadedRun, leak_check, load_manifest
 from npkit.sim.packets import ListSink, ListSource, PcapSink, PcapSource, RxFrame
 
 CLOCK_HZ = 1.4e9  # IXP2800 ME clock (sim/chips/ixp2800.toml)

@@ -24,8 +24,8 @@ from scapy.utils import checksum as scapy_checksum
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.microblocks.uc import router4 as r4
+from npkit.runtime.loader import LoadedRun, leak_check, load_manifest
 from npkit.runtime.lpm import IPV4, MultibitTrie, RouteTables
-from npkit.sim.loader import LoadedRun, leak_check, load_manifest
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 REFERENCE = Path(__file__).parent / "router4_ref.mbl"

@@ -20,7 +20,7 @@ from npkit.link import (
     platform_names,
     write_manifest,
 )
-from npkit.sim.loader import build_from_manifest, chip_config_for
+from npkit.runtime.loader import build_from_manifest, chip_config_for
 
 L2WIRE = Path(__file__).resolve().parents[2] / "examples" / "l2wire" / "l2wire.toml"
 

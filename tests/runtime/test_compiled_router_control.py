@@ -34,11 +34,11 @@ from npkit.runtime.compiled_router import (
     sram_runs,
     update_rate,
 )
+from npkit.runtime.loader import leak_check
 from npkit.runtime.neighbours import NextHop
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.router_config import RouterConfig
 from npkit.runtime.routes import generate_routes, write_routes
-from npkit.sim.loader import leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 REPO = Path(__file__).resolve().parents[2]

@@ -270,8 +270,8 @@ def _moved(frame_bytes: int) -> int:
 
 @pytest.mark.parametrize("frame_bytes", [60, 200, 1514])
 def test_dram_bytes_per_packet_of_l2wire_is_one_write_and_one_read(frame_bytes: int) -> None:
+    from npkit.runtime.loader import load_manifest
     from npkit.sim import ListSink, ListSource, RxFrame
-    from npkit.sim.loader import load_manifest
 
     run = load_manifest(L2WIRE)
     chip = run.chip

@@ -5,7 +5,7 @@ scapy-built IPv4 and IPv6 frames on both ports.
 
 The library calls under those commands: `npkit.link.build_images` (the folder: images,
 memory files, manifest.toml) and `npkit.link.chip_manifest` (the same manifest in memory);
-both chips are built by the one loader, `npkit.sim.loader.build_from_manifest`."""
+both chips are built by the one loader, `npkit.runtime.loader.build_from_manifest`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from scapy.all import IP, UDP, Ether, IPv6, raw
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.link import Manifest, build_images, chip_manifest, parse_manifest
 from npkit.runtime.compiled import CompiledRun, paced
+from npkit.runtime.loader import build_from_manifest
 from npkit.runtime.lpm import RouteTables
-from npkit.sim.loader import build_from_manifest
 from npkit.sim.packets import ListSink, ListSource
 
 from .harness import check_against_native, expected, is_interleaving

@@ -17,8 +17,8 @@ from npkit.compiler.mbl import NativeProgram, compile_source
 from npkit.compiler.me import compile_me
 from npkit.link import LinkError, Manifest, for_ports, link, load_platform
 from npkit.runtime.compiled import CompiledRun, paced
+from npkit.runtime.loader import chip_config_for
 from npkit.sim.config import Port
-from npkit.sim.loader import chip_config_for
 
 from .harness import check_against_native
 

@@ -17,8 +17,8 @@ from npkit.compiler.mbl.sema import Program
 from npkit.compiler.me import MEBuild, compile_me
 from npkit.link import LinkError, Manifest, for_ports, link, mapping
 from npkit.runtime.compiled import CompiledResult, CompiledRun
+from npkit.runtime.loader import chip_config_for
 from npkit.runtime.lpm import RouteTables
-from npkit.sim.loader import chip_config_for
 
 from .harness import expected
 

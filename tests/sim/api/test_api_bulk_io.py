@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from npkit.runtime.loader import load_manifest
 from npkit.sim import ListSink, ListSource
 from npkit.sim.chip import _tx_frame_maker
-from npkit.sim.loader import load_manifest
 from npkit.sim.packets import TxFrame
 
 MANIFEST = Path(__file__).resolve().parents[3] / "examples" / "l2wire" / "l2wire.toml"

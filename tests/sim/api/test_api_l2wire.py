@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from npkit.runtime.loader import leak_check, load_manifest
 from npkit.sim import Generator, ListSink, ListSource, RxFrame, parse_tag
-from npkit.sim.loader import leak_check, load_manifest
 
 MANIFEST = Path(__file__).resolve().parents[3] / "examples" / "l2wire" / "l2wire.toml"
 

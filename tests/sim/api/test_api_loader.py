@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npkit.sim.loader import leak_check, load_manifest
+from npkit.runtime.loader import leak_check, load_manifest
 
 LOADER_MANIFEST = """
 chip = "ixp2800"

@@ -37,11 +37,11 @@ from typing import Any
 from npkit.base.errors import NpkitError
 from npkit.link.manifest import Manifest, parse_manifest
 from npkit.link.platform import platform_names
+from npkit.sim.chip import Chip
+from npkit.sim.config import ChipConfig, ConfigError, Port
+from npkit.sim.packets import RxFrame, Sink, Source, TxFrame
 
-from .chip import Chip
-from .config import ChipConfig, ConfigError, Port
 from .loader import LoadedRun, build_from_manifest
-from .packets import RxFrame, Sink, Source, TxFrame
 
 PRESETS_PACKAGE = "npkit.sim"
 PRESETS_FOLDER = "systems"
@@ -640,7 +640,7 @@ class _Link:
                 self.records.append(LinkRecord(len(frame.data), frame.first_bit_cycle,
                                                frame.last_bit_cycle, now, arrive))
         if datas:
-            self.receiver._core.add_rx_frames(self.spec.dst.port, datas, dues)
+            self.receiver.offer_frames(self.spec.dst.port, datas, dues)
         waiting = 0  # frames sent by now that flow control keeps at the sender
         waiting_bytes = 0
         for item in self.queue:
@@ -818,7 +818,7 @@ class System:
         for link, collector in zip(self.links, self._link_collectors, strict=True):
             link.accept(collector.take())
             if link.due(self.now):  # read the receiver's RBUF only when it matters
-                ports = link.receiver._core.counters()["ports"]
+                ports = link.receiver.counters()["ports"]
                 link.release(self.now, int(ports[link.spec.dst.port]["rbuf_elements_in_use"]))
 
     # ---- counters

@@ -29,9 +29,8 @@ from npkit.link.manifest import (
     RingSpec,
     parse_manifest,
 )
-
-from .chip import Chip
-from .config import ChipConfig, ConfigError
+from npkit.sim.chip import Chip
+from npkit.sim.config import ChipConfig, ConfigError
 
 
 @dataclass(frozen=True)

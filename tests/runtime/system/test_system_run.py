@@ -1,4 +1,4 @@
-"""Running a system (npkit.sim.system.System): two IXP2800s running the l2wire microcode
+"""Running a system (npkit.runtime.system.System): two IXP2800s running the l2wire microcode
 (examples/l2wire: receive port 0 -> transmit port 1), joined by a CSIX link.
 
 The references are independent of the system runner: frames are built with scapy, the line
@@ -17,10 +17,10 @@ from importlib import resources
 from pathlib import Path
 
 from npkit.link.manifest import parse_manifest
+from npkit.runtime.loader import build_from_manifest, leak_check
+from npkit.runtime.system import System, SystemSpec
 from npkit.sim.chip import Chip
-from npkit.sim.loader import build_from_manifest, leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame
-from npkit.sim.system import System, SystemSpec
 
 CLOCK_HZ = 1_400_000_000  # sim/chips/ixp2800.toml
 POS_BPS = 9_584_640_000  # OC-192 POS payload (FACTS.md 2)

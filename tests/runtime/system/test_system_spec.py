@@ -1,4 +1,4 @@
-"""System files (sim/systems/*.toml, npkit.sim.system.SystemSpec): the shipped systems, the
+"""System files (sim/systems/*.toml, npkit.runtime.system.SystemSpec): the shipped systems, the
 arrangement the published one derives, and errors that name the file and the key."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from npkit.base.errors import NpkitError
-from npkit.sim.system import Endpoint, SystemConfigError, SystemSpec
+from npkit.runtime.system import Endpoint, SystemConfigError, SystemSpec
 
 OC192_BPS = 9.58464e9
 
