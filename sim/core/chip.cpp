@@ -649,11 +649,7 @@ void Chip::deadlock(const char* why) {
 
 std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
   uint64_t limit = max_cycles > UINT64_MAX - now_ ? UINT64_MAX : now_ + max_cycles;
-  auto tx_total = [&] {
-    uint64_t n = 0;
-    for (const auto& p : media_->counters()) n += p.tx_frames;
-    return n;
-  };
+  auto tx_total = [&] { return media_->tx_frames_total(); };
   uint64_t tx_start = tx_total();
   std::string result;
   // last_progress_* carry over from the previous run: where a run ends must not change

@@ -184,7 +184,9 @@ struct Event {
   uint8_t xfer = 0;
   uint8_t nwords = 0;
   bool counts = true;   // completes an issued command (command FIFO)
-  std::array<uint32_t, 32> words{};
+  // Only words[0..nwords) are ever read (post copies those, deliver writes those): left
+  // uninitialised, so building an Event does not zero 128 bytes per command.
+  std::array<uint32_t, 32> words;
 };
 // The event heap holds small keys; the payloads live in a pool with a free list, so a heap
 // sift moves 24 bytes instead of a whole Event.
@@ -442,7 +444,7 @@ class Chip : public MediaHost {
 };
 
 // State changes are on the hot path (every swap, wake-up and pick): inline.
-inline void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
+[[gnu::always_inline]] inline void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
   Context& c = m.ctx[ci];
   if (t < c.state_since) t = c.state_since;
   c.state_cycles[static_cast<int>(c.state)] += t - c.state_since;
