@@ -6,7 +6,6 @@ tests/sim/data/identity.json (tests/sim/identity.py says how they are made)."""
 from __future__ import annotations
 
 import pytest
-
 from identity import SCENARIOS, differences, stored
 
 
