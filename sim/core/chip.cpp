@@ -458,7 +458,7 @@ inline void Chip::wake_check(ME& m, int ci, uint64_t t) {
   set_state(m, ci, CtxState::Ready, std::max(t, m.time));
 }
 
-void Chip::deliver(const Event& ev) {
+inline void Chip::deliver(const Event& ev) {
   ME& m = mes_[ev.me];
   Context& c = m.ctx[ev.ctx];
   auto& file = ev.file == 0 ? m.sram_in : m.dram_in;
@@ -484,7 +484,7 @@ void Chip::deliver(const Event& ev) {
 }
 
 void Chip::process_events_until(uint64_t t) {
-  while (!events_.empty() && events_.top_time() <= t) {
+  while (events_.top_time() <= t) {  // an empty queue's top time is UINT64_MAX
     uint32_t slot = events_.pop();
     event_free_.push_back(slot);  // deliver posts nothing, so the slot stays intact meanwhile
     deliver(event_pool_[slot]);
@@ -549,9 +549,17 @@ void Chip::run_burst(ME& m, uint64_t end, uint64_t limit) {
 void Chip::run_me(ME& m) {
   int ci = -1;
   uint32_t pc = 0;
+  // instructions retired in this burst: the ME's busy/instruction counters and the chip's
+  // retired_ are only read between bursts, so they are added once, on the way out
+  uint64_t done = 0;
+  const auto flush = [&] {
+    m.busy += done;
+    m.instructions += done;
+    retired_ += done;
+  };
   try {
     while (m.time < burst_stop_) {
-      if (m.cur < 0 && !pick_context(m)) return;  // idle: no Ready context
+      if (m.cur < 0 && !pick_context(m)) break;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
       pc = c.pc;
@@ -561,13 +569,11 @@ void Chip::run_me(ME& m) {
       if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
         c.pc = pc;
         m.fifo_stalled = true;
-        return;
+        break;
       }
       m.time += 1;
-      m.busy += 1;
-      m.instructions++;
+      done++;
       c.instructions++;
-      retired_++;
       if (c.defer_left) {
         if (o != Outcome::Next)
           fault("illegal_instruction", "a taken branch or context swap in a defer slot");
@@ -600,10 +606,13 @@ void Chip::run_me(ME& m) {
       }
     }
   } catch (const LocalFault& f) {
+    flush();
     throw SimError(f.kind, m.index, ci, pc, f.what());
   } catch (const MediaFault& f) {
+    flush();
     throw SimError("media", m.index, ci, pc, f.what());
   }
+  flush();
 }
 
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }
