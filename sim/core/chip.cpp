@@ -41,8 +41,8 @@ uint64_t occupancy_fp(uint32_t nbytes, double bytes_per_cycle) {
 
 // The handler table: index = major opcode (from the generated header), plus H_OFF_END.
 // An opcode without a handler here is rejected by predecode, so it is never dispatched.
-constexpr std::array<Handler, isa::OPCODE_COUNT + 1> make_handlers() {
-  std::array<Handler, isa::OPCODE_COUNT + 1> t{};
+constexpr std::array<Handler, kHandlerCount> make_handlers() {
+  std::array<Handler, kHandlerCount> t{};
   t[isa::OP_ALU] = exec_alu;
   t[isa::OP_DBL_SHF] = exec_dbl_shf;
   t[isa::OP_IMMED] = exec_immed;
@@ -68,6 +68,7 @@ constexpr std::array<Handler, isa::OPCODE_COUNT + 1> make_handlers() {
   t[isa::OP_MSF] = exec_msf;
   t[isa::OP_NOP] = exec_nop;
   t[H_OFF_END] = exec_off_end;
+  t[H_ALU_PLAIN] = exec_alu_plain;
   return t;
 }
 constexpr auto kHandlers = make_handlers();

@@ -58,8 +58,14 @@ enum class OpKind : uint8_t {
 };
 struct Opnd { OpKind kind = OpKind::None; uint8_t idx = 0; };
 
-// Handler indices: the major opcodes, plus one for a PC outside the loaded image.
+// Handler indices: the major opcodes, plus one for a PC outside the loaded image, plus
+// specialised handlers predecode picks when an instruction's operands allow (same
+// semantics, fewer checks): H_ALU_PLAIN = an alu/alu_shf whose operands are all plain
+// register-file words or immediates (no local memory, next neighbour or ring access), so
+// it needs no out-of-line operand access and no fault path.
 inline constexpr uint8_t H_OFF_END = isa::OPCODE_COUNT;
+inline constexpr uint8_t H_ALU_PLAIN = isa::OPCODE_COUNT + 1;
+inline constexpr int kHandlerCount = isa::OPCODE_COUNT + 2;
 
 struct Insn {
   uint8_t handler = H_OFF_END;
@@ -296,7 +302,7 @@ class Chip : public MediaHost {
   const ChipConfig& config() const { return cfg_; }
 
   void load(int me, const std::vector<uint64_t>& words, int ctx_mode);
-  std::string run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
+  [[gnu::noinline]] std::string run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   uint64_t now() const { return now_; }
   uint64_t instructions_retired() const { return retired_; }
 
@@ -461,6 +467,16 @@ class Chip : public MediaHost {
 // ctx.cpp, units.cpp (cam, crc, mul_step), memory.cpp.
 using Handler = Outcome (*)(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_alu(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_alu_plain(Chip&, ME&, Context&, int, const Insn&);
+// Operands exec_alu_plain takes: GPRs, transfer registers, immediates, none.
+inline bool plain_source(Opnd o) {
+  return o.kind == OpKind::GprA || o.kind == OpKind::GprB || o.kind == OpKind::XferS ||
+         o.kind == OpKind::XferD || o.kind == OpKind::Imm || o.kind == OpKind::None;
+}
+inline bool plain_dest(Opnd o) {
+  return o.kind == OpKind::GprA || o.kind == OpKind::GprB || o.kind == OpKind::XferS ||
+         o.kind == OpKind::XferD || o.kind == OpKind::None;
+}
 Outcome exec_dbl_shf(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_immed(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_ld_field(Chip&, ME&, Context&, int, const Insn&);
