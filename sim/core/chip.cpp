@@ -168,6 +168,7 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
     loaded_.push_back(&m);
     std::sort(loaded_.begin(), loaded_.end(), [](const ME* x, const ME* y) { return x->index < y->index; });
     run_key_.assign(loaded_.size(), UINT64_MAX);
+    runnable_ = 0;
     for (size_t k = 0; k < loaded_.size(); ++k) loaded_pos_[loaded_[k]->index] = static_cast<int>(k);
   }
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
@@ -677,10 +678,13 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     uint64_t t_ev = next_event_time();
     uint64_t t_md = media_->next_event();
     uint64_t t_ext = std::min(t_ev, t_md);
-    // the runnable ME with the smallest local time, the lowest index on a tie
+    // the runnable ME with the smallest local time, the lowest index on a tie: the
+    // runnable ones in ascending position (an ME that cannot run has key UINT64_MAX and
+    // never won the scan over all keys either)
     uint64_t t_me = UINT64_MAX;
     size_t best_pos = 0;
-    for (size_t k = 0, n = run_key_.size(); k < n; ++k) {  // branch-free: the winner varies
+    for (uint64_t bits = runnable_; bits; bits &= bits - 1) {  // branch-free min
+      const size_t k = static_cast<size_t>(__builtin_ctzll(bits));
       const uint64_t key = run_key_[k];
       const bool smaller = key < t_me;
       t_me = smaller ? key : t_me;

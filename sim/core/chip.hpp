@@ -395,10 +395,17 @@ class Chip : public MediaHost {
   // it; run() refreshes all on entry.  The scheduler scans this small array.
   std::vector<uint64_t> run_key_;
   std::vector<int> loaded_pos_;  // per ME index: position in loaded_, -1 when not loaded
+  // runnable_: bit k set <=> run_key_[k] != UINT64_MAX (at most 64 MEs, config.cpp), so
+  // the scheduler visits only the MEs that can run instead of every loaded one.
+  uint64_t runnable_ = 0;
   void refresh_key(const ME& m) {
     int p = loaded_pos_[m.index];
-    if (p >= 0)
-      run_key_[p] = (!m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0)) ? m.time : UINT64_MAX;
+    if (p >= 0) {
+      const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
+      run_key_[p] = can ? m.time : UINT64_MAX;
+      const uint64_t bit = 1ULL << p;
+      runnable_ = can ? (runnable_ | bit) : (runnable_ & ~bit);
+    }
   }
   std::vector<Memory<uint32_t>> sram_mem_;
   Memory<uint8_t> dram_mem_;
