@@ -17,7 +17,8 @@ from pathlib import Path
 
 from npkit.bench import router4_load as r4l
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import LinkedProgram, link
+from npkit.compiler.me import compile_me
+from npkit.link import Manifest, link
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
 
@@ -34,7 +35,7 @@ def tables(program, workload: r4l.Workload) -> NativeProgram:
     return native
 
 
-def lossless(linked: LinkedProgram, native: NativeProgram, frames: dict[int, list[bytes]],
+def lossless(linked: Manifest, native: NativeProgram, frames: dict[int, list[bytes]],
              load: float) -> bool:
     run = CompiledRun(linked)
     run.load_memories(native)
@@ -44,7 +45,7 @@ def lossless(linked: LinkedProgram, native: NativeProgram, frames: dict[int, lis
             and result.leak_free)
 
 
-def highest_lossless(linked: LinkedProgram, native: NativeProgram,
+def highest_lossless(linked: Manifest, native: NativeProgram,
                      frames: dict[int, list[bytes]], step: float = 0.01) -> float:
     low, high = 0.05, 1.0
     if lossless(linked, native, frames, high):
@@ -61,16 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=3000)
     parser.add_argument("--routes", type=int, default=3000)
     args = parser.parse_args(argv)
-    from npkit.compiler.me.back import compile_body
-    from npkit.compiler.me.front import to_wir
-
     program = compile_file(ROUTER)
-    fn = to_wir(program, "router")
-    body = compile_body(fn).uc
+    build = compile_me(program, "router")
     workload = r4l.Workload.make(1, args.routes, args.frames, 64)
     native = tables(program, workload)
     for n in args.per_port:
-        linked = link(program, body, fn.window_bytes, pipeline="router", fwd_mes_per_port=n)
+        linked = link(program, build, fwd_mes_per_port=n)
         load = highest_lossless(linked, native, workload.frames)
         print(f"fwd_mes_per_port={n}: lossless up to {load:.1%} of line rate "
               f"({load * r4l.line_rate_mpps(64):.2f} Mpps per port)", flush=True)

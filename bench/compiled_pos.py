@@ -37,10 +37,12 @@ from npkit.bench.tester import Sizes, Stream, generate, pick_destinations
 from npkit.bench.tester.media import port_model
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.mbl.sema import Program
-from npkit.compiler.me.link import LinkedProgram, link
+from npkit.compiler.me import compile_me
+from npkit.link import Manifest, link
 from npkit.runtime.compiled import CompiledResult, CompiledRun
 from npkit.runtime.lpm import RouteTables
 from npkit.runtime.routes import RouteSet, read_routes
+from npkit.sim.loader import chip_config_for
 
 REPO = Path(__file__).resolve().parents[1]
 POS_ROUTER = REPO / "examples" / "pos_router" / "pos_router.mbl"
@@ -57,13 +59,9 @@ def pos_program() -> tuple[Program, str]:
     return program, next(iter(program.pipelines))
 
 
-def compile_pos(program: Program, entry: str, per_port: int) -> LinkedProgram:
-    from npkit.compiler.me.back import compile_body
-    from npkit.compiler.me.front import to_wir
-
-    fn = to_wir(program, entry)
-    return link(program, compile_body(fn).uc, fn.window_bytes, pipeline=entry,
-                fwd_mes_per_port=per_port, port_kinds=POS_KINDS)
+def compile_pos(program: Program, entry: str, per_port: int) -> Manifest:
+    return link(program, compile_me(program, entry), "ixp2800-2xoc192pos",
+                fwd_mes_per_port=per_port)
 
 
 def load_tables(program: Program, routes: RouteSet) -> NativeProgram:
@@ -103,7 +101,7 @@ class Steady:
     tx_mpps: list[float]
 
 
-def steady(window: tuple[dict[str, Any], dict[str, Any]], linked: LinkedProgram,
+def steady(window: tuple[dict[str, Any], dict[str, Any]], linked: Manifest,
            clock_hz: float) -> Steady:
     a, b = window
     cycles = b["cycles"] - a["cycles"]
@@ -118,9 +116,9 @@ def steady(window: tuple[dict[str, Any], dict[str, Any]], linked: LinkedProgram,
         return [(cb["busy_cycles"] - ca["busy_cycles"]) / cycles
                 for ca, cb in zip(a["channels"][unit], b["channels"][unit], strict=True)]
 
-    rt = linked.runtime
+    rt = linked.program
     frames_of = {}
-    for p in range(linked.ports):
+    for p in range(len(linked.ports)):
         frames_of[rt.rx_mes[p]] = b["ports"][p]["rx_handed"] - a["ports"][p]["rx_handed"]
         for me, ring in zip(rt.chain(p), rt.rx_rings[p], strict=True):
             frames_of[me] = gets(ring)
@@ -161,7 +159,7 @@ def line_budget_cycles(clock_hz: float) -> Fraction:
 
 
 # --------------------------------------------------------------------------- one load
-def run_load(linked: LinkedProgram, native: NativeProgram, frames: dict[int, list[bytes]],
+def run_load(linked: Manifest, native: NativeProgram, frames: dict[int, list[bytes]],
              load: float) -> tuple[CompiledResult, float, float]:
     """(result, seconds to copy the tables to the chip, host seconds of the run)."""
     run = CompiledRun(linked)
@@ -179,19 +177,19 @@ def lossless(result: CompiledResult) -> bool:
             and result.leak_free)
 
 
-def role_of(linked: LinkedProgram) -> dict[int, str]:
-    rt = linked.runtime
-    roles = {me: f"rx port {p}" for p, me in enumerate(rt.rx_mes[:linked.ports])}
-    for p in range(linked.ports):
+def role_of(linked: Manifest) -> dict[int, str]:
+    rt = linked.program
+    roles = {me: f"rx port {p}" for p, me in enumerate(rt.rx_mes[:len(linked.ports)])}
+    for p in range(len(linked.ports)):
         roles.update({me: f"fwd port {p} #{i}" for i, me in enumerate(rt.chain(p))})
     roles.update({me: f"tx port {q}" for q, me in enumerate(rt.tx_mes)})
     return roles
 
 
-def report_load(linked: LinkedProgram, result: CompiledResult,
+def report_load(linked: Manifest, result: CompiledResult,
                 want: dict[int, Counter[bytes]],
                 load: float, host_s: float) -> None:
-    clock = linked.chip_config().clock_hz
+    clock = chip_config_for(linked).clock_hz
     forwarded = len(result.out[0]) + len(result.out[1])
     print(f"\n=== load {load:.0%} of line rate "
           f"({load * float(port_model('oc192pos').line_rate_fps(44)) / 1e6:.2f} Mpps per "
@@ -209,7 +207,7 @@ def report_load(linked: LinkedProgram, result: CompiledResult,
     print("  rings (high water / size words): " + ", ".join(
         f"{r.number} {r.what.split(',')[0].replace('RX ring of ', 'rx ')}"
         f"{'' if 'RX' not in r.what else '/' + r.what.split()[-1]} "
-        f"{rings[r.number]['high_water']}/{r.size_words}" for r in linked.runtime.rings))
+        f"{rings[r.number]['high_water']}/{r.size_words}" for r in linked.rings))
     if result.window is None:
         print("  (no steady window: the run ended early)")
         return
@@ -220,17 +218,17 @@ def report_load(linked: LinkedProgram, result: CompiledResult,
         print(line)
 
 
-def demand_lines(linked: LinkedProgram, s: Steady, budget: float) -> list[str]:
+def demand_lines(linked: Manifest, s: Steady, budget: float) -> list[str]:
     """Every resource's use in the window and what 100 % line rate on both ports would
     need of it: the use per frame it handled x the frames it would handle at line rate.
     An ME's use is busy + stalled (branch penalties, command FIFO full): its pipeline."""
     roles = role_of(linked)
-    rt = linked.runtime
+    rt = linked.program
     line_frames = s.cycles / budget                     # one port's frames at line rate
     forwarded = max(1, sum(s.me_frames[m] for m in rt.tx_mes))
-    share = {m: 1.0 for m in rt.rx_mes[:linked.ports]}
+    share = {m: 1.0 for m in rt.rx_mes[:len(linked.ports)]}
     share.update({m: 1 / rt.fwd_mes_per_port for m in rt.fwd_mes})
-    share.update({m: linked.ports * s.me_frames[m] / forwarded for m in rt.tx_mes})
+    share.update({m: len(linked.ports) * s.me_frames[m] / forwarded for m in rt.tx_mes})
     # an ME that is not saturated also spends busy cycles polling an empty ring: its
     # per-frame figures are upper bounds, exact only when it is saturated
     lines = ["  ME  role            busy  stall  idle  frames  cyc/frame (busy+stall)  "
@@ -243,7 +241,7 @@ def demand_lines(linked: LinkedProgram, s: Steady, budget: float) -> list[str]:
         worst = max(worst, (need, f"ME {me} ({roles[me]})"))
         lines.append(f"  {me:2d}  {roles[me]:14s} {busy:5.1%} {stall:6.1%} {idle:5.1%} "
                      f"{n:7d}  {per:8.1f}                {need:7.0%}")
-    scale = linked.ports * line_frames / forwarded     # line-rate frames per forwarded one
+    scale = len(linked.ports) * line_frames / forwarded     # line-rate frames per forwarded one
     units = [(f"SRAM channel {i}", u) for i, u in enumerate(s.sram)]
     units += [(f"DRAM channel {i}", u) for i, u in enumerate(s.dram)]
     units.append(("scratch", s.scratch))
@@ -263,7 +261,7 @@ def demand_lines(linked: LinkedProgram, s: Steady, budget: float) -> list[str]:
 
 
 # --------------------------------------------------------------------------- main
-def highest_lossless(linked: LinkedProgram, native: NativeProgram,
+def highest_lossless(linked: Manifest, native: NativeProgram,
                      frames: dict[int, list[bytes]], low: float, high: float) -> float:
     while high - low > 0.01:
         mid = round((low + high) / 2, 3)
@@ -294,9 +292,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{read_s:.1f} s, tries built {build_s:.1f} s")
     start = time.perf_counter()
     linked = compile_pos(program, entry, args.per_port)
-    print(f"header window {linked.window_bytes} bytes")
+    print(f"header window {linked.program.window_bytes} bytes")
     print(f"compiled + linked in {time.perf_counter() - start:.1f} s; SRAM channels "
-          f"{linked.chip_overrides.get('sram', {}).get('channel_bytes', 0) >> 20 or 'preset'}"
+          f"{linked.overrides.get('sram', {}).get('channel_bytes', 0) >> 20 or 'preset'}"
           f" MB; MEs: " + ", ".join(f"{m} {r}" for m, r in role_of(linked).items())
           + f" ({len(role_of(linked))} of 16)")
     frames = pos_frames(routes, args.routes, args.frames)

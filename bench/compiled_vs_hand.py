@@ -35,10 +35,16 @@ Two measurements per run, both on the forwarding MEs only:
    empty RX ring, and those polls are counted here too.
 2. **profile**: --profile-cycles cycles in the middle of the window are stepped one cycle
    at a time; every retired instruction is charged to its PC and every stalled cycle
-   (an executing context that retires nothing: taken-branch penalty, command-FIFO stall)
-   to the PC its context last retired.  The PCs are grouped by the image's labels into
-   regions, and the polling of an empty ring (or of an ordering wait) is taken out: what
-   is left is the work per forwarded frame, the fair comparison.  For the compiled builds
+   (taken-branch penalty, command-FIFO stall), read from the ME's stalled-cycle counter at
+   each step, to the PCs that retired in that step (to the ME's last retired PC when none
+   did), so the profile's instructions and cycles equal the counters' deltas over the
+   same span (the "check" column: 1.000/1.000).  An ME runs ahead of the chip's clock in
+   bursts; counting each step in which a context is executing but retires nothing as a
+   stall (as this script did before) counted cycles the ME had already counted a second
+   time, and made the profile's cycles 1.17-1.18x the counters'.  The PCs are grouped by
+   the image's labels into regions, and the polling of an empty ring (or of an ordering
+   wait) is taken out: what is left is the work per forwarded frame, the fair
+   comparison.  For the compiled builds
    the body (body_entry .. body_exit) is also given alone; polling there is an idle turn
    with nothing to pass on and a wait for a neighbour (fwd.uc's ``empty`` and
    ``order_wait`` code); an idle turn that passes on or applies upstream records does
@@ -66,8 +72,10 @@ from typing import Any
 
 from npkit.bench import router4_load as r4l
 from npkit.compiler.mbl import NativeProgram, compile_file
+from npkit.compiler.mbl.sema import Program
 from npkit.compiler.me import compile_me
-from npkit.compiler.me.link import MAX_FWD_MES_PER_PORT, LinkedProgram
+from npkit.link import Manifest, link
+from npkit.link.plan import MAX_FWD_MES_PER_PORT
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
 from npkit.sim.chip import Chip
@@ -132,7 +140,8 @@ def hand_build() -> Build:
 
 
 def compiled_build(name: str, source: Path, entry: str, fwd_mes_per_port: int) -> Build:
-    linked = compile_me(compile_file(source), entry).link(fwd_mes_per_port=fwd_mes_per_port)
+    program = compile_file(source)
+    linked = link(program, compile_me(program, entry), fwd_mes_per_port=fwd_mes_per_port)
     image = next(i.image for i in linked.images if 2 in i.mes)
     # dispatch/fwd.uc's layout: own_apply: the last ME's put turn end | loop, ring tests |
     # get | body | body_exit: the verdict and the put turn (own frame, upstream records,
@@ -147,13 +156,13 @@ def compiled_build(name: str, source: Path, entry: str, fwd_mes_per_port: int) -
     regions = regions_from(dict(image.symbols), cuts, len(image.words))
     # a frame's turn start is ctx_arb, the jump and the ring test (taken to get); every
     # wait (or idle look) at an empty next-neighbour ring ran its test in "put turn"
-    return Build(name, tuple(linked.runtime.fwd_mes), regions,
-                 (("put turn", "put wait", 1),), lambda w: load_compiled(linked, w),
+    return Build(name, tuple(linked.program.fwd_mes), regions,
+                 (("put turn", "put wait", 1),), lambda w: load_compiled(linked, program, w),
                  turn_start_per_frame=3)
 
 
-def load_compiled(linked: LinkedProgram, workload: r4l.Workload) -> Chip:
-    native = NativeProgram(linked.program)
+def load_compiled(linked: Manifest, program: Program, workload: r4l.Workload) -> Chip:
+    native = NativeProgram(program)
     for index in range(1, r4l.NEXT_HOPS + 1):  # router4_load's next hops, port = index & 1
         native.write("nexthops", index, {"dmac": 0x02AA00000000 | index,
                                          "smac": 0x02BB00000000 | index,
@@ -175,30 +184,60 @@ class Profile:
 
 
 def step_profile(chip: Chip, mes: tuple[int, ...], cycles: int) -> Profile:
-    """Step the core one cycle at a time (all MEs run the same image PCs)."""
+    """Step the core one cycle at a time (all MEs run the same image PCs).
+
+    An ME runs ahead of the chip's clock in bursts: one step can retire several
+    instructions and add a taken branch's penalty to the ME's stalled cycles, after which
+    its context stays "executing" while the clock catches up with cycles the ME has already
+    counted.  So stalls are read from the ME's own counter, step by step, and charged to the
+    PCs that retired in that step (in proportion to their instructions) or, when none did
+    (a command FIFO that drains), to the PC the ME last retired.  Counting an executing
+    context that retires nothing in a step as a stall instead counted those caught-up
+    cycles twice: 1.17-1.18x the counters' busy + stalled cycles."""
     core = chip._core  # the bench reads the core directly: Chip.run has no single step
     profile = Profile()
     contexts = [(me, ctx) for me in mes for ctx in range(8)]
     state = {key: core.context(*key) for key in contexts}
-    last_pc = {key: state[key]["pc"] for key in contexts}
+    last_pc = {me: state[(me, 0)]["pc"] for me in mes}
+    stalled = me_stalls(core, mes)
+
+    def charge(me: int, stall: int, retired: Counter[int]) -> None:
+        total = sum(retired.values())
+        if not total:
+            profile.stalls[last_pc[me]] += stall
+            return
+        for pc, n in retired.items():
+            profile.stalls[pc] += stall * n / total
+
     for _ in range(cycles):
         core.run(1)
-        busy_mes = set()
-        executing = {}
+        retired: dict[int, Counter[int]] = {me: Counter() for me in mes}
         for key in contexts:
             after = core.context(*key)
             before = state[key]
             if after["instructions"] > before["instructions"]:
-                profile.instructions[before["pc"]] += after["instructions"] - before["instructions"]
-                last_pc[key] = before["pc"]
-                busy_mes.add(key[0])
-            elif after["state"] == "executing":
-                executing[key[0]] = key
+                n = after["instructions"] - before["instructions"]
+                profile.instructions[before["pc"]] += n
+                retired[key[0]][before["pc"]] += n
+                last_pc[key[0]] = before["pc"]
             state[key] = after
-        for me, key in executing.items():
-            if me not in busy_mes:
-                profile.stalls[last_pc[key]] += 1
+        if not any(retired.values()):
+            continue  # stalls counted meanwhile are charged at the next step that retires
+        now = me_stalls(core, mes)
+        for me in mes:
+            if now[me] > stalled[me]:
+                charge(me, now[me] - stalled[me], retired[me])
+        stalled = now
+    now = me_stalls(core, mes)
+    for me in mes:
+        if now[me] > stalled[me]:
+            charge(me, now[me] - stalled[me], Counter())
     return profile
+
+
+def me_stalls(core: Any, mes: tuple[int, ...]) -> dict[int, int]:
+    counters = core.counters()["mes"]
+    return {me: counters[me]["stalled_cycles"] for me in mes}
 
 
 @dataclass(frozen=True)

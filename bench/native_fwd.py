@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from npkit.base.checksum import with_ipv4_checksum
+from npkit.base.headers import ipv4_header
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import HEADROOM, NativeProgram
 from npkit.compiler.mbl.types import META_FIELDS, META_VERDICT, META_WORDS, VERDICT_FORWARD
@@ -113,9 +113,7 @@ def udp_frame(dst: int) -> bytes:
     """Ethernet + IPv4 (TTL 64, DF) + UDP + 18 bytes of payload: 60 bytes + FCS = 64."""
     payload = bytes(18)
     udp = struct.pack("!HHHH", 1024, 9, 8 + len(payload), 0) + payload
-    header = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
-                         SOURCE, dst)
-    header = with_ipv4_checksum(header)
+    header = ipv4_header(SOURCE, dst, 17, len(udp), flags_fragment=0x4000)  # DF
     eth = bytes.fromhex("02000000ff01" "02000000ff02" "0800")
     return eth + header + udp
 

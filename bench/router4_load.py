@@ -47,10 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from npkit.base.checksum import with_ipv4_checksum
+from npkit.base.headers import ipv4_header
 from npkit.microblocks.uc import router4 as r4
-from npkit.runtime.loader import LoadedRun, load_manifest
 from npkit.runtime.lpm import IPV4, MultibitTrie
+from npkit.sim.loader import LoadedRun, load_manifest
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
 LINE_BPS = 10e9
@@ -96,9 +96,7 @@ def udp_frame(dst: int, size: int, ident: int) -> bytes:
     """``size`` bytes: Ethernet + IPv4 (TTL 64) + UDP + zeros + a 4-byte FCS stand-in."""
     ip_len = size - 14 - 4
     udp = struct.pack("!HHHH", 1024, 9, ip_len - 20, 0) + bytes(ip_len - 28)
-    header = struct.pack("!BBHHHBBHII", 0x45, 0, ip_len, ident & 0xFFFF, 0, 64, 17, 0,
-                         SOURCE, dst)
-    header = with_ipv4_checksum(header)
+    header = ipv4_header(SOURCE, dst, 17, ip_len - 20, ident=ident)
     eth = bytes.fromhex("02000000ff01" "02000000ff02" "0800")
     return eth + header + udp + bytes(4)
 

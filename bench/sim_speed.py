@@ -39,8 +39,8 @@ from typing import Any
 
 from npkit.bench import compiled_pos
 from npkit.runtime.compiled import CompiledRun
-from npkit.runtime.loader import load_manifest
 from npkit.runtime.routes import read_routes
+from npkit.sim.loader import chip_config_for, load_manifest
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
 NEPTUNE_MIPS = 3.31  # FACTS.md section 3: Neptune (2025)
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             setup = pos_setup(args.pos_frames)
             samples = [run_pos_once(setup) for _ in range(args.repeat)]
             report("compiled POS router, 40-byte IPv4 on 2 x OC-192 POS", samples,
-                   setup.linked.chip_config().clock_hz)
+                   chip_config_for(setup.linked).clock_hz)
             continue
         workload = WORKLOADS[key]
         frames = {p: workload.make(args.frames, p) for p in (0, 1)}

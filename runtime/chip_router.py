@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from npkit.link.manifest import parse_manifest
+from npkit.link.media import Layout as MediaLayout
 from npkit.microblocks.uc import router4
 from npkit.runtime.control_plane import ControlPlane, RouterCounters, exception_name
-from npkit.runtime.loader import LoadedRun, build_from_manifest
-from npkit.runtime.manifest import parse_manifest
 from npkit.runtime.router_config import RouterConfig
 from npkit.runtime.xscale import ControlProcessor, XScaleTiming
+from npkit.sim.loader import LoadedRun, build_from_manifest
 
 # [U] grace period before an unlinked ply is reused: a lookup makes at most 3 dependent
 # SRAM reads (~150 cycles each unloaded); 20,000 ME cycles (14 us) leaves a wide margin
@@ -64,7 +65,7 @@ class _Memory:
 class ChipRouter:
     """router4 on a simulated chip with its control plane in the XScale model."""
 
-    layout: router4.Layout = router4.LAYOUT
+    layout: MediaLayout = router4.LAYOUT     # the media numbers (a compiled router: as linked)
     seed: int = 1
     timing: XScaleTiming | None = None
     grace_cycles: int = GRACE_CYCLES

@@ -1,8 +1,10 @@
-"""Run a linked MBL pipeline (compiler/me/link.py) on the simulated chip.
+"""Run a linked MBL pipeline (`npkit.link.link`'s Manifest) on the simulated chip.
 
-`CompiledRun(linked)` builds the chip (the preset with the linker's overrides, 10GbE
-ports), loads the ME images, configures the scratch rings and the buffer freelists the
-linker placed, and copies the program's memories in with the native target's packing:
+`CompiledRun(manifest)` builds the chip through the loader (`npkit.sim.loader`: the preset
+with the manifest's overrides and ports, the ME images, the scratch rings, the buffer
+freelists and any memory words the manifest carries), and reads the manifest's [program]
+table for what the compiled runtime adds: it copies the program's memories in with the
+native target's packing:
 fill a `NativeProgram` of the same program through its control-plane API (`write`,
 `table_add`, `region` + `npkit.runtime.lpm`), then `load_memories(native)` copies every
 memory word for word to its address in the memory map.
@@ -23,11 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from npkit.compiler.me.link import CHANNEL_SHIFT, LinkedProgram, MemoryPlacement
+from npkit.link.manifest import Manifest, ManifestError
+from npkit.link.plan import CHANNEL_SHIFT
+from npkit.link.program import ProgramInfo, ProgramMemory
 from npkit.microblocks.uc import router4
-from npkit.runtime.loader import LeakReport, LoadedRun, build_freelist, leak_check
-from npkit.sim import Chip
+from npkit.sim.chip import Chip
 from npkit.sim.config import Port
+from npkit.sim.loader import LeakReport, build_from_manifest, leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
 
 SETTLE_CYCLES = 30_000      # after the last frame is accounted for: commands in flight land
@@ -84,33 +88,46 @@ def paced(frames: list[bytes], load: float, port: Port | None = None) -> list[Rx
     return out
 
 
+def program_info(manifest: Manifest) -> ProgramInfo:
+    """The manifest's [program] table; a ManifestError when it has none."""
+    if manifest.program is None:
+        raise ManifestError(f"{manifest.path}: no [program] table: not a linked MBL program "
+                            "(npkit.link.link writes one)")
+    return manifest.program
+
+
+def take_exceptions(chip: Chip, program: ProgramInfo) -> list[CompiledException]:
+    """Every exception on a linked program's exception ring, in order, each buffer back on
+    its freelist (for any chip the loader built from a manifest with a [program] table)."""
+    out = []
+    layout = program.layout()
+    while (exc := router4.take_exception(chip, True, layout)) is not None:
+        out.append(CompiledException(exc.input_port, exc.code, exc.next_hop, exc.frame))
+    return out
+
+
 class CompiledRun:
     """A linked program loaded on a fresh chip."""
 
-    def __init__(self, linked: LinkedProgram, *, seed: int = 1, trace: bool = False) -> None:
+    def __init__(self, linked: Manifest, *, seed: int = 1, trace: bool = False) -> None:
         self.linked = linked
-        self.layout = linked.runtime.layout
-        self.chip = Chip(linked.chip_config(), seed=seed, trace=trace)
-        for image in linked.images:
-            self.chip.load(image.image, list(image.mes))
-        for ring in linked.runtime.rings:
-            self.chip.configure_ring(ring.number, ring.base_word, ring.size_words)
-        for spec in linked.runtime.freelists:
-            build_freelist(self.chip, spec)
-        self.loaded = LoadedRun(self.chip, None, [], list(linked.runtime.freelists))
+        self.program = program_info(linked)
+        self.layout = self.program.layout()
+        self.loaded = build_from_manifest(linked, seed=seed, trace=trace)
+        self.chip = self.loaded.chip
 
     # ---- memories ----
     def load_memories(self, tables: Any) -> None:
         """Copy every memory of a filled `NativeProgram` (same program) to the chip."""
-        for placement in self.linked.memory_map:
+        for placement in self.program.memories:
             words = tables.region(placement.name)
             self.write_memory(placement, np.asarray(words, dtype=np.uint32))
 
-    def write_memory(self, placement: MemoryPlacement | str, words: np.ndarray) -> None:
+    def write_memory(self, placement: ProgramMemory | str, words: np.ndarray) -> None:
         """Write words from the start of a memory (SRAM regions may span channels;
         `in local` memories go to every forwarding ME's local memory)."""
         if isinstance(placement, str):
-            placement = self.linked.memory(placement)
+            placement = self.program.memory(placement)
         if len(words) * 4 > placement.bytes:
             raise ValueError(f"{len(words)} words do not fit memory {placement.name} "
                              f"({placement.bytes // 4} words)")
@@ -119,7 +136,7 @@ class CompiledRun:
         elif placement.space == "scratch":
             self.chip.scratch()[placement.word:placement.word + len(words)] = words
         else:
-            for me in self.linked.runtime.fwd_mes:
+            for me in self.program.fwd_mes:
                 self.chip.local_memory(me)[placement.word:placement.word + len(words)] = words
 
     def _write_sram(self, address: int, words: np.ndarray) -> None:
@@ -135,12 +152,12 @@ class CompiledRun:
     def read_memory(self, name: str, me: int | None = None) -> np.ndarray:
         """A copy of a memory's words (an `in local` one from forwarding ME `me`, default
         the first)."""
-        placement = self.linked.memory(name)
+        placement = self.program.memory(name)
         count = placement.bytes // 4
         if placement.space == "scratch":
             return self.chip.scratch()[placement.word:placement.word + count].copy()
         if placement.space == "local":
-            lm = self.chip.local_memory(self.linked.runtime.fwd_mes[0] if me is None else me)
+            lm = self.chip.local_memory(self.program.fwd_mes[0] if me is None else me)
             return lm[placement.word:placement.word + count].copy()
         out = np.empty(count, dtype=np.uint32)
         done = 0
@@ -155,16 +172,17 @@ class CompiledRun:
 
     # ---- counters ----
     def drop_counts(self) -> dict[str, int]:
-        base = self.linked.runtime.drop_cnt_base // 4
-        words = self.chip.scratch()[base:base + self.linked.runtime.drop_counters]
-        return {name: int(words[i]) for i, name in self.linked.reasons.items() if words[i]}
+        base = self.program.drop_counter_base // 4
+        words = self.chip.scratch()[base:base + self.program.drop_counters]
+        return {name: int(words[i]) for i, name in self.program.drop_reasons.items()
+                if words[i]}
 
     def receive_drops(self) -> dict[str, int]:
         lay, scratch = self.layout, self.chip.scratch()
         out = {}
         for name, base in (("rx_no_buffer", lay.cnt_rx_no_buffer),
                            ("rx_too_long", lay.cnt_rx_too_long)):
-            for p in range(self.linked.ports):
+            for p in range(len(self.linked.ports)):
                 out[f"{name}{p}"] = int(scratch[base // 4 + p])
         for p, c in enumerate(self.chip.counters()["ports"]):
             for key, value in c.items():
@@ -177,10 +195,7 @@ class CompiledRun:
 
     def take_exceptions(self) -> list[CompiledException]:
         """Every exception on the ring, in order, each buffer back on its freelist."""
-        out = []
-        while (exc := router4.take_exception(self.chip, True, self.layout)) is not None:
-            out.append(CompiledException(exc.input_port, exc.code, exc.next_hop, exc.frame))
-        return out
+        return take_exceptions(self.chip, self.program)
 
     # ---- running ----
     def run(self, frames: dict[int, list[bytes]], load: float = 0.5,
@@ -194,7 +209,7 @@ class CompiledRun:
         and of the drain.  `advance(cycles)` runs the chip (default `chip.run`; the control
         plane's `cp.run` when an XScale model runs beside it)."""
         advance = advance or (lambda cycles: self.chip.run(cycles=cycles))
-        sinks = {q: ListSink() for q in range(self.linked.ports)}
+        sinks = {q: ListSink() for q in range(len(self.linked.ports))}
         for q, sink in sinks.items():
             self.chip.attach_sink(q, sink)
         ports = self.chip.config.ports

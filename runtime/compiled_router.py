@@ -9,7 +9,7 @@ compiled and linked (examples/router/router.mbl, examples/pos_router/pos_router.
 * every word the control plane writes (the route manager's write logs of both tries with
   their barriers, next-hop and own-address writes through the tables' `writer` hook) is
   replayed by the XScale model (`runtime/xscale.py`) to the address the linker placed
-  that memory at (`LinkedProgram.memory_map`), so each costs modelled time and becomes
+  that memory at (the manifest's [program] memories), so each costs modelled time and becomes
   visible to the MEs in order;
 * `at(cycle, change)`, `ChangeRecord`s, grace-period reclaim and the exception path
   (polling the exception ring the compiled dispatch fills, injecting the handler's frames
@@ -31,14 +31,18 @@ from typing import Any
 import numpy as np
 
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import CHANNEL_SHIFT, LinkedProgram, MemoryPlacement
+from npkit.compiler.mbl.sema import Program
+from npkit.compiler.me import compile_me
+from npkit.link import DEFAULT_PLATFORM, Platform, for_ports, link
+from npkit.link.manifest import FreelistSpec, Manifest
+from npkit.link.plan import CHANNEL_SHIFT
+from npkit.link.program import ProgramMemory
 from npkit.runtime.chip_router import ChipRouter
-from npkit.runtime.compiled import CompiledResult, CompiledRun
+from npkit.runtime.compiled import CompiledResult, CompiledRun, program_info
 from npkit.runtime.control_plane import ControlPlane, RouterCounters
-from npkit.runtime.loader import build_freelist
-from npkit.runtime.manifest import FreelistSpec
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.xscale import ControlProcessor
+from npkit.sim.loader import build_freelist
 
 # The XScale's buffers share SRAM channel `xs_channel` with a receive port's freelist
 # (queue 0) on the linked layout, so they get their own Q-array queue; tx_eth frees a
@@ -49,21 +53,25 @@ TRIES = ((4, "fib4_trie"), (6, "fib6_trie"))
 RUN_STEP_CYCLES = 100_000
 
 
-def link_router(source: str | Path, **link_options: Any) -> LinkedProgram:
-    """Compile an MBL router (its first pipeline) for the MEs and link it; the options
-    are `link`'s (fwd_mes_per_port, port_kinds, ...)."""
-    from npkit.compiler.me import compile_me
-
+def link_router(source: str | Path, platform: Platform | str = DEFAULT_PLATFORM, *,
+                port_kinds: Sequence[str] | None = None,
+                fwd_mes_per_port: int | None = None) -> Manifest:
+    """Compile an MBL router (its first pipeline) for the MEs and link it for `platform`
+    (or, given `port_kinds`, the IXP2800 platform with those ports)."""
     program = compile_file(source)
-    return compile_me(program, next(iter(program.pipelines))).link(**link_options)
+    if port_kinds is not None:
+        platform = for_ports(tuple(port_kinds))
+    return link(program, compile_me(program, next(iter(program.pipelines))), platform,
+                fwd_mes_per_port=fwd_mes_per_port)
 
 
-def xscale_freelist(linked: LinkedProgram) -> FreelistSpec:
+def xscale_freelist(linked: Manifest) -> FreelistSpec:
     """The XScale's buffer freelist for a linked program: router4's XS descriptors (the
     linker's `xs_desc_base`, past the receive ports', so their DRAM buffers are distinct
     under the one handle -> buffer formula) on their own queue.  A LinkError-like
     ValueError if a program memory is in the way."""
-    lay = linked.runtime.layout
+    info = program_info(linked)
+    lay = info.layout()
     spec = FreelistSpec(
         channel=lay.xs_channel, queue=XSCALE_QUEUE, descriptor_base=lay.xs_desc_base,
         descriptor_bytes=lay.desc_bytes, count=lay.xs_bufs,
@@ -71,7 +79,7 @@ def xscale_freelist(linked: LinkedProgram) -> FreelistSpec:
         buffer_bytes=lay.buf_bytes, where="the XScale")
     low = (spec.channel << CHANNEL_SHIFT) + spec.descriptor_base
     high = low + spec.count * spec.descriptor_bytes
-    for m in linked.memory_map:
+    for m in info.memories:
         if m.space == "sram" and m.address < high and low < m.address + m.bytes:
             raise ValueError(f"the XScale's buffer descriptors ({low:#x}..{high:#x}) overlap "
                              f"memory {m.name}; this program cannot inject frames")
@@ -88,7 +96,7 @@ class SramRun:
     words: np.ndarray
 
 
-def sram_runs(placement: MemoryPlacement, indices: np.ndarray) -> list[SramRun]:
+def sram_runs(placement: ProgramMemory, indices: np.ndarray) -> list[SramRun]:
     """Split word writes into a memory (word indices from its start) at SRAM channel
     changes: a memory larger than a channel continues on the next one."""
     address = placement.address + 4 * np.asarray(indices, dtype=np.int64)
@@ -110,7 +118,11 @@ def barriers_within(barriers: Sequence[int], positions: slice) -> list[int]:
 class CompiledRouter(ChipRouter):
     """A linked MBL router on a simulated chip with its control plane in the XScale model.
 
-    `CompiledRouter(linked=link_router("examples/router/router.mbl"))`; `configure(config)`
+    `CompiledRouter(linked=link_router("examples/router/router.mbl"))` (`program`: the
+    checked MBL program, default a fresh compile of the manifest's source; `shadow`: the
+    host shadow, a `NativeProgram` of that program whose memories are all zero, default a
+    new one -- a caller building many routers of one program passes one it clears, so the
+    native code is compiled once); `configure(config)`
     or set the tables through `control` then `load_tables()` (load time); `at(cycle,
     change)` and `run(cycles)` as ChipRouter.  `exception_path`: poll the exception ring
     and answer through the ExceptionHandler; None (default) means "when every port is
@@ -119,8 +131,10 @@ class CompiledRouter(ChipRouter):
     field is replaced by the linked program's layout (router4's, the moved parts moved);
     `__post_init__` builds everything ChipRouter's does, on CompiledRun's chip."""
 
-    linked: LinkedProgram = field(kw_only=True, repr=False)
+    linked: Manifest = field(kw_only=True, repr=False)
     exception_path: bool | None = field(default=None, kw_only=True)
+    program: Program | None = field(default=None, kw_only=True, repr=False)
+    shadow: NativeProgram | None = field(default=None, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:  # replaces ChipRouter's (router4's chip): not called
         ethernet = all(kind in ETHERNET_KINDS for kind in self.linked.kinds())
@@ -130,19 +144,24 @@ class CompiledRouter(ChipRouter):
             raise ValueError(f"the exception path parses Ethernet frames; ports "
                              f"{self.linked.kinds()} are not all Ethernet "
                              "(pass exception_path=False)")
-        self.layout = self.linked.runtime.layout
         self.compiled = CompiledRun(self.linked, seed=self.seed)
+        self.info = self.compiled.program
+        self.layout = self.compiled.layout
+        if self.program is None:
+            self.program = (self.shadow.program if self.shadow is not None
+                            else compile_file(self.info.source))
         self.chip = self.compiled.chip
         self.loaded = self.compiled.loaded
         self.xs_freelist = xscale_freelist(self.linked)
         build_freelist(self.chip, self.xs_freelist)
         self.loaded.freelists.append(self.xs_freelist)
-        self.native = NativeProgram(self.linked.program)       # the host shadow
-        self.families = tuple(f for f, name in TRIES if name in self.linked.program.memories)
+        self.native = (NativeProgram(self.program) if self.shadow is None  # the host shadow
+                       else self.shadow)
+        self.families = tuple(f for f, name in TRIES if name in self.program.memories)
         self._pending: list[tuple[str, int, list[int]]] = []
         self._schedule = []
         self._updater = None
-        self.control = ControlPlane(self._region, self.linked.ports,
+        self.control = ControlPlane(self._region, len(self.linked.ports),
                                     writer=self._table_write, log_routes=True)
         self.cp = ControlProcessor(self.chip, self.timing)
         self.port_counters = RouterCounters()
@@ -184,7 +203,7 @@ class CompiledRouter(ChipRouter):
                barriers: Sequence[int]) -> Generator[Any, Any, int]:
         """Posted writes into a memory at its linked address; returns the cycle the last
         word is visible."""
-        placement = self.linked.memory(name)
+        placement = self.info.memory(name)
         if placement.space == "scratch":
             return (yield from self.cp.scratch_write(placement.word + indices, values,
                                                      list(barriers)))
@@ -202,7 +221,7 @@ class CompiledRouter(ChipRouter):
         return self.xs_freelist.channel, self.xs_freelist.queue
 
     def _injection_ports(self) -> int:
-        return self.linked.ports
+        return len(self.linked.ports)
 
     # ---- running and counters ----
     def forward(self, frames: dict[int, list[bytes]], load: float = 0.5,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from npkit.base.checksum import internet_checksum
+from npkit.base.headers import ipv4_header
 from npkit.runtime.icmp import (
     ICMP6_DEST_UNREACHABLE,
     ICMP6_PACKET_TOO_BIG,
@@ -44,7 +45,6 @@ from npkit.runtime.icmp import (
     echo_reply4,
     echo_reply6,
     invalid_source4,
-    ipv4_header,
     packet_too_big6,
     parameter_problem4,
     parameter_problem6,

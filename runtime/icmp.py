@@ -19,7 +19,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from npkit.base.checksum import icmp6_checksum, internet_checksum, with_ipv4_checksum
+from npkit.base.checksum import icmp6_checksum, internet_checksum
+from npkit.base.headers import ipv4_header, ipv6_header
 
 IPPROTO_ICMP = 1
 IPPROTO_TCP = 6
@@ -79,27 +80,7 @@ def _refuse(reason: str) -> Built:
     return Built(None, reason)
 
 
-# ---------------------------------------------------------------- headers (checksums: npkit.base)
-
-def ipv4_header(src: int, dst: int, protocol: int, payload_len: int, *, ttl: int = DEFAULT_TTL,
-                tos: int = 0, ident: int = 0, flags_fragment: int = 0,
-                options: bytes = b"") -> bytes:
-    """An IPv4 header with its checksum; `options` must be a multiple of 4 bytes."""
-    if len(options) % 4 or len(options) > 40:
-        raise ValueError(f"IPv4 options must be 0..40 bytes in 4-byte words, got {len(options)}")
-    ihl = 5 + len(options) // 4
-    head = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, tos, ihl * 4 + payload_len, ident & 0xFFFF,
-                       flags_fragment, ttl, protocol, 0, int(src).to_bytes(4, "big"),
-                       int(dst).to_bytes(4, "big")) + options
-    return with_ipv4_checksum(head)
-
-
-def ipv6_header(src: int, dst: int, next_header: int, payload_len: int, *,
-                hop_limit: int = DEFAULT_TTL, traffic_class: int = 0, flow_label: int = 0) -> bytes:
-    return struct.pack("!IHBB16s16s", 6 << 28 | traffic_class << 20 | flow_label, payload_len,
-                       next_header, hop_limit, int(src).to_bytes(16, "big"),
-                       int(dst).to_bytes(16, "big"))
-
+# ---------------------------------------------------------------- checksums (headers: npkit.base)
 
 def _icmp6_checksum(src: int, dst: int, message: bytes) -> int:
     """The ICMPv6 checksum with this module's integer addresses."""

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
+
 IPv4If = ipaddress.IPv4Interface
 IPv6If = ipaddress.IPv6Interface
 
@@ -81,7 +83,7 @@ HASH_VALID = 0x8000_0000   # header bit of a hash-table entry (docs/language.md 
 HASH_MULTIPLIER = 0x9E3779B1
 
 
-class NeighbourError(ValueError):
+class NeighbourError(NpkitError, ValueError):
     """A bad port, next hop, neighbour or address; the message says what and what to do."""
 
 

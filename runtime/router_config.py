@@ -1,16 +1,23 @@
 """Router config files (TOML): ports, neighbours, next hops, routes and ICMP settings.
 
     config = RouterConfig.load("examples/router/control.toml")   # RouterConfigError: file:line
+    config = RouterConfig.load(path, ROUTER4)       # checked against what router4 can hold
     routes = config.apply(NextHopTable(words), LocalAddresses(l4, l6))   # -> RouteSet
 
 The format is in docs/control-plane.md ("Neighbours and ports").  tomllib gives no
 positions, so `_Locator` finds the line of each table and key in the text: every error
 names file:line, what is wrong and what to do.
+
+Loading is the one validator: it checks the file against a `ConfigTarget` (the program's
+ports, table sizes and address families) by a dry run of `apply` on scratch tables of
+those sizes, so `npkit router check` and `npkit router run` accept and refuse the same
+configs.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import tomllib
 from collections.abc import Iterator
@@ -21,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
 from npkit.runtime.neighbours import (
+    MAX_PORTS,
     NEXTHOP_WORDS,
     IPAddress,
     IPNetwork,
@@ -44,9 +53,31 @@ NEXTHOP_KEYS = {"index", "port", "via"}
 ROUTE_KEYS = {"prefix", "via", "port"}
 ROUTES_FILE_KEYS = {"file", "seed", "next_hops"}
 TOP_KEYS = {"port", "neighbour", "nexthop", "route", "routes", "icmp"}
+ICMP_KEYS = {"rate", "burst"}
+MAX_ICMP_RATE = 1e9      # messages/s: one a nanosecond, the token bucket's resolution
+MAX_ICMP_BURST = 1 << 20
 
 
-class RouterConfigError(ValueError):
+@dataclass(frozen=True)
+class ConfigTarget:
+    """What a router program can hold: a config is checked against it when loaded.  The
+    default is router_common.mbl's memories (any port, both families)."""
+
+    name: str = "router_common.mbl"
+    ports: int = MAX_PORTS
+    nexthops: int = DEFAULT_NEXTHOPS
+    local4_slots: int = DEFAULT_LOCAL_SLOTS
+    local6_slots: int = DEFAULT_LOCAL_SLOTS  # 0: no local6 table (and no IPv6 forwarding)
+
+    @property
+    def families(self) -> tuple[int, ...]:
+        return (4, 6) if self.local6_slots else (4,)
+
+
+DEFAULT_TARGET = ConfigTarget()
+
+
+class RouterConfigError(NpkitError, ValueError):
     """A router config that cannot be used; the message is `file:line: what; what to do`."""
 
 
@@ -216,18 +247,21 @@ class RouterConfig:
 
     # ---- reading ----
     @classmethod
-    def load(cls, path: str | Path) -> RouterConfig:
+    def load(cls, path: str | Path, target: ConfigTarget = DEFAULT_TARGET) -> RouterConfig:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise RouterConfigError(f"cannot read router config {path}: {exc}") from None
-        return cls.loads(text, path)
+            raise RouterConfigError(f"cannot read router config {path}: "
+                                    f"{getattr(exc, 'strerror', None) or exc}") from None
+        return cls.loads(text, path, target)
 
     @classmethod
-    def loads(cls, text: str, path: str | Path = "<config>") -> RouterConfig:
-        """Parse and check a config (a dry run of `apply` on scratch tables of the default
-        sizes catches what needs the tables: neighbours on-link, gateways known...)."""
+    def loads(cls, text: str, path: str | Path = "<config>",
+              target: ConfigTarget = DEFAULT_TARGET) -> RouterConfig:
+        """Parse and check a config against `target` (a dry run of `apply` on scratch
+        tables of its sizes catches what needs the tables: ports that exist, neighbours
+        on-link, gateways known, addresses of a family the program has...)."""
         path = Path(path)
         try:
             data = tomllib.loads(text)
@@ -243,10 +277,35 @@ class RouterConfig:
                 raise top.error(f"unknown table or key {key!r} (allowed: "
                                 f"{', '.join(sorted(TOP_KEYS))})", key)
         config = cls(path, *cls._tables(path, where, data))
-        config.apply(NextHopTable(np.zeros(DEFAULT_NEXTHOPS * NEXTHOP_WORDS, np.uint32)),
-                     LocalAddresses(np.zeros(DEFAULT_LOCAL_SLOTS * 3, np.uint32),
-                                    np.zeros(DEFAULT_LOCAL_SLOTS * 6, np.uint32)))
+        config.check_families(target)
+        local6 = np.zeros(target.local6_slots * 6, np.uint32) if target.local6_slots else None
+        routes = config.apply(
+            NextHopTable(np.zeros(target.nexthops * NEXTHOP_WORDS, np.uint32),
+                         ports=target.ports),
+            LocalAddresses(np.zeros(target.local4_slots * 3, np.uint32), local6))
+        if routes.v6 and 6 not in target.families and config.route_file is not None:
+            raise config._error(config.route_file.line, f"routes: {config.route_file.path} "
+                                f"has IPv6 routes; {target.name} forwards IPv4 only")
         return config
+
+    def check_families(self, target: ConfigTarget) -> None:
+        """Every address and route of a family `target` forwards."""
+        if 6 in target.families:
+            return
+        what = f"{target.name} forwards IPv4 only (no local6 / fib6 tables)"
+        for p in self.ports:
+            if p.ipv6:
+                raise self._error(self.port_lines[p.port], f"[[port]] {p.port}: {what}; "
+                                  "remove ipv6 = [...]")
+        for n in self.neighbours:
+            if n.ip.version == 6:
+                raise self._error(n.line, f"[[neighbour]] {n.ip}: {what}")
+        for nh in self.nexthops:
+            if nh.via.version == 6:
+                raise self._error(nh.line, f"[[nexthop]] {nh.index}: {what}")
+        for r in self.routes:
+            if r.prefix.version == 6:
+                raise self._error(r.line, f"[[route]] {r.prefix}: {what}")
 
     @staticmethod
     def _entries(path: Path, where: _Locator, data: dict, name: str) -> Iterator[_Reader]:
@@ -354,9 +413,15 @@ class RouterConfig:
         r = _Reader(path, where, "icmp", 0, value if isinstance(value, dict) else {}, "[icmp]")
         if not isinstance(value, dict):
             raise r.error("write [icmp] as a table of settings")
-        for key, v in value.items():
-            if isinstance(v, dict | list):
-                raise r.error(f"{key} must be a number, string or boolean", key)
+        r.check_keys(ICMP_KEYS, set())
+        rate = value.get("rate", 10.0)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not (
+                math.isfinite(rate) and 0 < rate <= MAX_ICMP_RATE):
+            raise r.error(f"rate = {rate!r}: rate must be a number of ICMP errors per second "
+                          f"in (0, {MAX_ICMP_RATE:g}]", "rate")
+        burst = r.get("burst", int, 10)
+        if not 1 <= burst <= MAX_ICMP_BURST:
+            raise r.error(f"burst = {burst}: give 1..{MAX_ICMP_BURST} messages", "burst")
         return dict(value)
 
     # ---- writing the tables ----

@@ -27,14 +27,19 @@ from typing import Literal
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
 from npkit.runtime.lpm import IPV4, IPV6, LpmError, MultibitTrie
 
 DEFAULT_SEED = 2024
 DEFAULT_NEXT_HOPS = 16
 
 
-class RouteFileError(ValueError):
+class RouteFileError(NpkitError, ValueError):
     """A route file that cannot be read; the message names file:line."""
+
+
+class RouteGenerationError(NpkitError, ValueError):
+    """A table ``generate_routes`` cannot make (count out of range, lengths too few)."""
 
 
 def assign_next_hop(prefix_text: str, seed: int = DEFAULT_SEED,
@@ -260,7 +265,8 @@ def apportion(shares: dict[int, float], count: int, family: int) -> dict[int, in
     whatever a length cannot hold to the others; equal remainders favour the shorter length."""
     room = {length: prefix_capacity(family, length) for length in shares}
     if count > sum(room.values()):
-        raise ValueError(f"cannot make {count} distinct IPv{family} prefixes with these lengths")
+        raise RouteGenerationError(f"cannot make {count} distinct IPv{family} prefixes with "
+                                   "these lengths")
     result = {length: 0 for length in shares}
     open_lengths = {length for length in shares if room[length] > 0}
     left = count
@@ -306,7 +312,7 @@ def generate_routes(family: Family, count: int, seed: int = DEFAULT_SEED,
     if family not in FAMILY_BITS:
         raise ValueError(f"family must be 4 or 6, not {family}")
     if not 1 <= count <= MAX_GENERATED:
-        raise ValueError(f"count must be 1..{MAX_GENERATED:,}, not {count:,}")
+        raise RouteGenerationError(f"count must be 1..{MAX_GENERATED:,}, not {count:,}")
     histogram = histogram or reference_histogram(family)
     rng = random.Random(f"npkit-routes:{family}:{seed}")  # str seeds are stable (SHA-512)
     routes: dict[tuple[int, int], int] = {}

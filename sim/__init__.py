@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Chip", "LoadError", "Progress", "RunResult", "SimFault"), "chip"),
     **dict.fromkeys(("ChipConfig", "ConfigError", "Port"), "config"),
-    **dict.fromkeys(("Generator", "ListSink", "ListSource", "PacketIOError", "PcapSink",
-                     "PcapSource", "RxFrame", "TxFrame", "parse_tag", "read_pcap"), "packets"),
+    **dict.fromkeys(("Generator", "ListSink", "ListSource", "PacketFileError", "PcapSink",
+                     "PcapSource", "RxFrame", "TxFrame", "parse_tag", "read_packets"), "packets"),
     **dict.fromkeys(("Span", "trace_events", "write_trace"), "trace"),
 }
 
 __all__ = [
     "Chip", "ChipConfig", "ConfigError", "Generator", "ListSink", "ListSource", "LoadError",
-    "PacketIOError", "PcapSink", "PcapSource", "Port", "Progress", "RunResult", "RxFrame",
-    "SimFault", "Span", "TxFrame", "parse_tag", "read_pcap", "trace_events", "write_trace",
+    "PacketFileError", "PcapSink", "PcapSource", "Port", "Progress", "RunResult", "RxFrame",
+    "SimFault", "Span", "TxFrame", "parse_tag", "read_packets", "trace_events", "write_trace",
 ]
 
 
@@ -49,12 +49,12 @@ if TYPE_CHECKING:  # the same names for type checkers (and for import-linter's g
         Generator,
         ListSink,
         ListSource,
-        PacketIOError,
+        PacketFileError,
         PcapSink,
         PcapSource,
         RxFrame,
         TxFrame,
         parse_tag,
-        read_pcap,
+        read_packets,
     )
     from .trace import Span, trace_events, write_trace

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
+
 from .config import ChipConfig, ConfigError
 from .packets import RxFrame, Sink, Source, TxFrame
 from .trace import Span, spans_from_core, write_trace
@@ -32,11 +34,11 @@ MAX_SLICE_CYCLES = 200_000
 DEFAULT_QUIET_CYCLES = 200_000
 
 
-class LoadError(ValueError):
+class LoadError(NpkitError, ValueError):
     """An image cannot be loaded on this chip (ME range, context mode, size)."""
 
 
-class SimFault(RuntimeError):
+class SimFault(NpkitError, RuntimeError):
     """A fault of the simulated chip, with where it happened.
 
     ``me`` is the ME index (0..15 on the IXP2800; the message shows the hardware number),
@@ -361,21 +363,21 @@ class Chip:
         transmitted, or (``until_idle``) the chip is idle with every source drained; the
         first of those that is given and reached stops the run.  ``until_idle`` also stops
         after ``quiet_cycles`` with every source drained and no frame in or out (threads
-        that poll forever never let the core report idle)."""
+        that poll forever never let the core report idle).
+
+        The garbage collector is off during the run (and back as it was after, also on a
+        fault): the frames going in and out hold no reference cycles, and a collection in
+        the middle of a run would only walk the caller's long-lived objects again."""
         if cycles is None and packets is None and not until_idle:
             raise ValueError("run: give cycles=, packets= or until_idle=True")
         if cycles is not None and cycles < 0 or packets is not None and packets < 0:
             raise ValueError("run: cycles and packets must be >= 0")
-        # No garbage-collector passes during a run: the façade makes a TxFrame per frame
-        # and the collector's passes over a large heap (a lab holding its frames) cost
-        # ~18 % of a run (issue 13); nothing here makes reference cycles.  The previous
-        # state comes back afterwards, also when the run raises.
-        was_enabled = gc.isenabled()
+        collecting = gc.isenabled()
         gc.disable()
         try:
             return _Run(self, cycles, until_idle, packets, quiet_cycles, progress).execute()
         finally:
-            if was_enabled:
+            if collecting:
                 gc.enable()
 
     # feeding and draining, used by _Run

@@ -16,11 +16,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from npkit.base.errors import NpkitError
+
 PRESETS_PACKAGE = "npkit.sim"
 PRESETS_FOLDER = "chips"
 
 
-class ConfigError(ValueError):
+class ConfigError(NpkitError, ValueError):
     """A chip config or port description is missing, unreadable or invalid."""
 
 

@@ -18,18 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from npkit.base.checksum import with_ipv4_checksum
+from npkit.base.headers import ipv4_header
 from npkit.base.packetfile import (
     LINKTYPE_ETHERNET,
     PacketFileError,
     PcapWriter,
     read_packets,
 )
-
-# The names this module used before packet files moved to npkit.base (npkit.sim exports
-# them): the same class and function, not copies.
-PacketIOError = PacketFileError
-read_pcap = read_packets
 
 
 @dataclass(frozen=True)
@@ -80,9 +75,9 @@ class PcapSource:
 
     def __post_init__(self) -> None:
         if self.pace not in ("line", "timestamps"):
-            raise PacketIOError(f"pace must be 'line' or 'timestamps', got {self.pace!r}")
+            raise PacketFileError(f"pace must be 'line' or 'timestamps', got {self.pace!r}")
         if not Path(self.path).is_file():
-            raise PacketIOError(f"{self.path}: no such packet file")
+            raise PacketFileError(f"{self.path}: no such packet file")
 
     def frames(self) -> Iterator[RxFrame]:
         first: float | None = None
@@ -181,7 +176,8 @@ class Generator:
     overhead_bytes: int = 20  # per-frame wire overhead used with pace_bps
     _sizes: tuple[int, ...] = field(init=False, repr=False)
     _eth: bytes = field(init=False, repr=False)  # header bytes, built once
-    _ips: bytes = field(init=False, repr=False)
+    _src: int = field(init=False, repr=False)
+    _dst: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._sizes = (self.sizes,) if isinstance(self.sizes, int) else tuple(self.sizes)
@@ -198,7 +194,8 @@ class Generator:
         if self.count < 0 or self.flows < 1 or not 0 <= self.stream <= 0xFFFF:
             raise ValueError("Generator: count >= 0, flows >= 1, stream 0..65535")
         self._eth = _mac_bytes(self.dst_mac) + _mac_bytes(self.src_mac) + b"\x08\x00"
-        self._ips = _ipv4_bytes(self.src_ip) + _ipv4_bytes(self.dst_ip)
+        self._src = int.from_bytes(_ipv4_bytes(self.src_ip), "big")
+        self._dst = int.from_bytes(_ipv4_bytes(self.dst_ip), "big")
 
     def frames(self) -> Iterator[RxFrame]:
         rng = random.Random(self.seed)
@@ -224,15 +221,11 @@ class Generator:
         tag = TAG_MAGIC + struct.pack("!HI", self.stream, seq)
         start = seq & 0xFF
         filler = FILLER[start:start + ip_len - IPV4_HEADER - UDP_HEADER - TAG_BYTES]
-        body = self._eth + self._ipv4_header(ip_len, seq) + udp + tag + filler
+        ip = ipv4_header(self._src, self._dst, 17, ip_len - IPV4_HEADER, ident=seq)
+        body = self._eth + ip + udp + tag + filler
         if not self.fcs:
             return body
         return body + struct.pack("<I", zlib.crc32(body))
-
-    def _ipv4_header(self, total_length: int, seq: int) -> bytes:
-        header = struct.pack("!BBHHHBBH", 0x45, 0, total_length, seq & 0xFFFF, 0, 64, 17,
-                             0) + self._ips
-        return with_ipv4_checksum(header)
 
     def total(self) -> int:
         return self.count

@@ -8,6 +8,13 @@ or ``trial.settle_ps`` after the last frame was sent, and analyze the output aga
 ``RouteReference`` of the loaded table.  A frame still inside the chip at the deadline is
 lost, as on a real tester.
 
+Set-up is paid once per device (``prepare``, on the first trial): the route tables are
+read or generated, the program compiled and linked, the tables packed into the loader's
+memory words (``CompiledChipDevice.loadable``: a trial's chip is built from that manifest,
+so a trial copies only the tables' words, never rebuilds them) and the route reference
+built; then (for the first device of a process) the garbage collector is told those
+objects live for good (``gc.freeze``), so its full collections no longer walk them.
+
 The route table: ``RouteConfig`` generates IPv4 and IPv6 tables with the real table's
 prefix-length distribution (``npkit.runtime.routes.generate_routes``); next hop *h* (1..16)
 leaves on port ``h % ports`` with MAC addresses derived from *h* (``next_hop_macs``).
@@ -22,10 +29,10 @@ the streams of ``bench/lab/updates.py``.
 
 from __future__ import annotations
 
-import inspect
+import gc
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 from importlib import resources
@@ -52,6 +59,7 @@ NEXT_HOPS = 16
 MTU = 1500
 SPARE_ROUTES = 4096  # per family: routes not loaded, for the update streams' adds
 ROUTER4_ADDRESS = 0x0A000001  # router4's own address (10.0.0.1): never a destination
+_FROZEN = False  # a device's set-up was gc.freeze()d in this process (``prepare``)
 
 
 def example_path(*parts: str) -> Path:
@@ -163,6 +171,7 @@ def chip_counters(counters: dict[str, Any], cycles: int) -> dict[str, float]:
         for i, ch in enumerate(channels[kind]):
             out[f"{kind}{i}.busy_fraction"] = ch["busy_cycles"] / span
             out[f"{kind}{i}.commands"] = ch["commands"]
+            out[f"{kind}{i}.bytes"] = ch["bytes"]
     out["scratch.busy_fraction"] = channels["scratch"]["busy_cycles"] / span
     for p, port in enumerate(counters["ports"]):
         for key in ("rx_frames", "tx_frames", "rx_dropped_rbuf_full", "rx_dropped_too_long",
@@ -242,7 +251,8 @@ def _counters(loaded: _Loaded, during: dict[str, Any]) -> dict[str, float]:
     counters.update(loaded.finish())
     final = chip.counters()
     counters.update({k: v for k, v in chip_counters(final, chip.now).items()
-                     if k.startswith("port") or k.endswith((".commands", ".instructions"))})
+                     if k.startswith("port") or k.endswith((".commands", ".bytes",
+                                                          ".instructions"))})
     fwd_instructions = sum(final["mes"][m]["instructions"] for m in loaded.fwd_mes)
     tx = sum(p["tx_frames"] for p in final["ports"])
     counters["fwd.instructions_per_frame"] = fwd_instructions / tx if tx else 0.0
@@ -254,25 +264,6 @@ def _counters(loaded: _Loaded, during: dict[str, Any]) -> dict[str, float]:
 def _cycle(ps: Fraction | int, clock_hz: float) -> int:
     """The first whole cycle at or after ``ps``."""
     return int(-(-ps * Fraction(clock_hz) // PS_PER_S))
-
-
-class _PortedLink:
-    """A linked program whose chip has the given ports (the link makes 10GbE ports; the
-    media microcode does not depend on the line rate, so 1GbE runs the same images)."""
-
-    def __init__(self, linked: Any, kinds: tuple[str, ...]) -> None:
-        self._linked = linked
-        self._kinds = kinds
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_linked":  # pickling looks these up first
-            raise AttributeError(name)
-        return getattr(self._linked, name)
-
-    def chip_config(self) -> Any:
-        cfg = self._linked.chip_config()
-        cfg.ports = [port_model(k).chip_port() for k in self._kinds]
-        return cfg
 
 
 @dataclass(frozen=True)
@@ -312,10 +303,36 @@ class _ChipDevice:
                      seed: int = 1) -> DestinationSet:
         return self.tables.destinations(family, out_port, count, seed)
 
+    @cached_property
+    def reference(self) -> RouteReference:
+        """The analyzer's reference of the loaded table (built once: its lookups are
+        cached across trials, and a trial never changes the loaded table)."""
+        return self.tables.reference(self.ports)
+
+    def prepare(self) -> None:
+        """Everything every trial shares, built now (tables, program, reference), then,
+        for the first device a process prepares, frozen out of the garbage collector's
+        sight (``gc.freeze``: they live as long as the run, and a full collection no
+        longer walks them; once a process, so a frozen device that dies in a cycle leaks at
+        most once).  The first trial calls it."""
+        global _FROZEN
+        if self.__dict__.get("_prepared"):
+            return
+        self._set_up()
+        if not _FROZEN:
+            gc.collect()
+            gc.freeze()
+            _FROZEN = True
+        self.__dict__["_prepared"] = True
+
+    def _set_up(self) -> None:
+        self.reference  # noqa: B018 (builds the tables too)
+
     def _load(self) -> _Loaded:
         raise NotImplementedError
 
     def run(self, trial: Trial) -> TrialResult:
+        self.prepare()
         traffic = generate(trial.streams, self.ports)
         return self._trial_on(self._load(), trial, traffic)
 
@@ -323,12 +340,13 @@ class _ChipDevice:
         """Run ``traffic`` on a loaded chip and analyze it against the loaded table."""
         models = self.ports
         rx, counters, sim_ps = _run_trial(loaded, traffic, trial.settle_ps, models)
-        analyzer = Analyzer(models, self.tables.reference(models), self.options.latency_bin_ps)
+        analyzer = Analyzer(models, self.reference, self.options.latency_bin_ps)
         report = analyzer.analyze(traffic.records(), rx)
         return TrialResult(report, traffic, rx, counters, sim_ps)
 
     def __getstate__(self) -> dict[str, Any]:
-        # dask ships devices to workers: send the configuration, rebuild there
+        # dask ships devices to workers: send the configuration, rebuild there (the set-up
+        # is rebuilt too: the cached tables, program and images are not sent)
         return {"options": self.options, **self._config_state()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -348,7 +366,7 @@ class CompiledChipDevice(_ChipDevice):
         self.source = Path(source) if source is not None else example_path("router",
                                                                            "router.mbl")
         self.entry = entry
-        # 4 ports fit the chip's 16 MEs with 2 forwarding MEs a port (compiler/me/link.py)
+        # 4 ports fit the chip's 16 MEs with 2 forwarding MEs a port (npkit.link)
         four_ports = len(self.options.port_kinds) == 4
         self.fwd_mes_per_port = min(fwd_mes_per_port, 2) if four_ports else fwd_mes_per_port
         self.name = f"compiled:{self.source.stem}:{entry}"
@@ -380,27 +398,34 @@ class CompiledChipDevice(_ChipDevice):
 
     @cached_property
     def linked(self) -> Any:
-        from npkit.compiler.mbl import compile_file
+        """The Manifest (npkit.link) of the entry linked for the options' ports: the
+        program compiled once for the MEs and linked once, whatever the trials."""
         from npkit.compiler.me import compile_me
+        from npkit.link import for_ports, link
 
-        build = compile_me(compile_file(self.source), self.entry)
-        kinds = tuple(self.options.port_kinds)
-        options: dict[str, Any] = {"ports": len(kinds), "fwd_mes_per_port": self.fwd_mes_per_port}
-        if _linker_takes_port_kinds():
-            return build.link(port_kinds=kinds, **options)
-        if any(port_model(k).framing == "pos" for k in kinds):
-            raise ValueError("POS ports need a linker with POS media stages; this one links "
-                             "Ethernet ports only (compiler/me/link.py)")
-        return _PortedLink(build.link(**options), kinds)
+        program = self.program
+        return link(program, compile_me(program, self.entry),
+                    for_ports(tuple(self.options.port_kinds)),
+                    fwd_mes_per_port=self.fwd_mes_per_port)
+
+    @cached_property
+    def program(self) -> Any:
+        """The checked MBL program, compiled in this process (``linked`` comes from it,
+        and so do the native shadows); never pickled: a program unpickled on a worker
+        cannot be lowered again (the checker's types are keyed by node identity), so a
+        worker that got ``linked`` compiles its own."""
+        from npkit.compiler.mbl import compile_file
+
+        return compile_file(self.source)
 
     @cached_property
     def native(self) -> Any:
-        from npkit.compiler.mbl import NativeProgram, compile_file
+        """A NativeProgram of the program holding the device's tables (next hops, both
+        tries) in the native packing, which is the chip's."""
+        from npkit.compiler.mbl import NativeProgram
         from npkit.runtime.lpm import RouteTables
 
-        # a fresh compile, not linked.program: a program unpickled on a worker cannot be
-        # lowered again (the checker's types are keyed by node identity)
-        native = NativeProgram(compile_file(self.source))
+        native = NativeProgram(self.program)
         for hop in range(self.options.routes.next_hops):
             dmac, smac = next_hop_macs(hop)
             native.write("nexthops", hop, {"dmac": dmac, "smac": smac,
@@ -409,16 +434,31 @@ class CompiledChipDevice(_ChipDevice):
         RouteTables.of(native).load(self.tables.routes[4], self.tables.routes[6])
         return native
 
+    @cached_property
+    def loadable(self) -> Any:
+        """The linked manifest with the tables' memory words in it (``link.build``'s
+        ``memory_specs``: every memory of ``native``, trailing zero words left out, as
+        ``npkit build --images`` writes them): what a trial's chip is built from.  Built
+        once; the NativeProgram it came from is then dropped."""
+        from npkit.link.build import memory_specs
+
+        linked = self.linked
+        tables = memory_specs(linked.program, self.native)
+        self.__dict__.pop("native", None)  # 100+ MB of table words, no longer needed
+        return replace(linked, memory=[*linked.memory, *tables])
+
+    def _set_up(self) -> None:
+        super()._set_up()
+        self.loadable  # noqa: B018
+
     def _load(self) -> _Loaded:
         from npkit.runtime.compiled import CompiledRun
 
-        run = CompiledRun(self.linked, seed=self.options.chip_seed)
-        run.load_memories(self.native)
-        return self._loaded(run)
+        return self._loaded(CompiledRun(self.loadable, seed=self.options.chip_seed))
 
     def _loaded(self, run: Any, advance: Callable[[int], Any] | None = None) -> _Loaded:
         """A trial's view of a CompiledRun (also a CompiledRouter's): drops, exceptions."""
-        names = self.linked.exceptions
+        names = self.linked.program.exceptions
         taken: dict[str, float] = {}
 
         def drain() -> None:
@@ -436,7 +476,7 @@ class CompiledChipDevice(_ChipDevice):
             out.update({f"rx.{k}": v for k, v in run.receive_drops().items()})
             return {**out, **taken}
 
-        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.runtime.fwd_mes),
+        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.program.fwd_mes),
                        advance)
 
     # ---- the control plane (npf.UpdatableDevice) ----
@@ -451,19 +491,17 @@ class CompiledChipDevice(_ChipDevice):
         """The device's program and tables on a fresh chip with the XScale control plane
         beside it (``runtime.compiled_router.CompiledRouter``): next hops and routes set
         through the control plane, copied in at load time."""
-        import dataclasses
 
-        from npkit.compiler.mbl import compile_file
         from npkit.runtime.compiled_router import CompiledRouter
         from npkit.runtime.neighbours import NextHop
 
-        # the router's shadow is a NativeProgram of linked.program: give it a fresh compile
-        # (as `native` does), since a program unpickled on a dask worker cannot be lowered
-        linked = self.linked
-        if dataclasses.is_dataclass(linked):
-            linked = dataclasses.replace(linked, program=compile_file(self.source))
-        router = CompiledRouter(linked=linked, seed=self.options.chip_seed,
-                                exception_path=False)
+        # the router's shadow is a NativeProgram of the program (compiled once per device,
+        # its memories cleared for each router: the control plane fills them again)
+        shadow = self._shadow
+        for words in shadow.memory.values():
+            words.fill(0)
+        router = CompiledRouter(linked=self.linked, shadow=shadow,
+                                seed=self.options.chip_seed, exception_path=False)
         for hop in range(self.options.routes.next_hops):
             dmac, smac = next_hop_macs(hop)
             router.control.nexthops.set(hop, NextHop(dmac, smac, self.tables.port_of(hop),
@@ -473,6 +511,12 @@ class CompiledChipDevice(_ChipDevice):
                                      self.tables.routes[6] if 6 in families else None)
         router.load_tables()
         return router
+
+    @cached_property
+    def _shadow(self) -> Any:
+        from npkit.compiler.mbl import NativeProgram
+
+        return NativeProgram(self.program)
 
     def update_stream(self, family: int, count: int, seed: int,
                       protected: tuple[tuple[int, int], ...] = ()) -> list[Any]:
@@ -542,12 +586,6 @@ def _route_source(routes: Any) -> str:
     return origin() if callable(origin) else "generated, committed prefix-length histogram"
 
 
-def _linker_takes_port_kinds() -> bool:
-    from npkit.compiler.me.link import link
-
-    return "port_kinds" in inspect.signature(link).parameters
-
-
 class Router4Device(_ChipDevice):
     """examples/router4: the hand-written IPv4 router (router4.toml), the baseline.  It
     forwards IPv4 only (IPv6 frames are dropped as not_ipv4, so the reference has no IPv6
@@ -580,8 +618,8 @@ class Router4Device(_ChipDevice):
 
     def _load(self) -> _Loaded:
         from npkit.microblocks.uc import router4 as r4
-        from npkit.runtime.loader import load_manifest
         from npkit.runtime.lpm import IPV4, MultibitTrie
+        from npkit.sim.loader import load_manifest
 
         chip = load_manifest(r4.MANIFEST).chip
         MultibitTrie(IPV4, r4.trie_view(chip)).build(self.tables.routes[4])

@@ -12,9 +12,15 @@ POS IPv4 list from 40 bytes, IPv6 from the smallest packet that carries the test
 signature, optionally the Internet mix):
 
 * **forwarding rate**: what comes out at 100 % offered load (pps, IP Gb/s);
-* **throughput**: the highest load with zero loss (``search.search_throughput``);
-* **latency** at 100/95/90/50 % of the throughput: min/avg/max, first bit in to last
-  bit out (and RFC 1242's last in / first out);
+* **throughput**: the highest load with zero loss (``search.search_throughput``),
+  confirmed: a load passes only when ``confirm_trials`` trials at it all lose nothing (the
+  search's trial, then ``confirm_trials - 1`` with other stream seeds and every stream
+  starting at its own seeded phase, up to ``phase_window_ps`` late; ``TrialMaker.repeat``);
+* **latency** at 100/95/90/50 % of the throughput (RFC 2544 style, ``latency``) and at
+  100/95/90/50 % of *line rate* (``latency_line``, where "100 %" is line rate whatever the
+  throughput: the published IMIX rows' basis): min/avg/max, first bit in to last bit out
+  (and RFC 1242's last in / first out); a line-rate point above the throughput loses
+  packets and says how many;
 * **loss-rate curve**: from 100 % down by ``loss_step_percent`` until two clean trials;
 * **overload forwarding rate**: more input than output capacity -- every input port at
   100 % towards one output port -- and what that port still forwards.
@@ -40,6 +46,12 @@ backlog the device drains after the tester stopped.  ``RatePoint.received_by_end
 only the frames out by the end of the sending time (which misses the frames still in
 flight when it ends); the true rate is between the two.
 
+**Convergence against trial length** (``convergence_case``): for the cases named in
+``convergence_cases`` ("ipv4:40"), the confirmed throughput search again at each trial
+length of ``convergence_trial_ps`` (the preset's own length included), so the report can
+show whether the answer stopped changing by the preset's trial length
+(``search.Convergence``).
+
 Each (traffic, size) case is one task of ``sweep.run_tasks`` (serial or dask) and carries
 its configuration; every result is a frozen dataclass of plain values.
 """
@@ -50,6 +62,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -60,11 +73,14 @@ from npkit.bench.lab.devices import (
     CompiledChipDevice,
     example_path,
 )
+from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.search import (
+    Convergence,
     LossCurve,
     ThroughputResult,
     loss_rate_sweep,
     search_throughput,
+    throughput_by_length,
 )
 from npkit.bench.lab.sweep import Progress, Where, run_tasks
 from npkit.bench.tester import (
@@ -80,10 +96,10 @@ from npkit.bench.tester import (
 from npkit.bench.tester.media import PS_PER_S
 from npkit.bench.tester.packet import split_link
 from npkit.bench.tester.stream import Destinations
-from npkit.runtime.routes import REAL_TABLE, generate_routes, read_routes
+from npkit.runtime.routes import REAL_TABLE, RouteSet, generate_routes, read_routes
 
 FAMILIES = {"ipv4": 4, "ipv6": 6, "mixed": "mixed"}
-LATENCY_PERCENTS = (100.0, 95.0, 90.0, 50.0)
+LATENCY_PERCENTS = (100.0, 95.0, 90.0, 50.0)  # of the throughput, and of line rate
 UPDATE_PERCENTS = (25.0, 50.0, 75.0, 100.0)
 NOT_MEASURED = ("not measured: the device has no control plane to change its forwarding "
                 "table while it runs")
@@ -120,21 +136,37 @@ class SampledRoutes:
             return f"sampled from {path.name}"
         return f"generated ({self.source} not found)" if self.source else "generated"
 
-    def tables(self) -> dict[int, dict[tuple[int, int], int]]:
+    def full(self) -> RouteSet | None:
+        """Every route of the table file (None: generated tables), read once per process:
+        the sample (``tables``) and the update tests' spare routes both come from it."""
         path = self.path()
         if path is None:
+            return None
+        return _read_table(path, path.stat().st_mtime_ns, self.seed, self.next_hops)
+
+    def tables(self) -> dict[int, dict[tuple[int, int], int]]:
+        full = self.full()
+        if full is None:
             return {4: generate_routes(4, self.v4_routes, self.seed, next_hops=self.next_hops),
                     6: generate_routes(6, self.v6_routes, self.seed, next_hops=self.next_hops)}
-        full = read_routes(path, self.seed, self.next_hops)
+        path = self.path()
+        assert path is not None
         rng = random.Random(f"npkit-npf-routes:{self.seed}")
         out = {}
         for family, table, count in ((4, full.v4, self.v4_routes), (6, full.v6, self.v6_routes)):
             if count > len(table):
-                raise ValueError(f"{path.name} has {len(table):,} IPv{family} routes; "
-                                 f"asked for {count:,}")
+                raise LabConfigError(f"{path.name} has {len(table):,} IPv{family} routes; "
+                                     f"asked for {count:,}")
             keys = rng.sample(sorted(table), count)
             out[family] = {k: table[k] for k in sorted(keys)}
         return out
+
+
+@lru_cache(maxsize=1)
+def _read_table(path: Path, mtime_ns: int, seed: int, next_hops: int) -> RouteSet:
+    """A route file, read once per process while it is unchanged (``mtime_ns``); the
+    callers only read the sets they get."""
+    return read_routes(path, seed, next_hops)
 
 
 # --------------------------------------------------------------------------- configuration
@@ -156,7 +188,12 @@ class NpfConfig:
     settle_ps: int = 200_000_000
     lower_percent: float = 1.0
     resolution_percent: float = 0.5
+    confirm_trials: int = 1  # trials that must all lose nothing for a load to pass
+    phase_window_ps: int = 1_000_000  # confirmation trials: streams start up to 1 us late
+    convergence_trial_ps: tuple[int, ...] = ()  # trial lengths of the convergence search
+    convergence_cases: tuple[str, ...] = ()  # "traffic:size" cases it runs on
     latency_percents: tuple[float, ...] = LATENCY_PERCENTS
+    latency_line_percents: tuple[float, ...] = LATENCY_PERCENTS
     loss_step_percent: float = 10.0
     overload: bool = True
     update_tests: bool = True
@@ -168,16 +205,33 @@ class NpfConfig:
     def __post_init__(self) -> None:
         unknown = [t for t in self.traffic if t not in FAMILIES]
         if unknown:
-            raise ValueError(f"unknown NPF traffic {', '.join(unknown)}: use "
-                             f"{', '.join(FAMILIES)}")
+            raise LabConfigError(f"unknown NPF traffic {', '.join(unknown)}: use "
+                                 f"{', '.join(FAMILIES)}")
         if self.trial_ps <= 0 or self.settle_ps < 0:
-            raise ValueError("trial_ps must be > 0 and settle_ps >= 0")
+            raise LabConfigError("trial_ps must be > 0 and settle_ps >= 0")
         if not 0 <= self.v6_share <= 1:
-            raise ValueError(f"v6_share must be in [0, 1], got {self.v6_share}")
+            raise LabConfigError(f"v6_share must be in [0, 1], got {self.v6_share}")
         if self.exercised_v4 < 1 or self.exercised_v6 < 1:
-            raise ValueError("exercised_v4 and exercised_v6 must be >= 1")
-        if any(not 0 < p <= 100 for p in self.latency_percents):
-            raise ValueError("latency_percents must be in (0, 100]")
+            raise LabConfigError("exercised_v4 and exercised_v6 must be >= 1")
+        if any(not 0 < p <= 100 for p in self.latency_percents + self.latency_line_percents):
+            raise LabConfigError("latency_percents and latency_line_percents must be in "
+                                 "(0, 100]")
+        if self.confirm_trials < 1:
+            raise LabConfigError(f"confirm_trials must be >= 1, got {self.confirm_trials}")
+        if self.phase_window_ps < 0 or any(t <= 0 for t in self.convergence_trial_ps):
+            raise LabConfigError("phase_window_ps must be >= 0 and convergence trial "
+                                 "lengths > 0")
+        for name in self.convergence_cases:
+            traffic, _, size = name.partition(":")
+            if traffic not in FAMILIES or not size:
+                raise LabConfigError(f"convergence case {name!r}: write traffic:size, e.g. "
+                                     "ipv4:40 or mixed:imix")
+
+    @property
+    def short_trials(self) -> bool:
+        """Trials shorter than the methodology's minimum (``MIN_TRIAL_PS``, 10 ms): the
+        figures are then from short trials, and the report says so."""
+        return self.trial_ps < MIN_TRIAL_PS
 
     def exercised(self, family: int) -> int:
         return self.exercised_v4 if family == 4 else self.exercised_v6
@@ -213,18 +267,30 @@ class NpfPreset:
     config: NpfConfig
 
 
+MIN_TRIAL_PS = 10_000_000_000  # 10 ms: the methodology's shortest trial (issue 12)
+
+
 def preset(name: str = "ixp2800-npf", quick: bool = False, **changes: Any) -> NpfPreset:
     """``ixp2800-npf``: 2 x OC-192 POS full duplex, 135,432 IPv4 routes sampled from the real
-    table and 1,200 IPv6, 2,000 / 400 exercised, as in the 2003 report.  ``quick`` keeps a
-    run to minutes: three sizes, 0.1 ms trials, a 2 % search resolution."""
+    table and 1,200 IPv6, 2,000 / 400 exercised, as in the 2003 report; trials of 10 ms,
+    every throughput confirmed by 3 trials, and the IPv4 40-byte and IPv4 IMIX throughput
+    also searched with 0.1, 1, 3 and 10 ms trials (convergence against trial length).
+    ``quick`` keeps a run to minutes: three sizes, 0.1 ms trials confirmed by 2, a 2 %
+    search resolution, convergence of IPv4 40 B over 25, 50 and 100 us -- figures from
+    short trials, which the report says."""
     if name != "ixp2800-npf":
-        raise ValueError(f"unknown NPF preset {name!r}: use ixp2800-npf")
-    config = NpfConfig(preset=name)
+        raise LabConfigError(f"unknown NPF preset {name!r}: use ixp2800-npf")
+    config = NpfConfig(preset=name, trial_ps=MIN_TRIAL_PS, confirm_trials=3,
+                       convergence_trial_ps=(100_000_000, 1_000_000_000, 3_000_000_000,
+                                             MIN_TRIAL_PS),
+                       convergence_cases=("ipv4:40", "ipv4:imix"))
     if quick:
         config = replace(config, preset=f"{name} --quick", sizes_v4=(40, 256, 1518),
                          trial_ps=100_000_000, settle_ps=100_000_000,
                          resolution_percent=2.0, loss_step_percent=20.0,
-                         updates_per_measurement=200)
+                         updates_per_measurement=200, confirm_trials=2,
+                         convergence_trial_ps=(25_000_000, 50_000_000, 100_000_000),
+                         convergence_cases=("ipv4:40",))
     return NpfPreset(name, ("oc192pos", "oc192pos"), SampledRoutes(), replace(config, **changes))
 
 
@@ -247,9 +313,12 @@ class RatePoint:
 
 @dataclass(frozen=True)
 class LatencyPoint:
-    """Latency at a % of the throughput (ps; None when nothing arrived)."""
+    """Latency at a load (ps; None when nothing arrived).  ``load_percent`` is % of line
+    rate; ``percent_of_throughput`` the same load as % of the throughput (None when there
+    is none).  A point of ``latency`` is set by its % of throughput, one of
+    ``latency_line`` by its % of line rate."""
 
-    percent_of_throughput: float
+    percent_of_throughput: float | None
     load_percent: float
     count: int
     lost: int
@@ -291,6 +360,7 @@ class NpfCaseResult:
     counters_at_throughput: dict[str, float]
     counters_above: dict[str, float]  # the lowest load the search saw lose packets
     note: str = ""
+    latency_line: tuple[LatencyPoint, ...] = ()  # at % of line rate (100 % = line rate)
 
 
 @dataclass(frozen=True)
@@ -322,6 +392,24 @@ class UpdateResult:
 
 
 @dataclass(frozen=True)
+class ConvergenceResult:
+    """The throughput of one case at several trial lengths; ``trial_ps`` is the length the
+    suite's other trials used (the preset's)."""
+
+    traffic: str
+    size: str
+    trial_ps: int
+    convergence: Convergence
+
+    @property
+    def stable_at_preset(self) -> bool | None:
+        """Whether the throughput at the preset's trial length matches the next shorter
+        length's and every longer one's (within the resolution); None when the preset's
+        length is not among the lengths or is the shortest."""
+        return self.convergence.stable_at(self.trial_ps)
+
+
+@dataclass(frozen=True)
 class NpfResult:
     """The suite: ``suite`` is "npf"; ``setup`` the preset, ports and route tables the
     device was built with (when run from a preset)."""
@@ -332,6 +420,7 @@ class NpfResult:
     cases: tuple[NpfCaseResult, ...]
     updates: tuple[UpdateResult, ...]
     setup: dict[str, Any] = field(default_factory=dict)
+    convergence: tuple[ConvergenceResult, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -379,21 +468,39 @@ class TrialMaker:
             for index, (i, o) in enumerate(self.flows))
         return Trial(streams, f"{self.traffic} {self.label} {load_percent:g} %", c.settle_ps)
 
+    def repeat(self, load_percent: float, k: int) -> Trial:
+        """The k-th confirmation trial at ``load_percent`` (k >= 1): the streams of ``at``
+        with stream seed ``seed + k`` (other sizes in a mix, other destinations' order) and
+        each stream starting at its own phase, uniform in [0, ``phase_window_ps``) from a
+        generator seeded by (seed, k, stream)."""
+        c = self.config
+        base = self.at(load_percent)
+        streams = []
+        for stream in base.streams:
+            rng = random.Random(f"npkit-npf-phase:{c.seed}:{k}:{stream.id}")
+            phase = rng.randrange(c.phase_window_ps) if c.phase_window_ps else 0
+            streams.append(replace(stream, seed=c.seed + k, start_ps=phase))
+        return Trial(tuple(streams), f"{base.label} (confirmation {k})", base.settle_ps)
+
+    def with_length(self, trial_ps: int) -> TrialMaker:
+        """The same case with trials of ``trial_ps``."""
+        return replace(self, config=replace(self.config, trial_ps=int(trial_ps)))
+
 
 def duplex_flows(ports: Mapping[int, PortModel]) -> tuple[tuple[int, int], ...]:
     """Port pairs in full duplex: (0, 1), (1, 0), (2, 3), (3, 2), ..."""
     numbers = sorted(ports)
     if len(numbers) < 2 or len(numbers) % 2:
-        raise ValueError(f"NPF port pairs need an even number of ports; the device has "
-                         f"{len(numbers)}")
+        raise LabConfigError(f"NPF port pairs need an even number of ports; the device has "
+                             f"{len(numbers)}")
     return tuple((numbers[k], numbers[k ^ 1]) for k in range(len(numbers)))
 
 
 def _framing(device: Device) -> str:
     framings = {m.framing for m in device.ports.values()}
     if len(framings) != 1:
-        raise ValueError("NPF runs on ports of one framing; the device mixes "
-                         f"{', '.join(sorted(framings))}")
+        raise LabConfigError("NPF runs on ports of one framing; the device mixes "
+                             f"{', '.join(sorted(framings))}")
     return framings.pop()
 
 
@@ -403,8 +510,8 @@ def _destinations(device: Device, config: NpfConfig, traffic: str,
     """Per output port, its share of the exercised routes of each family (the exercised
     routes split evenly over the device's ports, in every configuration)."""
     if not hasattr(device, "destinations"):
-        raise ValueError(f"device {getattr(device, 'name', '?')} has no route table to pick "
-                         "NPF destinations from (it needs destinations(family, port, n))")
+        raise LabConfigError(f"device {getattr(device, 'name', '?')} has no route table to pick "
+                             "NPF destinations from (it needs destinations(family, port, n))")
     family = FAMILIES[traffic]
     families = (4, 6) if family == "mixed" else (family,)
     outs = sorted({o for _, o in flows})
@@ -455,9 +562,11 @@ def rate_point(load_percent: float, result: TrialResult, duration_ps: int,
                      float(sent_bits / seconds) / 1e9, by_end)
 
 
-def latency_point(percent: float, load_percent: float, result: TrialResult) -> LatencyPoint:
+def latency_point(percent: float | None, load_percent: float, result: TrialResult
+                  ) -> LatencyPoint:
     lat = result.report.total.latency
-    return LatencyPoint(float(percent), float(load_percent), lat.count,
+    return LatencyPoint(None if percent is None else float(percent), float(load_percent),
+                        lat.count,
                         result.report.total.lost, lat.min_ps, lat.avg_ps, lat.max_ps,
                         lat.lifo_min_ps, lat.lifo_avg_ps, lat.lifo_max_ps,
                         tuple(sorted(lat.histogram.items())))
@@ -465,25 +574,32 @@ def latency_point(percent: float, load_percent: float, result: TrialResult) -> L
 
 @dataclass
 class _Recorder(DeviceProxy):
-    """Runs trials on the device, keeping per load the rates and counters of the last
-    trial (the search returns only steps; the report wants what is behind a figure).  The
-    100 % trial is run once: the forwarding rate, the search and the loss curve all start
-    with it, and a trial is deterministic."""
+    """Runs trials on the device, keeping per load the rates and counters of the search's
+    own trial there (``seen``; not of its confirmations) and the counters of the last trial
+    there that lost packets (``lost_at``, confirmations included): the search returns only
+    steps, the report wants what is behind a figure.  The 100 % trial is run once: the
+    forwarding rate, the search, the latency at line rate and the loss curve all start with
+    it, and a trial is deterministic."""
 
     device: Device
     trials: TrialMaker
     seen: dict[float, tuple[RatePoint, dict[str, float]]] = field(default_factory=dict)
+    lost_at: dict[float, dict[str, float]] = field(default_factory=dict)
     full_load: TrialResult | None = None
 
     def run(self, trial: Trial) -> TrialResult:
         load = float(trial.streams[0].load_percent or 0)
-        if load == 100.0 and self.full_load is not None and trial == self.trials.at(100.0):
+        own = trial == self.trials.at(load)  # not a confirmation trial
+        if load == 100.0 and own and self.full_load is not None:
             return self.full_load
         result = self.device.run(trial)
-        if load == 100.0:
+        if load == 100.0 and own:
             self.full_load = result
-        rate = rate_point(load, result, self.trials.config.trial_ps, self.trials.framing)
-        self.seen[load] = (rate, dict(result.counters))
+        if own:
+            rate = rate_point(load, result, self.trials.config.trial_ps, self.trials.framing)
+            self.seen[load] = (rate, dict(result.counters))
+        if result.report.total.lost:
+            self.lost_at[load] = dict(result.counters)
         return result
 
 
@@ -500,6 +616,18 @@ def latency_at(device: Device, trials: TrialMaker, throughput_percent: float,
     for percent in percents:
         load = throughput_percent * percent / 100
         points.append(latency_point(percent, load, device.run(trials.at(load))))
+    return tuple(points)
+
+
+def latency_at_line(device: Device, trials: TrialMaker, throughput_percent: float | None,
+                    percents: tuple[float, ...]) -> tuple[LatencyPoint, ...]:
+    """Latency at ``percents`` of line rate (100 % = line rate, whatever the throughput):
+    the basis of the published IMIX rows.  Loads above the throughput lose packets; the
+    point counts them (``lost``) and times those that came out."""
+    points = []
+    for load in percents:
+        of_tput = None if not throughput_percent else 100 * load / throughput_percent
+        points.append(latency_point(of_tput, load, device.run(trials.at(load))))  # type: ignore
     return tuple(points)
 
 
@@ -539,22 +667,43 @@ def run_case(device: Device, config: NpfConfig, traffic: str, label: str,
     recorder = _Recorder(device, trials)
     forwarding, full = forwarding_rate(recorder, trials)
     search = search_throughput(recorder, trials.at, config.lower_percent, 100.0,
-                               config.resolution_percent)
+                               config.resolution_percent, repeats=config.confirm_trials,
+                               repeat_at=trials.repeat)
     load = search.throughput_percent
     throughput_rate, counters = recorder.seen.get(load, (None, {})) if load is not None \
         else (None, {})
     failed = [step.load_percent for step in search.steps if not step.passed]
-    above = recorder.seen[min(failed)][1] if failed else {}
+    above = recorder.lost_at.get(min(failed), {}) if failed else {}
     note = ""
     latency: tuple[LatencyPoint, ...] = ()
     if load is None:
         note = "no load passed without loss: no throughput, latency not measured"
     else:
         latency = latency_at(device, trials, load, config.latency_percents)
+    line = latency_at_line(recorder, trials, load, config.latency_line_percents)
     loss = loss_rate_sweep(recorder, trials.at, config.loss_step_percent)
     over = overload(device, config, traffic, label, sizes) if config.overload else None
     return NpfCaseResult(traffic, label, forwarding, search, throughput_rate, latency, loss,
-                         over, dict(full.counters), counters, above, note)
+                         over, dict(full.counters), counters, above, note, line)
+
+
+def convergence_case(device: Device, config: NpfConfig, traffic: str, label: str,
+                     sizes: Sizes, lengths_ps: Iterable[int] | None = None
+                     ) -> ConvergenceResult:
+    """The confirmed throughput search of one case at each trial length of ``lengths_ps``
+    (default ``config.convergence_trial_ps``; the config's own ``trial_ps`` is always
+    among them)."""
+    lengths = sorted({*(lengths_ps if lengths_ps is not None
+                        else config.convergence_trial_ps), config.trial_ps})
+    trials = make_trials(device, config, traffic, label, sizes)
+
+    def trials_for(length: int) -> tuple[Any, Any]:
+        maker = trials.with_length(length)
+        return maker.at, maker.repeat
+
+    found = throughput_by_length(device, trials_for, lengths, config.lower_percent, 100.0,
+                                 config.resolution_percent, config.confirm_trials)
+    return ConvergenceResult(traffic, label, config.trial_ps, found)
 
 
 def update_tests(device: Device, config: NpfConfig, family: int,
@@ -620,6 +769,25 @@ def run_update_task(task: UpdateTask) -> UpdateResult:
     return update_tests(task.device, task.config, task.family, task.load_percent)
 
 
+def run_convergence_task(task: CaseTask) -> ConvergenceResult:
+    return convergence_case(task.device, task.config, task.traffic, task.label, task.sizes)
+
+
+def convergence_tasks(device: Device, config: NpfConfig) -> list[CaseTask]:
+    """One task per ``config.convergence_cases`` entry ("traffic:size"); a size the
+    configuration does not have is an error."""
+    framing = _framing(device)
+    out = []
+    for name in config.convergence_cases:
+        traffic, _, size = name.partition(":")
+        by_label = dict(config.sizes(traffic, framing))
+        if size not in by_label:
+            raise LabConfigError(f"convergence case {name!r}: {traffic} has no size {size!r} "
+                                 f"(sizes: {', '.join(by_label)})")
+        out.append(CaseTask(device, config, traffic, size, by_label[size]))
+    return out
+
+
 def cases(device: Device, config: NpfConfig) -> list[CaseTask]:
     framing = _framing(device)
     return [CaseTask(device, config, traffic, label, sizes)
@@ -632,6 +800,7 @@ def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
     """The whole suite: one task per (traffic, size), then the update tests per family."""
     duplex_flows(device.ports)  # a clear error before any task runs
     tasks = cases(device, config)
+    lengths = convergence_tasks(device, config) if config.convergence_trial_ps else []
     results = run_tasks(run_case_task, tasks, where or Where(), progress)
     families = sorted({4 if t == "ipv4" else 6 for t in config.traffic if t != "mixed"})
     updates: list[UpdateResult] = []
@@ -641,8 +810,9 @@ def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
                             [UpdateTask(device, config, f,
                                         throughput_of(results, config, f, framing))
                              for f in families], where or Where())
+    convergence = run_tasks(run_convergence_task, lengths, where or Where())
     return NpfResult("npf", config, device.describe(), tuple(results), tuple(updates),
-                     dict(setup or {}))
+                     dict(setup or {}), tuple(convergence))
 
 
 def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
@@ -678,8 +848,10 @@ def chip_device(npf: NpfPreset, mtu: int | None = None, **options: Any) -> Devic
 
 
 __all__ = [
-    "LatencyPoint", "NpfCaseResult", "NpfConfig", "NpfPreset", "NpfResult", "OverloadResult",
-    "RatePoint", "SampledRoutes", "UpdatableDevice", "UpdatePoint", "UpdateResult",
-    "chip_device", "duplex_flows", "forwarding_rate", "latency_at", "make_trials", "overload",
-    "preset", "run_case", "run_npf", "run_preset", "throughput_of", "update_tests",
+    "MIN_TRIAL_PS", "ConvergenceResult", "LatencyPoint", "NpfCaseResult", "NpfConfig",
+    "NpfPreset", "NpfResult", "OverloadResult", "RatePoint", "SampledRoutes",
+    "UpdatableDevice", "UpdatePoint", "UpdateResult", "chip_device", "convergence_case",
+    "duplex_flows", "forwarding_rate", "latency_at", "latency_at_line", "make_trials",
+    "overload", "preset", "run_case", "run_npf", "run_preset", "throughput_of",
+    "update_tests",
 ]

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from npkit.bench.lab import npf_method_report as method
 from npkit.bench.lab import published
 from npkit.bench.lab.npf import NpfCaseResult, NpfResult, UpdateResult
 from npkit.bench.lab.report_parts import (
@@ -64,6 +65,7 @@ def _config_section(result: NpfResult) -> Section:
             f"table; trials of {c.trial_ps / PS_PER_US:g} µs of simulated time + "
             f"{c.settle_ps / PS_PER_US:g} µs for frames in flight; throughput by binary "
             f"search to {c.resolution_percent:g} % of line rate.\n\n")
+    text += method.method_text(result)
     if result.setup:
         routes = result.setup.get("routes", {})
         if routes:
@@ -92,6 +94,12 @@ def _latency_summary(cases: Sequence[NpfCaseResult], what: str) -> str:
     if low == high:
         return f"{microseconds(low)} µs"
     return f"{microseconds(low)} – {microseconds(high)} µs"
+
+
+def _imix_at_line(cases: Sequence[NpfCaseResult], traffic: str) -> str:
+    """Ours beside the published IMIX row: the IMIX average at 100 % of line rate."""
+    value = method.imix_line_latency(cases, traffic)
+    return "not measured" if value is None else f"{value:.2f} µs"
 
 
 def _updates_summary(updates: Sequence[UpdateResult], family: int) -> str:
@@ -123,14 +131,20 @@ def _published_section(result: NpfResult) -> Section:
         ("forwarding rate", fig("forwarding_gbps").text, fwd),
         ("throughput", fig("throughput_gbps").text + " (100 % of 2 × OC-192)", tput),
         ("loss at 100 % offered load", fig("loss").text, f"{lost:,} packets over all cases"),
-        ("IPv4 latency at 100 % of throughput, avg", fig("latency_v4_avg_us").text,
+        ("IPv4 IMIX latency at 100 % of line rate, avg", fig("latency_v4_avg_us").text,
+         _imix_at_line(v4, "ipv4")),
+        ("IPv4 latency at 100 % of our throughput, avg (over our sizes)", "–",
          _latency_summary(v4, "avg")),
-        ("IPv4 latency, min / max", f"{fig('latency_v4_min_us').text} / "
+        ("IPv4 latency, min / max (published: IMIX at line rate; ours: at 100 % of our "
+         "throughput, over our sizes)", f"{fig('latency_v4_min_us').text} / "
          f"{fig('latency_v4_max_us').text}",
          f"{_latency_summary(v4, 'min')} / {_latency_summary(v4, 'max')}"),
-        ("IPv6 latency at 100 % of throughput, avg", fig("latency_v6_avg_us").text,
+        ("IPv6 IMIX latency at 100 % of line rate, avg", fig("latency_v6_avg_us").text,
+         _imix_at_line(v6, "ipv6")),
+        ("IPv6 latency at 100 % of our throughput, avg (over our sizes)", "–",
          _latency_summary(v6, "avg")),
-        ("IPv6 latency, min / max", f"{fig('latency_v6_min_us').text} / "
+        ("IPv6 latency, min / max (published: IMIX at line rate; ours: at 100 % of our "
+         "throughput, over our sizes)", f"{fig('latency_v6_min_us').text} / "
          f"{fig('latency_v6_max_us').text}",
          f"{_latency_summary(v6, 'min')} / {_latency_summary(v6, 'max')}"),
         ("IPv4 route updates", fig("updates_v4_per_s").text, _updates_summary(result.updates, 4)),
@@ -145,8 +159,10 @@ def _published_section(result: NpfResult) -> Section:
                      "exercised"))
     text = (f"Published: {published.NPF_SYSTEM} ({published.NPF_SOURCE.split(':')[0]}).  "
             "Ours: the device under test described above.  The published latency is one "
-            "figure per family; FACTS.md does not record its packet size, so ours is given "
-            "as the range over our sizes.\n\n")
+            "figure per family, from the report's Internet-mix rows at line rate (FACTS.md "
+            "§1a; its throughput was line rate): ours beside it is our Internet mix at 100 % "
+            "of line rate (\"Latency at % of line rate\" has 95/90/50 %); our latency at "
+            "100 % of our own throughput is given as the range over our sizes.\n\n")
     text += table(("figure", "published", "ours"), rows)
     text += "\n" + _differences(result)
     return Section("Published figures beside ours", text)
@@ -203,23 +219,29 @@ DEVICE_DIFFERENCE = (
 def _latency_differences(result: NpfResult) -> list[str]:
     """Ours against the published average latency, split into wire time and time inside."""
     keys = {"ipv4": "latency_v4_avg_us", "ipv6": "latency_v6_avg_us"}
+    # the published rows are IMIX at line rate: compare those when the run measured them
+    at_line = any(c.latency_line for c in result.cases)
     notes = []
     for case in result.cases:
         key = keys.get(case.traffic)
         point = _first_latency(case)
+        if at_line:
+            point = next((p for p in case.latency_line if p.load_percent == 100), None) \
+                if case.size == "imix" else None
         if key is None or point is None or point.avg_ps is None:
             continue
         ours = point.avg_ps / PS_PER_US
         theirs = published.npf_figure(key).value or 0.0
         wire = (point.avg_ps - (point.lifo_avg_ps or 0.0)) / PS_PER_US
-        counters = case.counters_at_throughput
+        counters = case.counters_at_full_load if at_line else case.counters_at_throughput
         inside = [f"{k} {v:.0%}" for k, v in sorted(counters.items())
                   if k.startswith(("fwd.busy", "fwd.stall")) and isinstance(v, float)]
         per_frame = counters.get("fwd.instructions_per_frame")
         if per_frame:
             inside.append(f"{per_frame:.0f} forwarding-ME instructions per frame")
+        basis = " at 100 % of line rate" if at_line else ""
         notes.append(
-            f"* **{TRAFFIC_TITLES[case.traffic]} {case.size} latency**: ours {ours:.2f} µs "
+            f"* **{TRAFFIC_TITLES[case.traffic]} {case.size} latency{basis}**: ours {ours:.2f} µs "
             f"avg against {theirs:.2f} µs ({ours - theirs:+.2f} µs); of ours, {wire:.2f} µs "
             f"is the frame's own time on the input and output lines and "
             f"{(point.lifo_avg_ps or 0) / PS_PER_US:.2f} µs from last bit in to first bit "
@@ -373,6 +395,7 @@ def npf_sections(result: NpfResult, out_dir: Path) -> list[Section]:
     sections = [_config_section(result), _published_section(result)]
     for traffic in dict.fromkeys(c.traffic for c in result.cases):
         sections.append(_traffic_section(result, traffic, out_dir))
+    sections += method.method_sections(result, out_dir)
     sections.append(_updates_section(result))
     return sections
 

@@ -31,10 +31,17 @@ independent of timing.
 ``routed_router`` builds one on a route table (next hop h leaves on port ``h % ports``, as
 on the chip devices) with ``destinations(family, out_port, count)`` for the procedures;
 ``UpdatingRouter`` adds a control plane with a known update cost (``npf.UpdatableDevice``).
+
+``EdgeLossRouter`` wraps one to make its loss *random near the edge*, as a real device's is
+(a burst that one stream phase meets and another misses): above its true lossless load
+every forwarded packet is lost with a fixed probability, drawn from a hash of the packet's
+bytes and the trial's stream seeds and phases -- so one trial there may lose nothing by
+luck, and a search that believes one trial reports a load the device does not sustain.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import zlib
 from collections import deque
@@ -363,3 +370,61 @@ def service_for_load(model: PortModel, frame_bytes: int, load_percent: float | F
     """The per-packet service time that keeps up with exactly ``load_percent`` of ``model``'s
     line rate for frames of ``frame_bytes`` (a convenience for building test devices)."""
     return model.wire_ps(frame_bytes) * 100 / Fraction(str(load_percent))
+
+
+@dataclass(frozen=True)
+class EdgeLossRouter:
+    """A device whose loss is random between its true lossless load and its capacity.
+
+    ``router`` forwards as usual (give it an engine that keeps up to ``band_top_percent``
+    and loses above it, e.g. ``service_for_load`` with a queue of one).  At an offered load
+    (the streams' ``load_percent``) in (``lossless_percent``, ``band_top_percent``], every
+    packet ``router`` forwarded is then lost with probability ``edge_loss``, independently,
+    by a hash of (``seed``, every stream's seed and start, the frame's bytes -- which carry
+    its stream and sequence number).  So the true lossless load is ``lossless_percent``: at
+    any load above it a trial of n packets passes only with probability
+    (1 - ``edge_loss``) ** n, and trials with other stream seeds or phases draw again."""
+
+    router: QueueingRouter
+    lossless_percent: float
+    band_top_percent: float
+    edge_loss: float
+    seed: int = 1
+    name: str = "edge-loss-router"
+
+    def __post_init__(self) -> None:
+        if not 0 < self.lossless_percent <= self.band_top_percent <= 100:
+            raise ValueError("need 0 < lossless_percent <= band_top_percent <= 100")
+        if not 0 <= self.edge_loss <= 1:
+            raise ValueError(f"edge_loss must be in [0, 1], got {self.edge_loss}")
+
+    @property
+    def ports(self) -> Mapping[int, PortModel]:
+        return self.router.ports
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.router.describe(), "device": self.name, "kind": "EdgeLossRouter",
+                "lossless_percent": self.lossless_percent,
+                "band_top_percent": self.band_top_percent, "edge_loss": self.edge_loss,
+                "edge_seed": self.seed}
+
+    def destinations(self, family: int, out_port: int, count: int,
+                     seed: int = 1) -> DestinationSet:
+        return self.router.destinations(family, out_port, count, seed)
+
+    def _lost(self, trial: Trial, frame_bytes: bytes) -> bool:
+        phases = ";".join(f"{s.id}:{s.seed}:{s.start_ps}" for s in trial.streams)
+        key = f"{self.seed}|{phases}|".encode() + frame_bytes
+        draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+        return draw < self.edge_loss * 2**64
+
+    def run(self, trial: Trial) -> TrialResult:
+        result = self.router.run(trial)
+        load = max(float(s.load_percent or 0) for s in trial.streams)
+        if not self.lossless_percent < load <= self.band_top_percent:
+            return result
+        kept = [rx for rx in result.received if not self._lost(trial, rx.data)]
+        report = Analyzer(self.ports, self.router.expect).analyze(result.traffic.records(),
+                                                                  kept)
+        counters = {**result.counters, "edge.dropped": len(result.received) - len(kept)}
+        return TrialResult(report, result.traffic, kept, counters, result.sim_ps)

@@ -40,6 +40,7 @@ from fractions import Fraction
 from typing import Any
 
 from npkit.bench.lab.device import Device, DeviceProxy, Trial, TrialResult
+from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.search import (
     LossCurve,
     Step,
@@ -83,24 +84,24 @@ class Rfc2544Config:
 
     def __post_init__(self) -> None:
         if self.topology not in TOPOLOGIES:
-            raise ValueError(f"topology {self.topology!r}: use one of {', '.join(TOPOLOGIES)}")
+            raise LabConfigError(f"topology {self.topology!r}: use one of {', '.join(TOPOLOGIES)}")
         if self.family not in (4, 6):
-            raise ValueError(f"family must be 4 or 6, not {self.family!r}")
+            raise LabConfigError(f"family must be 4 or 6, not {self.family!r}")
         unknown = [t for t in self.tests if t not in TESTS]
         if unknown:
-            raise ValueError(f"unknown RFC 2544 test(s) {', '.join(unknown)}: use "
-                             f"{', '.join(TESTS)}")
+            raise LabConfigError(f"unknown RFC 2544 test(s) {', '.join(unknown)}: use "
+                                 f"{', '.join(TESTS)}")
         if self.trial_ps <= 0 or self.settle_ps < 0:
-            raise ValueError("trial_ps must be > 0 and settle_ps >= 0")
+            raise LabConfigError("trial_ps must be > 0 and settle_ps >= 0")
         if self.latency_repeats < 1 or self.b2b_repeats < 1:
-            raise ValueError("latency_repeats and b2b_repeats must be >= 1")
+            raise LabConfigError("latency_repeats and b2b_repeats must be >= 1")
         if not 1 <= self.b2b_resolution_frames <= self.b2b_max_frames:
-            raise ValueError("need 1 <= b2b_resolution_frames <= b2b_max_frames")
+            raise LabConfigError("need 1 <= b2b_resolution_frames <= b2b_max_frames")
         least = standard_sizes("ethernet", self.family)[0][0]
         small = [s for s in self.sizes if s < least]
         if small:
-            raise ValueError(f"{small[0]}-byte frames cannot carry IPv{self.family} and the "
-                             f"tester's signature: the smallest frame is {least} bytes")
+            raise LabConfigError(f"{small[0]}-byte frames cannot carry IPv{self.family} and the "
+                                 f"tester's signature: the smallest frame is {least} bytes")
 
     @property
     def ports(self) -> tuple[int, ...]:
@@ -125,7 +126,7 @@ def preset(name: str, quick: bool = False, **changes: Any) -> Rfc2544Config:
         "rfc2544-10g-4port": Rfc2544Config(preset="rfc2544-10g-4port", topology="4-port"),
     }
     if name not in presets:
-        raise ValueError(f"unknown RFC 2544 preset {name!r}: use one of {', '.join(presets)}")
+        raise LabConfigError(f"unknown RFC 2544 preset {name!r}: use one of {', '.join(presets)}")
     config = presets[name]
     if quick:
         config = replace(config, trial_ps=200_000_000, settle_ps=100_000_000,
@@ -310,14 +311,14 @@ def check_ports(device: Device, config: Rfc2544Config) -> None:
     ports = device.ports
     missing = [p for p in config.ports if p not in ports]
     if missing:
-        raise ValueError(f"the {config.topology} configuration needs ports "
-                         f"{', '.join(map(str, config.ports))}; device "
-                         f"{getattr(device, 'name', '?')} has "
-                         f"{', '.join(map(str, sorted(ports)))}")
+        raise LabConfigError(f"the {config.topology} configuration needs ports "
+                             f"{', '.join(map(str, config.ports))}; device "
+                             f"{getattr(device, 'name', '?')} has "
+                             f"{', '.join(map(str, sorted(ports)))}")
     wrong = [p for p in config.ports if ports[p].kind != config.port_kind]
     if wrong:
-        raise ValueError(f"{config.preset} runs on {config.port_kind} ports; device port(s) "
-                         f"{', '.join(map(str, wrong))} are {ports[wrong[0]].kind}")
+        raise LabConfigError(f"{config.preset} runs on {config.port_kind} ports; device port(s) "
+                             f"{', '.join(map(str, wrong))} are {ports[wrong[0]].kind}")
 
 
 def _make_trials(device: Device, config: Rfc2544Config, frame_bytes: int) -> TrialMaker:

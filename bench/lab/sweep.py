@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from npkit.bench.lab.errors import LabConfigError
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 Progress = Callable[[int, int], None]  # (tasks done, tasks in all)
@@ -32,12 +34,12 @@ class Where:
 
     def __post_init__(self) -> None:
         if self.kind not in ("serial", "local", "address"):
-            raise ValueError(f"unknown place to run tasks '{self.kind}': "
-                             "use serial, local or address")
+            raise LabConfigError(f"unknown place to run tasks '{self.kind}': "
+                                 "use serial, local or address")
         if self.kind == "address" and not self.address:
-            raise ValueError("a scheduler address is needed, e.g. tcp://host:8786")
+            raise LabConfigError("a scheduler address is needed, e.g. tcp://host:8786")
         if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
+            raise LabConfigError(f"workers must be >= 1, got {self.workers}")
 
     @classmethod
     def parse(cls, scheduler: str | None, workers: int = 2) -> Where:

@@ -128,11 +128,14 @@ def spare_routes(routes_config: Any, loaded: Mapping[int, Routes], count: int
                  ) -> dict[int, dict[Prefix, int]]:
     """Per family, up to ``count`` routes the device did not load, for a stream's adds:
     from the real table when the device's tables were sampled from it
-    (``routes_config.path()``), else generated with the committed prefix-length histogram
-    and another seed."""
-    path = routes_config.path() if hasattr(routes_config, "path") else None
+    (``routes_config.full()``, or the file at ``routes_config.path()``), else generated
+    with the committed prefix-length histogram and another seed."""
     seed, next_hops = routes_config.seed, routes_config.next_hops
-    full = read_routes(path, seed, next_hops) if isinstance(path, Path) else None
+    if hasattr(routes_config, "full"):  # npf.SampledRoutes: the file, read once
+        full = routes_config.full()
+    else:
+        path = routes_config.path() if hasattr(routes_config, "path") else None
+        full = read_routes(path, seed, next_hops) if isinstance(path, Path) else None
     out: dict[int, dict[Prefix, int]] = {}
     for family in (4, 6):
         table = loaded.get(family) or {}

@@ -29,7 +29,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Literal
 
-from npkit.base.checksum import PROTO_UDP, udp_checksum, with_ipv4_checksum
+from npkit.base.checksum import PROTO_UDP, udp_checksum
+from npkit.base.headers import ipv4_header, ipv6_header
 from npkit.bench.tester.media import (
     ETH_FCS,
     ETH_HEADER,
@@ -67,20 +68,6 @@ def uses_udp(family: int, ip_len: int, transport: Transport) -> bool:
     if transport == "udp":
         return True
     return ip_len >= smallest_ip(family, "udp")
-
-
-# --------------------------------------------------------------------------- headers
-def ipv4_header(total_length: int, ident: int, protocol: int, src: int, dst: int,
-                ttl: int = TTL) -> bytes:
-    head = struct.pack("!BBHHHBBHII", 0x45, 0, total_length, ident & 0xFFFF, 0, ttl,
-                       protocol, 0, src, dst)
-    return with_ipv4_checksum(head)
-
-
-def ipv6_header(payload_length: int, next_header: int, src: int, dst: int,
-                hop_limit: int = TTL) -> bytes:
-    return struct.pack("!IHBB", 6 << 28, payload_length, next_header, hop_limit) + \
-        src.to_bytes(16, "big") + dst.to_bytes(16, "big")
 
 
 # --------------------------------------------------------------------------- signature
@@ -153,8 +140,9 @@ def build_ip(spec: PacketSpec) -> bytes:
         payload = segment
     protocol = PROTO_UDP if udp else PROTO_RAW
     if spec.family == 4:
-        return ipv4_header(spec.ip_len, spec.seq, protocol, spec.src, spec.dst) + payload
-    return ipv6_header(transport_len, protocol, spec.src, spec.dst) + payload
+        return ipv4_header(spec.src, spec.dst, protocol, transport_len, ttl=TTL,
+                           ident=spec.seq) + payload
+    return ipv6_header(spec.src, spec.dst, protocol, transport_len, hop_limit=TTL) + payload
 
 
 def link_header(framing: Framing, family: int, dst_mac: bytes = b"", src_mac: bytes = b"") -> bytes:

@@ -109,7 +109,10 @@ ident
     | 'array' | 'table' | 'counter' | 'register' | 'push' | 'pull'
     ;
 
-INT     : '0x' [0-9a-fA-F_]+ | '0b' [01_]+ | [0-9] [0-9_]* ;
+// A literal has at least one digit after its prefix; `0x`, `0x_` or `0b__` alone is a
+// NODIGITS token, which no rule accepts, so the parser reports it where it stands.
+INT     : '0x' '_'* [0-9a-fA-F] [0-9a-fA-F_]* | '0b' '_'* [01] [01_]* | [0-9] [0-9_]* ;
+NODIGITS : ('0x' | '0b') '_'* ;
 ID      : [a-zA-Z_] [a-zA-Z_0-9]* ;
 STRING  : '"' (~["\\\r\n] | '\\' .)* '"' ;
 LINE_COMMENT  : '//' ~[\r\n]* -> skip ;

@@ -36,6 +36,8 @@ def compile_source(text: str, file: str = "<input>") -> Program:
 
 def emit(program: Program, kind: str) -> str:
     """Render a stage of the pipeline: the AST, the LLVM IR, or the optimized IR."""
+    # Imported here, not at the top, only because lowering and the passes load llvmlite,
+    # which `npkit check` (parse + checks) does not need.
     if kind == "ast":
         from .astdump import dump
 

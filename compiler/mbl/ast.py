@@ -16,7 +16,7 @@ class TypeRef:
 
 @dataclass
 class BitTypeRef(TypeRef):
-    width: int
+    width: int | None  # None: the literal was out of range (already reported)
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Expr:
 @dataclass
 class IntLit(Expr):
     value: int
+    valid: bool = True  # False: out of range, already reported (the value is 0)
 
 
 @dataclass

@@ -6,12 +6,25 @@ from antlr4 import CommonTokenStream, InputStream
 from antlr4.error.ErrorListener import ErrorListener
 
 from npkit.base.diagnostics import SourceLocation
+from npkit.base.numbers import IntLiteralError, clip, parse_int
 
 from . import ast as A
 from .diagnostics import DiagnosticBag
 from .parser.MBLLexer import MBLLexer
 from .parser.MBLParser import MBLParser
 from .parser.MBLVisitor import MBLVisitor
+from .types import MAX_WIDTH
+
+# A file with more syntax errors than this stops parsing there: past the first few, more
+# errors say nothing new, and ANTLR's recovery on a large garbage file is slow.
+MAX_SYNTAX_ERRORS = 100
+# Brackets open at once (`(`, `[`, `{`); deeper programs are a `too-deep` error before the
+# parser runs, so parsing, checking and lowering all stay within Python's stack.
+MAX_NESTING = 100
+
+
+class _TooManyErrors(Exception):
+    """Raised by the error listener to stop a parse that has reported enough."""
 
 
 class _SyntaxErrors(ErrorListener):
@@ -20,6 +33,7 @@ class _SyntaxErrors(ErrorListener):
     def __init__(self, file: str, bag: DiagnosticBag) -> None:
         self.file = file
         self.bag = bag
+        self.count = 0
 
     def syntaxError(self, recognizer, offendingSymbol, line, column, msg, e):  # noqa: N802
         length = 1
@@ -27,22 +41,41 @@ class _SyntaxErrors(ErrorListener):
         if text and text != "<EOF>":
             length = len(text)
         where = SourceLocation(self.file, line, column + 1, length)  # ANTLR counts from 0
-        self.bag.error("syntax", f"syntax error: {msg}", where,
+        self.count += 1
+        if self.count > MAX_SYNTAX_ERRORS:
+            self.bag.error("too-many-errors", f"more than {MAX_SYNTAX_ERRORS} syntax errors; "
+                           "stopped parsing here", where, "fix the first errors and try again")
+            raise _TooManyErrors
+        if getattr(offendingSymbol, "type", None) == MBLLexer.NODIGITS:
+            self.bag.error("syntax", f"integer literal '{text}' has no digits", where,
+                           "write digits after the prefix, e.g. 0x0 or 0b1")
+            return
+        # ANTLR quotes the offending text, which can be a whole long line
+        msg = msg.replace(text, clip(text)) if text and len(text) > 40 else msg
+        self.bag.error("syntax", f"syntax error: {clip(msg, 300)}", where,
                        "check the statement against docs/language.md (missing ';' or brace?)")
 
 
-def _int(text: str) -> int:
-    t = text.replace("_", "")
-    if t.startswith("0x"):
-        return int(t[2:], 16)
-    if t.startswith("0b"):
-        return int(t[2:], 2)
-    return int(t, 10)
-
-
 class _Builder(MBLVisitor):
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, bag: DiagnosticBag) -> None:
         self.file = file
+        self.bag = bag
+        self.deepest = None  # the last rule visited (where a RecursionError happened)
+
+    def visit(self, tree):
+        if hasattr(tree, "start"):
+            self.deepest = tree
+        return super().visit(tree)
+
+    def int_token(self, token) -> int | None:
+        """The value of an INT token; None (and a `literal-range` error at it) when it is
+        larger than any MBL value (2^128-1): the one place MBL text becomes an integer."""
+        try:
+            return parse_int(token.getText(), MAX_WIDTH)
+        except IntLiteralError as exc:
+            self.bag.error("literal-range", f"integer literal {exc}", self.tspan(token.symbol),
+                           f"MBL values have at most {MAX_WIDTH} bits")
+            return None
 
     def span(self, ctx) -> SourceLocation:
         start = ctx.start if hasattr(ctx, "start") else ctx.symbol
@@ -122,12 +155,12 @@ class _Builder(MBLVisitor):
         ports, stages, conns = None, [], []
         for item in ctx.pipeItem():
             if isinstance(item, MBLParser.PipePortsContext):
-                nums = [_int(t.getText()) for t in item.INT()]
+                nums = [self.int_token(t) or 0 for t in item.INT()]
                 ports = (nums[0], nums[-1])
             elif isinstance(item, MBLParser.PipeStageContext):
                 ids = item.ident()
                 stages.append(A.Stage(self.span(item), ids[0].getText(), ids[1].getText(),
-                                      [_int(t.getText()) for t in item.INT()]))
+                                      [self.int_token(t) or 0 for t in item.INT()]))
             else:
                 ends = []
                 for end in item.pipeEnd():
@@ -227,7 +260,8 @@ class _Builder(MBLVisitor):
         return A.Binary(self.tspan(ctx.op), ctx.op.text, self.visit(left), self.visit(right))
 
     def visitIntLit(self, ctx):  # noqa: N802
-        return A.IntLit(self.span(ctx), _int(ctx.getText()))
+        value = self.int_token(ctx.INT())
+        return A.IntLit(self.span(ctx), value or 0, valid=value is not None)
 
     def visitBoolLit(self, ctx):  # noqa: N802
         return A.BoolLit(self.span(ctx), ctx.getText() == "true")
@@ -245,7 +279,7 @@ class _Builder(MBLVisitor):
         return self.visit(ctx.expr())
 
     def visitBitType(self, ctx):  # noqa: N802
-        return A.BitTypeRef(self.span(ctx), _int(ctx.INT().getText()))
+        return A.BitTypeRef(self.span(ctx), self.int_token(ctx.INT()))
 
     def visitBoolType(self, ctx):  # noqa: N802
         return A.BoolTypeRef(self.span(ctx))
@@ -255,21 +289,52 @@ class _Builder(MBLVisitor):
 
 
 def parse_source(text: str, file: str, bag: DiagnosticBag) -> A.Module | None:
-    """Parse one file; on syntax errors, report them all and return None."""
+    """Parse one file; on syntax errors, report them all (up to MAX_SYNTAX_ERRORS) and
+    return None.  Nesting deeper than MAX_NESTING is a `too-deep` error before parsing."""
     before = len(bag.errors)
     lexer = MBLLexer(InputStream(text))
     listener = _SyntaxErrors(file, bag)
     lexer.removeErrorListeners()
     lexer.addErrorListener(listener)
-    parser = MBLParser(CommonTokenStream(lexer))
+    stream = CommonTokenStream(lexer)
+    stream.fill()
+    if _too_deep(stream.tokens, file, bag):
+        return None
+    parser = MBLParser(stream)
     parser.removeErrorListeners()
     parser.addErrorListener(listener)
+    builder = _Builder(file, bag)
     try:
         tree = parser.program()
         if len(bag.errors) > before:
             return None
-        return _Builder(file).visit(tree)
-    except RecursionError:
-        bag.error("too-deep", "the program nests too deeply to parse",
-                  SourceLocation(file, 1, 1), "split deeply nested expressions or blocks")
+        return builder.visit(tree)
+    except _TooManyErrors:
         return None
+    except RecursionError:  # where it got deepest: the parser's token or the builder's node
+        token = builder.deepest.start if builder.deepest is not None \
+            else parser.getCurrentToken()
+        bag.error("too-deep", "the program nests too deeply to parse here",
+                  SourceLocation(file, token.line, token.column + 1),
+                  "split deeply nested expressions or blocks (use let, functions)")
+        return None
+
+
+_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
+
+
+def _too_deep(tokens, file: str, bag: DiagnosticBag) -> bool:
+    """Report (at the first bracket too many) brackets nested deeper than MAX_NESTING."""
+    depth = 0
+    for tok in tokens:
+        text = tok.text
+        if text in _OPEN:
+            depth += 1
+            if depth > MAX_NESTING:
+                bag.error("too-deep", f"brackets nest more than {MAX_NESTING} deep here",
+                          SourceLocation(file, tok.line, tok.column + 1),
+                          "split deeply nested expressions or blocks (use let, functions)")
+                return True
+        elif text in _CLOSE:
+            depth = max(0, depth - 1)
+    return False

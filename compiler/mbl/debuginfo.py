@@ -93,7 +93,7 @@ _NODE = re.compile(r"^!(\d+) = (?:distinct )?!(DILocation|DISubprogram|DIFile|DI
                    r"(?:File)?)\((.*)\)\s*$", re.MULTILINE)
 _FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
 # an instruction's attachments: `, !name !N` or `, !name !{...}` after its operands
-_ATTACHED_DBG = re.compile(r"(?:, ![\w.]+ !(?:\d+|\{[^}]*\}))*?, !dbg !(\d+)")
+_DBG = re.compile(r", !dbg !(\d+)")
 
 
 def _unescape(quoted: str) -> str:
@@ -109,6 +109,23 @@ def _fields(text: str) -> dict[str, str]:
 
 def _ref(value: str | None) -> int | None:
     return int(value[1:]) if value and value.startswith("!") and value[1:].isdigit() else None
+
+
+def instruction_texts(fn: llvm.ValueRef) -> list[tuple[llvm.ValueRef, str]]:
+    """Each instruction of fn with its text as the function's text prints it (the module's
+    metadata numbering), in iteration order.  The function is printed once: `str(instr)`
+    numbers the whole function again for every instruction, quadratic in its size."""
+    texts: list[str] = []
+    for line in str(fn).splitlines():
+        if line.startswith("    ") or line.startswith("  ]"):  # a switch's case lines
+            if texts:
+                texts[-1] += "\n" + line
+        elif line.startswith("  "):
+            texts.append(line.strip())
+    instrs = [i for b in fn.blocks for i in b.instructions]
+    if len(texts) != len(instrs):  # not LLVM's usual layout: ask each instruction
+        texts = [str(i).strip() for i in instrs]
+    return list(zip(instrs, texts, strict=True))
 
 
 class DebugLocations:
@@ -128,19 +145,10 @@ class DebugLocations:
                 self._read_function(fn)
 
     def _read_function(self, fn: llvm.ValueRef) -> None:
-        text = str(fn)
-        cursor = 0
-        for block in fn.blocks:
-            for instr in block.instructions:
-                own = str(instr).strip()
-                head = own[:own.find(", !")] if ", !" in own else own
-                at = text.find(head, cursor)
-                if at < 0:      # cannot happen for a module LLVM printed; stay safe
-                    continue
-                cursor = at + len(head)
-                found = _ATTACHED_DBG.match(text, cursor)
-                if found:
-                    self.dbg[instr] = int(found.group(1))
+        for instr, text in instruction_texts(fn):
+            found = _DBG.search(text)
+            if found:
+                self.dbg[instr] = int(found.group(1))
 
     def file_of_scope(self, scope: int | None) -> str | None:
         """The file of a subprogram or lexical block (following scopes up if needed)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from npkit.base.diagnostics import Diagnostic, DiagnosticError, SourceLocation
+from npkit.base.diagnostics import Diagnostic, DiagnosticError, SourceLocation, render_all
 
 # Hints for diagnostics raised without a specific one (every diagnostic shows a hint).
 DEFAULT_HINTS: dict[str, str] = {
@@ -32,6 +32,7 @@ DEFAULT_HINTS: dict[str, str] = {
     "bad-cast": "cast between bit<N> widths, or from bool to bit<N>",
     "bad-ports": "write `ports low..high;`",
     "io": "check the path and permissions",
+    "too-large": "see docs/language.md, Limits",
 }
 
 
@@ -54,7 +55,8 @@ class DiagnosticBag:
         return [d for d in self.items if d.severity == "error"]
 
     def render(self, sources: Mapping[str, str]) -> str:
-        return "\n".join(d.render(sources) for d in self.items)
+        """Every diagnostic, up to MAX_SHOWN of them and then how many more there are."""
+        return render_all(self.items, sources)
 
 
 class CompileError(DiagnosticError):

@@ -27,6 +27,7 @@ from .types import (
     VERDICT_NEXT,
     Bits,
     Bool,
+    FieldInfo,
     Layout,
     MemoryInfo,
     MemType,
@@ -35,6 +36,9 @@ from .types import (
 )
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+# Packet lengths are 16-bit (meta.len), so a push or pull moves at most this many bytes;
+# a larger amount takes the statement's else branch without reaching npu.pkt.adjust.
+MAX_ADJUST = 0xFFFF
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 SPACE_IDS = {"sram": 0, "scratch": 1, "local": 2}
@@ -261,7 +265,7 @@ class Lowerer:
 
     def stmt_Block(self, s: A.Block) -> None:  # noqa: N802
         self.scope.push()
-        for x in s.stmts:
+        for x in s.stmts[:self.p.unreachable.get(id(s), len(s.stmts))]:  # none after a verdict
             self.stmt(x)
         self.scope.pop()
 
@@ -421,11 +425,18 @@ class Lowerer:
         self.verdict(VERDICT_NEXT, self.p.labels.id(s.label or "default"))
 
     def stmt_Adjust(self, s: A.Adjust) -> None:  # noqa: N802
+        """The amount is checked before it becomes a signed delta: more than MAX_ADJUST
+        bytes can never be pulled or pushed, so such an amount takes the else branch (and
+        npu.pkt.adjust only ever sees |delta| <= MAX_ADJUST, never a wrapped one)."""
         amount = self.widen32(self.expr(s.amount))
-        delta = amount if s.op == "pull" else self.b.sub(ir.Constant(I32, 0), amount)
-        ok = self.b.call(self.npu["npu.pkt.adjust"], [self.ctx, delta])
+        try_block = self.b.function.append_basic_block("adjust")
         ok_block = self.b.function.append_basic_block("adjusted")
         fail_block = self.b.function.append_basic_block("no_adjust")
+        in_range = self.b.icmp_unsigned("<=", amount, ir.Constant(I32, MAX_ADJUST))
+        self.b.cbranch(in_range, try_block, fail_block)
+        self.b.position_at_end(try_block)
+        delta = amount if s.op == "pull" else self.b.sub(ir.Constant(I32, 0), amount)
+        ok = self.b.call(self.npu["npu.pkt.adjust"], [self.ctx, delta])
         self.b.cbranch(ok, ok_block, fail_block)
         self.b.position_at_end(fail_block)
         self.scope.push()
@@ -485,8 +496,6 @@ class Lowerer:
     def element_layout(self, m: MemoryInfo) -> Layout:
         if isinstance(m.value, View):
             return m.value.layout
-        from .types import FieldInfo
-
         width = m.value.width if isinstance(m.value, Bits) else 32
         pad = m.words_per_entry * 32 - width  # scalars sit in the low bits of their words
         return Layout(m.name, (FieldInfo("", width, pad),), False)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
+
+from npkit.base.errors import NpkitError
 
 from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, lower
 from .passes import new_target_machine, optimize
@@ -29,6 +32,7 @@ from .types import (
     VERDICT_FORWARD,
     VERDICT_NEXT,
     Bits,
+    FieldInfo,
     MemoryInfo,
     View,
 )
@@ -41,6 +45,11 @@ CTX_PKT, CTX_META, CTX_SRAM, CTX_LEN, CTX_READS = 0, 1, 2, 5, 6
 VALID = 0x8000_0000
 EXACT_HASH_MULTIPLIER = 0x9E3779B1  # 2^32 / golden ratio (Fibonacci hashing)
 HEADROOM = 64  # bytes before each packet in the batch buffer, room for packet.push
+# a batch of packets: at most this many, in at most this much buffer (one slot a packet,
+# as wide as the batch's largest); a packet of up to MAX_PACKET_BYTES always fits alone
+BATCH_FRAMES = 4096
+BATCH_BYTES = 8 << 20
+MAX_PACKET_BYTES = 65535
 BATCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_void_p)
@@ -68,7 +77,7 @@ class HashUnit:
         return cls(poly, mult)  # type: ignore[arg-type]
 
 
-class NativeError(Exception):
+class NativeError(NpkitError):
     """A program the native target cannot run (e.g. an intrinsic it does not implement)."""
 
 
@@ -534,6 +543,11 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
 
 
+def _slot_bytes(length: int) -> int:
+    """A batch slot for a packet of ``length`` bytes: headroom, then whole 64-byte lines."""
+    return HEADROOM + max(64, (length + 63) // 64 * 64)
+
+
 def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]:
     total = 0
     for f in layout_fields:
@@ -592,7 +606,9 @@ class NativeProgram:
         return self.memory[m.space][m.word_offset:m.word_offset + m.words]
 
     def _entry(self, m: MemoryInfo, index: int) -> np.ndarray:
-        start = m.word_offset + (index % m.size) * m.words_per_entry
+        if not 0 <= index < m.size:  # never masked into another entry
+            raise NativeError(f"{m.name}[{index}] is outside the memory (0..{m.size - 1})")
+        start = m.word_offset + index * m.words_per_entry
         return self.memory[m.space][start:start + m.words_per_entry]
 
     # ---- memories from the host (a stand-in for the control plane) ----
@@ -633,8 +649,6 @@ class NativeProgram:
             fields = m.value.layout.fields
             values = value if isinstance(value, dict) else {}
         else:
-            from .types import FieldInfo
-
             width = m.value.width if isinstance(m.value, Bits) else 32
             fields = (FieldInfo("", width, m.words_per_entry * 32 - width),)
             values = {"": int(value)}  # type: ignore[arg-type]
@@ -649,18 +663,40 @@ class NativeProgram:
 
     # ---- packets ----
     def run(self, packets: list[bytes], in_ports: list[int] | int = 0) -> list[Verdict]:
-        n = len(packets)
-        if n == 0:
-            return []
-        ports = [in_ports] * n if isinstance(in_ports, int) else list(in_ports)
-        stride = HEADROOM + max(64, (max(len(p) for p in packets) + 63) // 64 * 64)
+        """The verdict of every packet, in order (run_stream, collected)."""
+        ports = [in_ports] * len(packets) if isinstance(in_ports, int) else in_ports
+        return list(self.run_stream(zip(packets, ports, strict=True)))
+
+    def run_stream(self, frames: Iterable[tuple[bytes, int]]) -> Iterator[Verdict]:
+        """(packet, in_port) pairs in, verdicts out in the same order, in batches of at most
+        BATCH_FRAMES frames and BATCH_BYTES of buffer: a batch's slots are as wide as its
+        largest frame, so a batch ends early when the next frame would make it larger.  One
+        65,535-byte frame among a million small ones costs a few short batches, never
+        frames x largest frame; memory stays bounded whatever the input's length."""
+        batch: list[tuple[bytes, int]] = []
+        widest = 0
+        for packet, port in frames:
+            if len(packet) > MAX_PACKET_BYTES:
+                raise NativeError(f"a packet of {len(packet):,} bytes: the native target "
+                                  f"takes at most {MAX_PACKET_BYTES:,}")
+            wide = max(widest, _slot_bytes(len(packet)))
+            if batch and (len(batch) >= BATCH_FRAMES or (len(batch) + 1) * wide > BATCH_BYTES):
+                yield from self._run_batch(batch, widest)
+                batch, wide = [], _slot_bytes(len(packet))
+            batch.append((packet, port))
+            widest = wide
+        if batch:
+            yield from self._run_batch(batch, widest)
+
+    def _run_batch(self, batch: list[tuple[bytes, int]], stride: int) -> list[Verdict]:
+        n = len(batch)
         buf = np.zeros((n, stride), dtype=np.uint8)
         lens = np.zeros(n, dtype=np.uint32)
         metas = np.zeros((n, META_WORDS), dtype=np.uint32)
-        for i, p in enumerate(packets):
+        for i, (p, port) in enumerate(batch):
             buf[i, HEADROOM:HEADROOM + len(p)] = np.frombuffer(p, dtype=np.uint8)
             lens[i] = len(p)
-            metas[i, META_FIELDS["in_port"].word] = ports[i]
+            metas[i, META_FIELDS["in_port"].word] = port
             metas[i, META_FIELDS["len"].word] = len(p)
         with self._batch_lock:
             self._run(buf.ctypes.data, stride, lens.ctypes.data, metas.ctypes.data, n,

@@ -6,12 +6,15 @@ every expression for the lowering.  Every problem becomes a diagnostic; nothing 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from npkit.base.diagnostics import SourceLocation
+from npkit.base.numbers import clip
 
 from . import ast as A
+from .budget import check_code_size
 from .builder import parse_source
 from .diagnostics import DiagnosticBag
 from .types import (
@@ -33,6 +36,12 @@ from .types import (
 )
 
 STD_ROOT = Path(__file__).resolve().parent
+# toeplitz(): each input bit selects a 32-bit window of the 320-bit RSS key, so the key
+# covers 320 - 32 = 288 input bits (36 bytes: the IPv6 source, destination and ports).
+TOEPLITZ_MAX_BITS = 288
+# One source file (the root or an import) is read up to this size; larger is `too-large`.
+MAX_SOURCE_BYTES = 4 << 20
+MAX_SUGGESTIONS = 50  # "did you mean" hints per program (MAX_SHOWN diagnostics are shown)
 MAX_LOOP_TRIPS = 4096
 VERDICTS = (A.Forward, A.Drop, A.Exception_, A.Next)
 
@@ -66,6 +75,9 @@ class Program:
     modules: list[A.Module] = field(default_factory=list)
     types: dict[int, Type] = field(default_factory=dict)  # id(expr) -> type
     values: dict[int, int] = field(default_factory=dict)  # id(expr) -> constant value
+    # id(block) -> index of its first statement after a verdict or return: the lowering
+    # stops there (the statements are checked, and reported once as `unreachable`)
+    unreachable: dict[int, int] = field(default_factory=dict)
     reasons: Reasons = field(default_factory=Reasons)
     labels: Reasons = field(default_factory=Reasons)
 
@@ -88,6 +100,7 @@ class Checker:
         # push/pull statements seen so far (in source order) in the current body; a packet
         # view bound before one of them refers to moved bytes and may not be used after it
         self.generation = 0
+        self.suggestions = 0
 
     # ---- helpers ----
     def err(self, kind: str, msg: str, span: SourceLocation, hint: str = "") -> Error:
@@ -122,6 +135,8 @@ class Checker:
     # ---- types ----
     def resolve_type(self, t: A.TypeRef, allow_views: bool = False) -> Type:
         if isinstance(t, A.BitTypeRef):
+            if t.width is None:  # an out-of-range literal, already reported
+                return Error()
             if not 1 <= t.width <= MAX_WIDTH:
                 return self.err("bad-width", f"bit<{t.width}> is out of range", t.span,
                                 f"widths go from 1 to {MAX_WIDTH}")
@@ -334,12 +349,14 @@ class Checker:
         """Check statements; return True when every path through them ends (never falls off)."""
         self.scopes.append({})
         ends = False
-        for s in b.stmts:
-            if ends:
-                self.bag.warning("unreachable", "this statement can never run", s.span,
-                                 "remove it or the verdict/return before it")
-                ends = self.stmt(s) or ends
-                break
+        for i, s in enumerate(b.stmts):
+            if ends:  # checked like the rest, reported once, never lowered
+                if id(b) not in self.p.unreachable:
+                    self.bag.warning("unreachable", "this statement can never run", s.span,
+                                     "remove it or the verdict/return before it")
+                    self.p.unreachable[id(b)] = i
+                self.stmt(s)
+                continue
             ends = self.stmt(s)
         self.scopes.pop()
         return ends
@@ -591,6 +608,8 @@ class Checker:
         return t
 
     def expr_IntLit(self, e: A.IntLit, want: Type | None) -> Type:  # noqa: N802
+        if not e.valid:  # out of range, already reported
+            return Error()
         return self.set(e, Literal(), e.value)
 
     def expr_BoolLit(self, e: A.BoolLit, want: Type | None) -> Type:  # noqa: N802
@@ -621,8 +640,11 @@ class Checker:
                         self.suggest(e.name))
 
     def suggest(self, name: str) -> str:
-        import difflib
-
+        """A close name as a hint; only for the first MAX_SUGGESTIONS (each costs the whole
+        pool of names, and only the first diagnostics are shown)."""
+        self.suggestions += 1
+        if self.suggestions > MAX_SUGGESTIONS:
+            return "declare it before use"
         pool = list(self.global_names())
         for scope in self.scopes:
             pool.extend(scope)
@@ -704,9 +726,10 @@ class Checker:
                              "not", a.span, "cast or concatenate to a multiple of 8 bits")
             elif not isinstance(t, Error):
                 self.err("type-mismatch", f"{e.func} takes bit<N> values", a.span)
-        if e.func == "toeplitz" and total > 320:
-            self.err("type-mismatch", "toeplitz input is at most 320 bits (40-byte key)",
-                     e.span)
+        if e.func == "toeplitz" and total > TOEPLITZ_MAX_BITS:
+            self.err("type-mismatch", f"toeplitz input is at most {TOEPLITZ_MAX_BITS} bits, "
+                     f"not {total}", e.span, "the 40-byte key has a 32-bit window for each "
+                     "of the first 288 input bits (an IPv6 4-tuple is 288 bits)")
         return Bits(32)
 
     def method(self, e: A.MethodCall, allow_lookup: bool = False) -> Type:
@@ -859,7 +882,8 @@ class Checker:
                              side.span, "compare explicitly, e.g. `x != 0`")
             return Bool()
         if op in ("<<", ">>"):
-            lt = self.expr(e.left, want if isinstance(want, Bits) else None)
+            lt = self.expr(e.left, want if isinstance(want, Bits) and not _literal_only(e)
+                           else None)
             rt = self.expr(e.right, None)
             if isinstance(rt, Literal):
                 self.retype_literal(e.right, Bits(32))
@@ -874,7 +898,11 @@ class Checker:
                 return self.err("type-mismatch", f"cannot shift {lt.show()}", e.left.span)
             return self.fold_typed(e, lt, op, e.left, e.right) if isinstance(lt, Bits) else lt
         compare = op in ("==", "!=", "<", "<=", ">", ">=")
-        hint = want if isinstance(want, Bits) and not compare else None
+        # arithmetic on literals folds unbounded and is checked once, as a whole, against
+        # the width the context gives (`0xfffffff0 + 20` is not a bit<32>), so a literal
+        # operand takes no width from the context here
+        hint = want if isinstance(want, Bits) and not compare and not _literal_only(e) \
+            else None
         lt = self.expr(e.left, hint)
         rt = self.expr(e.right, hint if not isinstance(lt, Bits) else lt)
         if isinstance(lt, Literal) and isinstance(rt, Bits):
@@ -1007,6 +1035,18 @@ class Checker:
                 return
 
 
+def _literal_only(e: A.Expr) -> bool:
+    """An expression of integer literals and binary operators only (folded unbounded)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, A.Binary):
+            stack += (x.left, x.right)
+        elif not isinstance(x, A.IntLit):
+            return False
+    return True
+
+
 def _next_labels(stmt: A.Stmt | None) -> set[str]:
     """The labels of all next statements inside a statement."""
     if stmt is None:
@@ -1025,11 +1065,9 @@ def _next_labels(stmt: A.Stmt | None) -> set[str]:
 
 
 def _load(path: Path, display: str, bag: DiagnosticBag, program: Program,
-          seen: set[Path], text: str | None = None) -> None:
+          seen: set[Path], text: str) -> None:
     """Parse a file and (depth first) the files it imports, each once."""
     seen.add(path)
-    if text is None:
-        text = path.read_text(encoding="utf-8", errors="replace")
     program.sources[display] = text
     module = parse_source(text, display, bag)
     if module is None:
@@ -1039,12 +1077,18 @@ def _load(path: Path, display: str, bag: DiagnosticBag, program: Program,
             continue
         target = _resolve_import(path, d.path)
         if target is None:
-            bag.error("import-not-found", f"cannot find import \"{d.path}\"", d.span,
+            bag.error("import-not-found", f"cannot find import \"{clip(d.path)}\"", d.span,
                       "paths are relative to the importing file or the MBL library "
                       "(e.g. \"std/headers.mbl\")")
         elif target not in seen:
             shown = d.path if target.is_relative_to(STD_ROOT) else str(target)
-            _load(target, shown, bag, program, seen)
+            try:
+                imported = read_source(target)
+            except SourceError as exc:
+                bag.error(exc.kind, f"cannot import \"{clip(d.path)}\": {exc}", d.span)
+                seen.add(target)
+                continue
+            _load(target, shown, bag, program, seen, imported)
     program.modules.append(module)
 
 
@@ -1086,14 +1130,39 @@ def _check_program(program: Program, bag: DiagnosticBag) -> None:
     for pl in program.pipelines.values():
         checker.check_pipeline(pl)
     checker.check_recursion()
+    if not bag.errors:  # sizes need the types, and no call cycles
+        check_code_size(program, bag)
+
+
+class SourceError(Exception):
+    """A source file that cannot be read (`io`) or is too large to compile (`too-large`)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def read_source(path: Path) -> str:
+    """The text of an MBL file, or SourceError: unreadable (a mode-000 file, /proc/self/mem,
+    a folder) or larger than MAX_SOURCE_BYTES."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise SourceError("io", exc.strerror or str(exc)) from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise SourceError("too-large", f"the file is larger than {MAX_SOURCE_BYTES} bytes")
+    return data.decode("utf-8", errors="replace")
 
 
 def check_file(path: str | Path) -> tuple[Program, DiagnosticBag]:
     p = Path(path)
     bag = DiagnosticBag()
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        bag.error("io", f"cannot read {p}: {exc.strerror}", SourceLocation(str(p), 0, 0))
+        text = read_source(p)
+    except SourceError as exc:
+        bag.error(exc.kind, f"cannot read {clip(str(p))}: {exc}", SourceLocation(str(p), 0, 0),
+                  "check the path and permissions" if exc.kind == "io" else
+                  "split the program into files that import each other")
         return Program(sources={}), bag
     return check_source(text, str(p), bag, p.resolve())

@@ -6,12 +6,12 @@
     print(build.wir)            # the word IR the front end made
     print(build.body.uc)        # the compiled body (.uc fragment)
     compile_me(program, print_after={"simplify", "isel"})   # the IR after passes, on stderr
-    linked = build.link()       # ME images, memory map, mapping (compiler/me/link.py)
+    # linking (dispatch loop, media stages, manifest): npkit.link.link(program, build, platform)
 
 The parts: `front` (optimized LLVM IR -> WIR) and `back` (WIR -> body microcode), each a
 list of passes (`front/pipeline.py`, `back/pipeline.py`; names in PASSES), `fold` (WIR
-operations on constants), `link` (dispatch loop, media stages, memory map, images),
-`report` and `graph`.
+operations on constants), `metasetup` (the metadata set-up a body needs), `report` and
+`graph`.  The linker is a layer above, `npkit.link`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ Trace = Callable[[str, str], None]       # trace(pass name, the IR after it)
 if TYPE_CHECKING:
     from ..mbl.sema import Program
     from .back import Body
-    from .link import LinkedProgram
     from .wir import Function
 
 
@@ -41,30 +40,6 @@ class MEBuild:
     entry: str
     wir: Function
     body: Body
-
-    def link(self, **options) -> LinkedProgram:
-        """The chip images; a body that overflows the control store is a CompileError at
-        the entry's MBL declaration (the assembler's message would point into the body)."""
-        from ..uc import AsmError
-        from .back.errors import compile_error
-        from .link import link, meta_setup
-
-        options.setdefault("meta", meta_setup(self.wir))   # zero only what the body needs
-        try:
-            return link(self.program, self.body.uc, self.body.window_bytes,
-                        pipeline=self.entry, **options)
-        except AsmError as e:
-            overflow = next((d for d in e.diagnostics
-                             if d.message.startswith("control store overflow")), None)
-            if overflow is None:
-                raise
-            raise compile_error(
-                "me-control-store",
-                f"{self.entry} does not fit in the control store: its body is "
-                f"{self.body.instructions} instructions, and with the dispatch loop "
-                f"{overflow.message.removeprefix('control store overflow: ')}",
-                self.wir.loc, "shorten the block (fewer unrolled loop trips, smaller "
-                "functions) or split the pipeline") from None
 
 
 def compile_me(program: Program, entry: str | None = None, abi: BodyABI | None = None, *,

@@ -1,15 +1,26 @@
-"""Constant expressions: integers (decimal, 0x hex, 0b binary), names, C operators."""
+"""Constant expressions: integers (decimal, 0x hex, 0b binary), names, C operators.
+
+Bounded whatever the text: a literal of more than 64 bits, a value of more than
+``VALUE_BITS`` bits on the way, or parentheses and unary operators nested deeper than
+``MAX_DEPTH`` are an ExprError at their column, never a Python limit."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 
+from npkit.base.numbers import IntLiteralError
+from npkit.base.numbers import parse_int as parse_literal
+
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F_]+|0[bB][01_]+|\d+)|(?P<name>[A-Za-z_]\w*)"
     r"|(?P<op><<|>>|[-+*/%&|^~()]))")
+_SPACE = re.compile(r"\s*")
 _PLAIN_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|[1-9][0-9]*|0")
 MASK32 = 0xFFFF_FFFF
+LITERAL_BITS = 64   # a literal: .const takes -2^63 .. 2^64
+VALUE_BITS = 128    # any value on the way (a product of two literals fits)
+MAX_DEPTH = 32      # parentheses and unary operators nested (~10 Python frames each)
 # binary operators by precedence level, loosest first (as in C)
 _LEVELS: tuple[tuple[str, ...], ...] = (("|",), ("^",), ("&",), ("<<", ">>"), ("+", "-"),
                                         ("*", "/", "%"))
@@ -28,11 +39,11 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
     tokens: list[tuple[str, str, int]] = []
     pos = 0
     while pos < len(text):
-        if text[pos:].strip() == "":
+        start = _SPACE.match(text, pos).end()
+        if start == len(text):
             break
         m = _TOKEN.match(text, pos)
         if not m:
-            start = len(text[pos:]) - len(text[pos:].lstrip()) + pos
             raise ExprError(f"unexpected character {text[start]!r} in expression", start)
         kind = m.lastgroup or "op"
         tokens.append((kind, m.group(kind), m.start(kind)))
@@ -40,8 +51,12 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
     return tokens
 
 
-def parse_int(text: str) -> int:
-    return int(text.replace("_", ""), 0) if not text.isdigit() else int(text)
+def parse_int(text: str, offset: int = 0) -> int:
+    """A literal's value (at most LITERAL_BITS bits), or ExprError at ``offset``."""
+    try:
+        return parse_literal(text, LITERAL_BITS)
+    except IntLiteralError as e:
+        raise ExprError(f"number {e}", offset) from None
 
 
 def evaluate(text: str, lookup: Callable[[str], int | None]) -> int:
@@ -66,6 +81,7 @@ class _Parser:
         self.lookup = lookup
         self.pos = 0
         self.end = end
+        self.depth = 0
 
     def _peek(self) -> tuple[str, str, int] | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -87,7 +103,17 @@ class _Parser:
         kind, text, off = tok
         self.pos += 1
         if kind == "num":
-            return parse_int(text)
+            return parse_int(text, off)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise ExprError(f"expression nests more than {MAX_DEPTH} deep", off,
+                                "split it with .const names")
+            return self._nested(kind, text, off)
+        finally:
+            self.depth -= 1
+
+    def _nested(self, kind: str, text: str, off: int) -> int:
         if kind == "name":
             value = self.lookup(text)
             if value is None:
@@ -120,4 +146,7 @@ def _apply(op: str, a: int, b: int, off: int) -> int:
         "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
         "*": lambda: a * b, "/": lambda: a // b, "%": lambda: a % b,
     }[op]()
+    if result.bit_length() > VALUE_BITS:
+        raise ExprError(f"the value of {op!r} here has more than {VALUE_BITS} bits", off,
+                        "constants are at most 64 bits")
     return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from npkit.base.numbers import clip
 from npkit.sim import isa
 
 CLASS = {c.name: c for c in isa.OPERAND_CLASSES}
@@ -71,10 +72,11 @@ def parse_operand(text: str) -> Opnd:
         m = pattern.fullmatch(text)
         if m:
             cls = CLASS[cls_name]
-            index = int(m.group(1))
-            if index >= cls.count:
-                raise OperandSyntaxError(
-                    f"there is no register {text}: {cls_name} has indices 0..{cls.count - 1}")
+            digits = m.group(1).lstrip("0") or "0"
+            if len(digits) > 3 or int(digits) >= cls.count:  # never convert a huge number
+                raise OperandSyntaxError(f"there is no register {clip(text)}: {cls_name} "
+                                         f"has indices 0..{cls.count - 1}")
+            index = int(digits)
             return Opnd("code", text, code=cls.first + index)
     m = _LM.fullmatch(text)
     if m:
@@ -117,8 +119,9 @@ def parse_register_spelling(text: str) -> int | None:
     """Operand code of a GPR or transfer register spelled by number, else None."""
     for pattern, cls_name in _INDEXED[:4]:
         m = pattern.fullmatch(text)
-        if m and int(m.group(1)) < CLASS[cls_name].count:
-            return CLASS[cls_name].first + int(m.group(1))
+        digits = m.group(1).lstrip("0") or "0" if m else ""
+        if m and len(digits) <= 3 and int(digits) < CLASS[cls_name].count:
+            return CLASS[cls_name].first + int(digits)
     return None
 
 

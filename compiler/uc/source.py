@@ -20,10 +20,11 @@ _DEFINE_WORD = re.compile(r"(?<![\w$#.*])[A-Za-z_]\w*(?![\w$#])")
 _LABEL = re.compile(rf"\s*({IDENT})#?\s*:(?!:)")
 _MNEMONIC = re.compile(r"[^\s\[\],;]+")
 _OPTION = re.compile(r"([\w!=]+)\s*")
-_LINE_DIRECTIVE = re.compile(r'\s*\.line\s+"((?:[^"\\]|\\.)*)"\s+(\d+)(?:\s+(\d+))?\s*$')
+_LINE_DIRECTIVE = re.compile(r'\s*\.line\s+"((?:[^"\\]|\\.)*)"\s+(\d{1,9})(?:\s+(\d{1,9}))?\s*$')
 # .loc "file" LINE [COL]: every following instruction comes from that one position (a
 # compiler's source line); .loc / .loc none: back to the text's own (or .line) lines
-_LOC_DIRECTIVE = re.compile(r'\s*\.loc(?:\s+"((?:[^"\\]|\\.)*)"\s+(\d+)(?:\s+(\d+))?|\s+none)?\s*$')
+_LOC_DIRECTIVE = re.compile(
+    r'\s*\.loc(?:\s+"((?:[^"\\]|\\.)*)"\s+(\d{1,9})(?:\s+(\d{1,9}))?|\s+none)?\s*$')
 _MAX_EXPANSIONS = 32
 
 

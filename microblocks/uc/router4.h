@@ -20,7 +20,7 @@
 // ME 6, 7: tx_eth.uc    TX ring of port p = ME - 6 -> transmit port p
 // Each ME runs 8 threads; every stage keeps the arrival order of its input port with
 // ordered sections (token passing between the 8 threads of the ME).
-// (compiler/me/link.py overrides the #ifndef numbers for a compiled pipeline on 4 ports;
+// (npkit.link overrides the #ifndef numbers for a compiled pipeline on 4 ports;
 // MEDIA_PORT_MASK: receive / transmit port = ME number & MEDIA_PORT_MASK)
 #ifndef PORTS
 #define PORTS 2
@@ -55,7 +55,7 @@
 //     dram_buffer = ((handle & 0x03FFFFFF) - BUF_DESC_BASE) * (BUF_BYTES / DESC_BYTES)
 //                 = K_BUFFER + (handle << BUF_SHIFT)            (mod 2^32)
 // and the frame starts BUF_DATA_OFFSET bytes into it (K_DATA + (handle << BUF_SHIFT)).
-// The numbers under #ifndef are the ones the ME backend's linker (compiler/me/link.py)
+// The numbers under #ifndef are the ones the ME backend's linker (npkit.link)
 // moves for a compiled pipeline, whose own memories come first; the generated header that
 // defines them is included before this one.  RX_FL_CHANNEL: port p's freelist is on SRAM
 // channel RX_FL_CHANNEL + p.
@@ -107,7 +107,7 @@
 //                 -> 2 * 2 * BUFS_PER_PORT = 512 <= 512 words
 // The NN ring from a role-A ME to its role-B ME carries one word per frame (B's NN ring:
 // 127 words; A tests NN_FULL before each put, and only one A thread puts at a time).
-#ifndef RX_RING_BASE                  // (compiler/me/link.py moves it for more RX rings)
+#ifndef RX_RING_BASE                  // (npkit.link moves it for more RX rings)
 #define RX_RING_BASE 0                // RX ring of port p, half h = RX_RING_BASE + 2p + h
 #endif
 #ifndef TX_RING_BASE

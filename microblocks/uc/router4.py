@@ -1,10 +1,12 @@
 """The layout of the hand-written IPv4 router (rx_eth.uc, ipv4_fwd.uc, tx_eth.uc) for Python:
 the tests and the control plane import it from here, and only from here.
 
-``LAYOUT`` holds the numbers of router4.h (tests/examples/test_router4_layout.py checks
-every one against the header and the manifest).  The helpers read and write the router's
-structures in a loaded chip: buffers and metadata, the next-hop records, local4 and the
-route trie (a ``MultibitTrie`` over a numpy view of the trie's SRAM region).
+``LAYOUT`` holds the numbers of router4.h (``npkit.link.media``, which the linker plans the
+compiled programs' media stages with; tests/examples/test_router4_layout.py checks every one
+against the header and the manifest).  ``mapping()`` is router4's ME mapping as data.
+The helpers read and write the router's structures in a loaded chip: buffers and
+metadata, the next-hop records, local4 and the route trie (a ``MultibitTrie`` over a
+numpy view of the trie's SRAM region).
 
 Injecting a frame from the XScale (README.md, "Control plane"): ``inject(chip, port,
 frame)`` takes a buffer from the XScale's freelist, writes the frame and metadata LW1..LW3
@@ -21,6 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from npkit.compiler.me.abi import Mapping, MEAssignment
+from npkit.link.media import Layout as MediaLayout
+
 FOLDER = Path(__file__).resolve().parent
 MANIFEST = FOLDER.parents[1] / "examples" / "router4" / "router4.toml"
 
@@ -28,52 +33,16 @@ DROP_REASONS = ("runt", "not_ipv4", "ip_too_short", "bad_version", "bad_ihl", "b
                 "bad_checksum", "martian_source", "martian_destination")
 EXCEPTIONS = {"ttl_expired": 1, "no_route": 2, "options": 3, "for_router": 4,
               "frag_needed": 5, "fragment": 6, "not_ipv4": 0x100}
+ROUTER4_STAGES = ("eth_classify", "ipv4_fwd")   # the MBL blocks ipv4_fwd.uc implements
 
 
 @dataclass(frozen=True)
-class Layout:
-    """router4.h, number for number (names without the header's prefixes where obvious)."""
+class Layout(MediaLayout):
+    """router4.h, number for number: the media stages' numbers (npkit.link.media) and the
+    forwarding stage's counters and SRAM tables."""
 
-    ports: int = 2
-    fwd_first_me: int = 2
-    tx_first_me: int = 6
-    # buffers (port p's freelist: SRAM channel rx_fl_channel + p)
-    rx_fl_channel: int = 0
-    buf_desc_base: int = 0x10000
-    desc_bytes: int = 32
-    buf_bytes: int = 2048
-    buf_shift: int = 6
-    bufs_per_port: int = 128
-    xs_bufs: int = 64
-    xs_channel: int = 3
-    xs_desc_base: int = 0x12000
-    buf_data_offset: int = 128
-    buf_max_frame: int = 1920
-    freelist_queue: int = 0
-    # metadata
-    meta_words: int = 8
-    meta_first_byte: int = 4
-    no_port: int = 0xFFFF
-    host_port: int = 0xFFFE
-    # scratch rings
-    rx_ring_base: int = 0
-    tx_ring_base: int = 4
-    exc_ring: int = 6
-    rx_ring_words: int = 256
-    tx_ring_words: int = 512
-    exc_ring_words: int = 512
-    rx_entry_words: int = 2
-    exc_entry_words: int = 2
-    rx_ring_word0: int = 0
-    tx_ring_word0: int = 1024
-    exc_ring_word: int = 2048
-    # scratch counters (byte addresses)
-    cnt_base: int = 0x3000
     cnt_ip_forwarded: int = 0x3024
     cnt_bad_port: int = 0x3028
-    cnt_rx_no_buffer: int = 0x3030
-    cnt_rx_too_long: int = 0x3038
-    cnt_tx_race: int = 0x3040
     cnt_words: int = 18
     # SRAM tables
     table_channel: int = 2
@@ -88,27 +57,43 @@ class Layout:
     nh_entry_bytes: int = 16
     exact_hash_multiplier: int = 0x9E3779B1
 
-    # ---- derived ----
-    def rx_ring(self, port: int, half: int) -> int:
-        """RX ring of a port's half (0: role A, the even frames; 1: role B, the odd)."""
-        return self.rx_ring_base + 2 * port + half
-
-    def tx_ring(self, port: int) -> int:
-        return self.tx_ring_base + port
-
     def drop_counter(self, reason: str) -> int:
         """Scratch byte address of a drop reason's counter."""
         return self.cnt_base + 4 * DROP_REASONS.index(reason)
 
-    def buffer_address(self, handle: int) -> int:
-        """DRAM byte address of a handle's buffer (one formula for every freelist)."""
-        return ((handle & 0x03FFFFFF) - self.buf_desc_base) * (self.buf_bytes // self.desc_bytes)
-
-    def frame_address(self, handle: int) -> int:
-        return self.buffer_address(handle) + self.buf_data_offset
-
 
 LAYOUT = Layout()
+
+__all__ = ["DROP_REASONS", "EXCEPTIONS", "FOLDER", "LAYOUT", "MANIFEST", "Layout", "counters",
+           "inject", "local4_add", "mapping", "read_frame", "take_exception", "trie_view",
+           "write_next_hop"]
+
+
+# --------------------------------------------------------------------------- mapping
+def mapping(layout: Layout = LAYOUT) -> Mapping:
+    """router4 (examples/router4/README.md, microblocks/uc/router4.h) as data for the report
+    and `npkit graph`: per port p, rx ME p alternates frames between RX rings 2p (role A)
+    and 2p + 1 (role B); fwd ME 2 + 2p (A) hands its verdicts to ME 3 + 2p (B) on B's
+    next-neighbour ring, B puts both on the TX ring of the output port; both put exceptions
+    on the exception ring; tx ME 6 + q sends TX ring 4 + q to port q."""
+    ports = tuple(range(layout.ports))
+    tx_rings = tuple(f"ring {layout.tx_ring(q)}" for q in ports)
+    exception = f"exception ring {layout.exc_ring}"
+    mes = [MEAssignment(me=p, role="rx", reads=(f"port {p}",),
+                        writes=(f"ring {layout.rx_ring(p, 0)}", f"ring {layout.rx_ring(p, 1)}"),
+                        image="rx_eth.uc") for p in ports]
+    for p in ports:
+        a = layout.fwd_first_me + 2 * p
+        mes.append(MEAssignment(me=a, role="fwd", stages=ROUTER4_STAGES,
+                                reads=(f"ring {layout.rx_ring(p, 0)}",),
+                                writes=(f"nn {a + 1}", exception), image="ipv4_fwd.uc (A)"))
+        mes.append(MEAssignment(me=a + 1, role="fwd", stages=ROUTER4_STAGES,
+                                reads=(f"ring {layout.rx_ring(p, 1)}", f"nn {a + 1}"),
+                                writes=(*tx_rings, exception), image="ipv4_fwd.uc (B)"))
+    mes += [MEAssignment(me=layout.tx_first_me + q, role="tx",
+                         reads=(f"ring {layout.tx_ring(q)}",), writes=(f"port {q}",),
+                         image="tx_eth.uc") for q in ports]
+    return Mapping(pipeline="router4", ports=ports, mes=tuple(mes))
 
 
 # --------------------------------------------------------------------------- tables

@@ -81,7 +81,7 @@ init:
     immed[t_b, 0]                       // ME number << 3 | context
     alu_shf[port, MEDIA_PORT_MASK, AND, t_b, >>3]   // receive port = ME & MEDIA_PORT_MASK
 #ifdef RX_RINGS_PER_PORT
-    // a compiled pipeline's own number of rings per port (compiler/me/link.py)
+    // a compiled pipeline's own number of rings per port (npkit.link)
     alu[t_b2, 0, -, port]               // port is 0 or 1: port * RX_RINGS_PER_PORT
     alu[t_b2, t_b2, AND, RX_RINGS_PER_PORT]
     alu[ring, t_b2, +, RX_RING_BASE]
@@ -90,7 +90,7 @@ init:
 #endif
     alu[fl_csr, port, +, MSF_RX_THREAD_FREELIST_BASE]
 #ifdef RX_FL_PAIRS
-    // two ports per SRAM channel (compiler/me/link.py, 4 ports): port p's freelist is
+    // two ports per SRAM channel (npkit.link, 4 ports): port p's freelist is
     // queue p & 1 of channel RX_FL_CHANNEL + (p >> 1)
     alu_shf[t_b2, --, B, port, >>1]
     alu[t_b2, t_b2, +, RX_FL_CHANNEL]

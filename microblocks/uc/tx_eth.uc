@@ -141,7 +141,7 @@ tx_loop:
     ctx_arb[SIG_TOK_GET]
     // ring empty?  (the state names a ring statically: one test per ring)
 #ifdef TX_RING_EMPTY_2
-    br_bset[port, 1, test_ring23#]      // 4 ports (compiler/me/link.py): rings 2, 3
+    br_bset[port, 1, test_ring23#]      // 4 ports (npkit.link): rings 2, 3
 #endif
     br_bset[port, 0, test_ring1#]
     br_inp_state[TX_RING_EMPTY_0, empty#]

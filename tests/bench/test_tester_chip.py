@@ -10,8 +10,8 @@ import pytest
 
 from npkit.bench.tester import Analyzer, FixedDestinations, PassThrough, Sizes, Stream, generate
 from npkit.bench.tester.chip import attach, port_mismatches, received
-from npkit.runtime.loader import load_manifest
 from npkit.sim.config import Port
+from npkit.sim.loader import load_manifest
 
 PORTS = {0: "10gbe", 1: "10gbe"}
 TEN_GBE_FRAME_PS = {64: 67_200, 1518: 1_230_400}  # (frame + 20) * 8 / 10 Gb/s

@@ -12,4 +12,6 @@ def invoke(*args: str) -> tuple[int, str]:
     assert result.exception is None or isinstance(result.exception, SystemExit), \
         result.exception
     assert "Traceback" not in result.output
+    # a user's mistake is an NpkitError, reported as such: never disguised as a bug
+    assert "internal error" not in result.output, result.output
     return result.exit_code, result.output

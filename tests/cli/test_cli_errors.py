@@ -66,7 +66,8 @@ def test_run_unknown_file_kind(tmp_path: Path) -> None:
     path.write_text("hi")
     code, out = _invoke("run", str(path))
     assert code != 0
-    assert "expected a manifest (.toml), microcode (.uc) or an image (.img)" in out
+    assert "expected an MBL program (.mbl), a manifest (.toml), microcode (.uc) or an image " \
+        "(.img)" in out
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [

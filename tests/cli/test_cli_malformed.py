@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from npkit.compiler.uc import Image, ImageError, assemble_text
-from npkit.sim import Chip, LoadError, PacketIOError, PcapSource, SimFault
+from npkit.sim import Chip, LoadError, PacketFileError, PcapSource, SimFault
 
 ILLEGAL_WORD = "0xf800000000"  # opcode 31: no row of the ISA table
 
@@ -72,7 +72,7 @@ def test_truncated_pcap_through_the_python_api(tmp_path: Path) -> None:
     data = good_pcap(tmp_path / "in.pcap")
     (tmp_path / "in.pcap").write_bytes(data[:-3])
     chip = Chip()
-    with pytest.raises(PacketIOError, match="truncated packet data"):
+    with pytest.raises(PacketFileError, match="truncated packet data"):
         chip.attach_source(0, PcapSource(tmp_path / "in.pcap"))
         chip.run(cycles=10_000)
 

@@ -48,3 +48,11 @@ def test_an_update_the_control_plane_refuses_is_reported(tmp_path):
     updates.write_text("5 delete 10.99.0.0/16\n")
     code, out = invoke("router", "run", "--updates", str(updates), "--count", "50")
     assert code == 1 and "update line 1" in out and "Traceback" not in out
+
+
+def test_generated_traffic_options_with_input_files_are_errors(tmp_path) -> None:
+    from scapy.all import UDP, wrpcap
+
+    wrpcap(str(tmp_path / "in.pcap"), [Ether() / IP(dst="10.0.0.1") / UDP()])
+    code, out = invoke("router", "run", "--in", f"0={tmp_path / 'in.pcap'}", "--count", "5")
+    assert code == 1 and "--count: only for the generated traffic" in out, out

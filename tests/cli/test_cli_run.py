@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from scapy.all import IP, UDP, Ether, Raw, rdpcap, wrpcap
 
@@ -118,3 +119,45 @@ def test_demo_accounts_for_every_packet(tmp_path: Path) -> None:
     else:  # frames the chip dropped must be named by its drop counters
         assert code == 1 and f"{80 - len(got)} of 80 packets missing" in out
         assert "ports dropped:" in out
+
+
+ROUTER = MANIFEST.parents[1] / "router" / "router.mbl"
+ROUTES = MANIFEST.parents[1] / "router" / "routes.txt"
+
+
+def test_mbl_program_reads_pcapng_on_both_targets(tmp_path: Path) -> None:
+    """pcap and pcapng are read by one reader everywhere: an .mbl run takes pcapng like a
+    manifest run, natively and on the chip, and both targets forward the same frames."""
+    from scapy.all import wrpcapng
+
+    frames = [Ether(src="02:00:00:00:00:0a", dst="02:00:00:00:00:0b")
+              / IP(src="198.18.0.1", dst=f"10.0.0.{i}", ttl=30) / UDP(sport=i, dport=9)
+              / Raw(bytes(22)) for i in range(1, 9)]
+    wrpcapng(str(tmp_path / "in.pcapng"), frames)
+    outputs = {}
+    for target in ("native", "chip"):
+        code, out = _invoke("run", str(ROUTER), "--target", target, "--routes", str(ROUTES),
+                            "--in", f"0={tmp_path / 'in.pcapng'}",
+                            "--out", f"1={tmp_path / target}.pcap")
+        assert code == 0, out
+        outputs[target] = [bytes(p) for p in rdpcap(str(tmp_path / f"{target}.pcap"))]
+    assert len(outputs["native"]) == len(frames)  # 10.0.0.0/8: next hop 1, port 1
+    assert sorted(outputs["chip"]) == sorted(outputs["native"])
+    assert all(Ether(p)[IP].ttl == 29 for p in outputs["chip"])
+
+
+def test_native_target_needs_a_program(tmp_path: Path) -> None:
+    code, out = _invoke("run", str(MANIFEST), "--target", "native")
+    assert code == 1 and "--target native runs an MBL program" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([str(MANIFEST), "--routes", "r.txt", "--table", "t=f"],
+     "--routes, --table: only for an MBL program (.mbl)"),
+    ([str(ROUTER), "--target", "native", "--cycles", "5"],
+     "--cycles: only for the simulated chip (--target chip)"),
+    ([str(ROUTER), "--out-dir", "x"], "--out-dir: only for `npkit run` without a program"),
+])
+def test_options_a_run_would_not_use_are_errors(args: list[str], message: str) -> None:
+    code, out = _invoke("run", *args)
+    assert code == 1 and message in out, out

@@ -22,11 +22,12 @@ from pathlib import Path
 from route_consistency import VersionHistory
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.runtime.chip_router import ChipRouter
-from npkit.runtime.loader import leak_check
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.router_config import RouterConfig
+from npkit.sim.loader import leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,10 +93,7 @@ def udp_frame(dst: int, seq: int, port: int) -> bytes:
     rides in the IP id and UDP source port, the input port in the TOS byte."""
     header = struct.pack("!BBHHHBBH4s4s", 0x45, port, 46, seq & 0xFFFF, 0, 64, 17, 0,
                          bytes([198, 18, 0, 1]), dst.to_bytes(4, "big"))
-    total = sum(struct.unpack("!10H", header))
-    total = (total & 0xFFFF) + (total >> 16)
-    total = (total & 0xFFFF) + (total >> 16)
-    header = header[:10] + struct.pack("!H", ~total & 0xFFFF) + header[12:]
+    header = header[:10] + struct.pack("!H", scapy_checksum(header)) + header[12:]
     udp = struct.pack("!HHHH", seq >> 16, 9, 26, 0) + bytes(18)
     eth = bytes.fromhex(PORT_MAC[port].replace(":", "")) + bytes.fromhex("020000000099") \
         + b"\x08\x00"

@@ -10,7 +10,7 @@ from pathlib import Path
 import dpkt
 import pytest
 
-from npkit.runtime.loader import load_manifest
+from npkit.sim.loader import load_manifest
 from npkit.sim.packets import ListSource, PcapSink, RxFrame
 
 CLOCK_HZ = 1.4e9

@@ -17,7 +17,7 @@ from pathlib import Path
 import dpkt
 import pytest
 
-from npkit.runtime.loader import LoadedRun, leak_check, load_manifest
+from npkit.sim.loader import LoadedRun, leak_check, load_manifest
 from npkit.sim.packets import ListSink, ListSource, PcapSink, PcapSource, RxFrame
 
 CLOCK_HZ = 1.4e9  # IXP2800 ME clock (sim/chips/ixp2800.toml)
@@ -223,8 +223,8 @@ def test_64_byte_frames_at_line_rate_on_both_ports() -> None:
 
 
 # --------------------------------------------------------------------------- demo
-def test_npkit_run_without_arguments_runs_the_demo(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "npkit", "run"], cwd=tmp_path,
+def test_npkit_demo_runs_l2wire(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "npkit", "demo"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all 400 packets arrived" in result.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from npkit.compiler.uc import assemble_file
-from npkit.runtime.manifest import parse_manifest
+from npkit.link.manifest import parse_manifest
 from npkit.sim.config import ChipConfig
 
 FOLDER = Path(str(resources.files("npkit.examples") / "l2wire"))
@@ -28,7 +28,7 @@ def header() -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def manifest():  # noqa: ANN201 -- npkit.runtime.manifest.Manifest
+def manifest():  # noqa: ANN201 -- npkit.link.manifest.Manifest
     return parse_manifest(FOLDER / "l2wire.toml")
 
 

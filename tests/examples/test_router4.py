@@ -20,11 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scapy.all import ARP, IP, UDP, Ether, IPv6, raw
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.microblocks.uc import router4 as r4
-from npkit.runtime.loader import LoadedRun, leak_check, load_manifest
 from npkit.runtime.lpm import IPV4, MultibitTrie, RouteTables
+from npkit.sim.loader import LoadedRun, leak_check, load_manifest
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 REFERENCE = Path(__file__).parent / "router4_ref.mbl"
@@ -187,10 +188,7 @@ def _ip(value: int) -> str:
 
 def _fix_checksum(frame: bytearray, ihl: int) -> None:
     frame[24:26] = b"\0\0"
-    s = sum(int.from_bytes(frame[14 + i:16 + i], "big") for i in range(0, 4 * ihl, 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    frame[24:26] = (~s & 0xFFFF).to_bytes(2, "big")
+    frame[24:26] = scapy_checksum(bytes(frame[14:14 + 4 * ihl])).to_bytes(2, "big")
 
 
 @st.composite
@@ -378,7 +376,16 @@ def route_table(count: int, seed: int) -> Tables:
     return Tables(routes, nexthops, (0x0A000001,))
 
 
-LINE_RATE_LOAD = 0.9  # the highest load (of 10GbE line rate) measured lossless: README.md
+# Loads are fractions of 10GbE line rate on both ports.  `python -m npkit.bench.router4_load
+# --loads 50,62,90 --resolution 0` (100,000 64-byte frames per port, seeds 1..3) measured:
+# 50 % and 62 % lose nothing in any run, 90 % loses 0.05 % (median) / 0.11 % (worst run), all
+# of it rx_no_buffer; 64..88 % lose ~0.1 % to rx_dropped_rbuf_full now and then, and
+# 100 % ~11 % (the full sweep, docs/performance.md, "router4").  So zero loss is asserted
+# well below 62 %, and at 90 % and 100 % only that every frame not transmitted is counted,
+# with its reason, and that the loss stays near the measured one.
+LOSSLESS_LOAD = 0.5  # margin below 62 %, the highest load measured lossless
+FULL_LOAD_FRAMES = 6000  # per port
+CYCLES_PER_FRAME_AT_LINE_RATE = (64 + WIRE_OVERHEAD) * 8 / LINE_BPS * CLOCK_HZ  # 94.08
 
 
 def offered(frames: list[bytes], load: float) -> list[RxFrame]:
@@ -386,19 +393,87 @@ def offered(frames: list[bytes], load: float) -> list[RxFrame]:
     return [RxFrame(f, i * gap) for i, f in enumerate(frames)]
 
 
-def test_64_byte_frames_at_full_load_lose_nothing_and_keep_order(native: NativeProgram) -> None:
+@dataclass(frozen=True)
+class LoadCase:
+    tables: Tables
+    frames: dict[int, list[bytes]]  # input port -> 64-byte frames, all distinct
+    expected: Expected  # the MBL block's verdicts: every frame forwarded
+
+
+@pytest.fixture(scope="module")
+def load_case(native: NativeProgram) -> LoadCase:
     tables = route_table(3000, seed=5)
-    count = 6000
-    frames = {p: line_rate_frames(tables, count, p, seed=10 + p) for p in (0, 1)}
+    frames = {p: line_rate_frames(tables, FULL_LOAD_FRAMES, p, seed=10 + p) for p in (0, 1)}
+    assert len({f for fs in frames.values() for f in fs}) == 2 * FULL_LOAD_FRAMES
     exp = expected_outcome(native, tables, frames)
-    forwarded = sum(len(v) for v in exp.out.values())
-    assert forwarded == 2 * count
-    cycles = int(count * 94.08 / LINE_RATE_LOAD * 2) + 200_000
-    got = run_chip(tables, {p: offered(frames[p], LINE_RATE_LOAD) for p in (0, 1)},
-                   forwarded, cycles)
+    assert sum(len(v) for v in exp.out.values()) == 2 * FULL_LOAD_FRAMES
+    return LoadCase(tables, frames, exp)
+
+
+def run_at_load(case: LoadCase, load: float) -> ChipResult:
+    cycles = int(FULL_LOAD_FRAMES * CYCLES_PER_FRAME_AT_LINE_RATE / load * 2) + 200_000
+    return run_chip(case.tables, {p: offered(fs, load) for p, fs in case.frames.items()},
+                    2 * FULL_LOAD_FRAMES, cycles)
+
+
+def forwarded_in_order(case: LoadCase, got: ChipResult) -> Counter:
+    """Frames transmitted per input port, after checking that each one left by the port the
+    reference chose, unchanged from the reference's bytes, and that the frames of one input
+    port leave each output port in arrival order (lost frames may leave gaps)."""
+    origin = {frame: (p, q, k) for (p, q), frames in case.expected.out.items()
+              for k, frame in enumerate(frames)}
+    per_input: Counter = Counter()
+    for q, out in got.out.items():
+        last = {0: -1, 1: -1}
+        for frame in out:
+            assert frame in origin, f"port {q}: a frame the reference does not forward"
+            p, expected_q, k = origin[frame]
+            assert expected_q == q, f"a frame of port {p} left by port {q}, not {expected_q}"
+            assert k > last[p], f"port {q}: frames of port {p} out of arrival order"
+            last[p] = k
+            per_input[p] += 1
+    return per_input
+
+
+def counted_drops(got: ChipResult, p: int) -> dict[str, int]:
+    """Every place a received frame of input port p can be dropped for lack of room, with
+    its count: the media's RBUF (full, too long) and the router's receive ME."""
+    media = got.chip_counters["ports"][p]
+    return {"rx_dropped_rbuf_full": media["rx_dropped_rbuf_full"],
+            "rx_dropped_too_long": media["rx_dropped_too_long"],
+            f"rx_no_buffer{p}": got.counters[f"rx_no_buffer{p}"],
+            f"rx_too_long{p}": got.counters[f"rx_too_long{p}"]}
+
+
+def test_64_byte_frames_below_the_lossless_load_lose_nothing_and_keep_order(
+        load_case: LoadCase) -> None:
+    got = run_at_load(load_case, LOSSLESS_LOAD)
     for p in (0, 1):
-        assert got.counters[f"rx_no_buffer{p}"] == 0
-        assert got.chip_counters["ports"][p]["rx_dropped_rbuf_full"] == 0
+        assert counted_drops(got, p) == dict.fromkeys(counted_drops(got, p), 0)
     for q in (0, 1):
-        assert is_interleaving(got.out[q], exp.out.get((0, q), []), exp.out.get((1, q), []))
+        assert is_interleaving(got.out[q], load_case.expected.out.get((0, q), []),
+                               load_case.expected.out.get((1, q), []))
+    assert got.counters["ip_forwarded"] == 2 * FULL_LOAD_FRAMES
+    assert_all_buffers_back(got.run)
+
+
+# the worst loss allowed: 90 % measured 0.11 % at worst (above); at 100 % the DRAM ceiling
+# (~89 % of line rate forwarded, docs/performance.md) loses 10.6 % (median) / 10.9 % (worst)
+@pytest.mark.parametrize("load, max_loss", [(0.9, 0.005), (1.0, 0.15)])
+def test_64_byte_frames_near_line_rate_lose_only_frames_the_counters_explain(
+        load_case: LoadCase, load: float, max_loss: float) -> None:
+    got = run_at_load(load_case, load)
+    transmitted = forwarded_in_order(load_case, got)
+    for p in (0, 1):
+        drops = counted_drops(got, p)
+        lost = FULL_LOAD_FRAMES - transmitted[p]
+        assert lost == sum(drops.values()), f"port {p}: {lost} frames lost, counted {drops}"
+        assert lost <= max_loss * FULL_LOAD_FRAMES, f"port {p}: {lost} lost, {drops}"
+    # nothing was dropped by the forwarding checks or sent to the slow path
+    assert all(got.counters[reason] == 0 for reason in r4.DROP_REASONS)
+    assert got.counters["bad_port"] == 0
+    assert not any(got.exceptions.values())
+    assert got.counters["ip_forwarded"] == sum(transmitted.values())
+    if load >= 1.0:  # beyond the DRAM ceiling: the accounting above had losses to explain
+        assert sum(transmitted.values()) < 2 * FULL_LOAD_FRAMES
     assert_all_buffers_back(got.run)

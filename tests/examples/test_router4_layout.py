@@ -10,8 +10,8 @@ import re
 import pytest
 
 from npkit.compiler.uc import assemble_file
+from npkit.link.manifest import parse_manifest
 from npkit.microblocks.uc import router4 as r4
-from npkit.runtime.manifest import parse_manifest
 from npkit.sim.config import ChipConfig
 
 HEADER = r4.FOLDER / "router4.h"
@@ -26,7 +26,7 @@ def header() -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def manifest():  # noqa: ANN201 -- npkit.runtime.manifest.Manifest
+def manifest():  # noqa: ANN201 -- npkit.link.manifest.Manifest
     return parse_manifest(r4.MANIFEST)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scapy.all import IP, Ether, IPv6, raw
+from scapy.utils import checksum as scapy_checksum
 
 EXC = {"ttl_expired": 1, "no_route": 2, "options": 3, "for_router": 4, "frag_needed": 5,
        "fragment": 6, "hop_limit": 17, "no_route6": 18, "too_big": 19, "hop_by_hop": 20,
@@ -70,10 +71,7 @@ class RouterModel:
             return ("drop", "bad_length")
         if ihl != 5:
             return ("exception", EXC["options"])
-        s = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        if s != 0xFFFF:
+        if scapy_checksum(bytes(ip[:20])) != 0:
             return ("drop", "bad_checksum")
         src, dst = ipaddress.IPv4Address(ip[12:16]), ipaddress.IPv4Address(ip[16:20])
         if str(dst) == "255.255.255.255":

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from npkit.cli import main
 from npkit.compiler.mbl import compile_file, emit
-from npkit.compiler.mbl.cli import build, check, run
 
 PROGRAMS = Path(__file__).parent / "programs"
 REPO = Path(__file__).resolve().parents[2]
@@ -33,12 +33,13 @@ def test_emit_stages():
 def test_cli_build_and_check(tmp_path):
     runner = CliRunner()
     out = tmp_path / "x.ll"
-    r = runner.invoke(build, [str(PROGRAMS / "ipv4_ttl.mbl"), "--emit", "llvm", "-o", str(out)])
+    r = runner.invoke(main, ["build", str(PROGRAMS / "ipv4_ttl.mbl"), "--emit", "llvm",
+                             "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "npu.pkt.load8" in out.read_text()
     bad = tmp_path / "bad.mbl"
     bad.write_text("block b {\n  let x: bit<8> = 300;\n  let y = q;\n}\n")
-    r = runner.invoke(check, [str(bad)])
+    r = runner.invoke(main, ["check", str(bad)])
     assert r.exit_code == 1
     assert f"{bad}:2:19: error: 300 does not fit in bit<8>" in r.output
     assert "       ^~~" in r.output  # caret under the literal
@@ -78,7 +79,8 @@ def test_cli_run_native_with_pcaps(tmp_path):
             eth / IP(src="1.2.3.4", dst="10.9.9.9", ttl=1) / UDP()]
     wrpcap(str(tmp_path / "in.pcap"), pkts)
     (tmp_path / "fib.txt").write_text("# prefix value\n10.0.0.0/8 1\n99.0.0.0/8 2\n")
-    r = CliRunner().invoke(run, [str(PROGRAMS / "ipv4_ttl.mbl"), "--in", f"0={tmp_path}/in.pcap",
+    r = CliRunner().invoke(main, ["run", str(PROGRAMS / "ipv4_ttl.mbl"), "--target", "native",
+                                  "--in", f"0={tmp_path}/in.pcap",
                                  "--out", f"1={tmp_path}/out1.pcap",
                                  "--table", f"fib4={tmp_path}/fib.txt"])
     assert r.exit_code == 0, r.output
@@ -86,12 +88,13 @@ def test_cli_run_native_with_pcaps(tmp_path):
     assert "exception code 1: 1" in r.output
     out = rdpcap(str(tmp_path / "out1.pcap"))
     assert len(out) == 1 and out[0][IP].ttl == 8 and out[0][IP].dst == "10.1.2.3"
-    bad = CliRunner().invoke(run, [str(PROGRAMS / "ipv4_ttl.mbl"), "--in", "zero"])
+    bad = CliRunner().invoke(main, ["run", str(PROGRAMS / "ipv4_ttl.mbl"), "--target",
+                                   "native", "--in", "zero"])
     assert bad.exit_code != 0 and "expected PORT=FILE" in bad.output
     (tmp_path / "junk.pcap").write_bytes(b"not a pcap")
-    bad = CliRunner().invoke(run, [str(PROGRAMS / "ipv4_ttl.mbl"), "--in",
-                                   f"0={tmp_path}/junk.pcap"])
-    assert bad.exit_code == 1 and "cannot read pcap" in bad.output
+    bad = CliRunner().invoke(main, ["run", str(PROGRAMS / "ipv4_ttl.mbl"), "--target",
+                                    "native", "--in", f"0={tmp_path}/junk.pcap"])
+    assert bad.exit_code == 1 and f"{tmp_path}/junk.pcap: " in bad.output
     assert "internal error" not in bad.output and "Traceback" not in bad.output
 
 

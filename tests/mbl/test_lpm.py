@@ -187,7 +187,7 @@ def test_npkit_run_with_routes_forwards_by_longest_prefix(tmp_path):
     from click.testing import CliRunner
     from scapy.all import IP, UDP, Ether, IPv6, rdpcap, wrpcap
 
-    from npkit.compiler.mbl.cli import run
+    from npkit.cli import main
 
     router = PROGRAMS.parents[2] / "examples" / "router" / "router.mbl"
     (tmp_path / "routes.txt").write_text("10.0.0.0/8 1\n10.1.0.0/16 2  # longer\n"
@@ -198,9 +198,10 @@ def test_npkit_run_with_routes_forwards_by_longest_prefix(tmp_path):
         eth / IP(src="198.18.0.1", dst="10.9.9.9", ttl=9) / UDP(),
         eth / IPv6(src="2001:db8:9::1", dst="2001:db8:7::1") / UDP(),
         eth / IP(src="198.18.0.1", dst="11.0.0.1", ttl=9) / UDP()])
-    r = CliRunner().invoke(run, [str(router), "--in", f"0={tmp_path}/in.pcap",
-                                 "--out", f"2={tmp_path}/out2.pcap",
-                                 "--routes", str(tmp_path / "routes.txt")])
+    r = CliRunner().invoke(main, ["run", str(router), "--target", "native",
+                                  "--in", f"0={tmp_path}/in.pcap",
+                                  "--out", f"2={tmp_path}/out2.pcap",
+                                  "--routes", str(tmp_path / "routes.txt")])
     assert r.exit_code == 0, r.output
     assert "routes: 2 IPv4 + 1 IPv6" in r.output
     # default next hops: port = index % 4
@@ -210,6 +211,7 @@ def test_npkit_run_with_routes_forwards_by_longest_prefix(tmp_path):
     (out,) = rdpcap(str(tmp_path / "out2.pcap"))
     assert out[IP].dst == "10.1.2.3" and out[IP].ttl == 8 and out.dst == "02:00:00:01:00:02"
     (tmp_path / "bad.txt").write_text("10.0.0.0/8 1\n10.0.0.1/8 2\n")
-    bad = CliRunner().invoke(run, [str(router), "--routes", str(tmp_path / "bad.txt")])
+    bad = CliRunner().invoke(main, ["run", str(router), "--target", "native",
+                                    "--routes", str(tmp_path / "bad.txt")])
     assert bad.exit_code != 0 and "bad.txt:2" in bad.output and "host bits" in bad.output
     assert "Traceback" not in bad.output

@@ -19,6 +19,7 @@ from router_reference import EXC, OTHER_PROTOCOL, RouterModel, outcome
 from router_strategies import addr4, addr6, payload, rare, src4, src6
 from scapy.all import ICMP, IP, TCP, UDP, IPv6, IPv6ExtHdrHopByHop, raw
 from scapy.layers.ppp import HDLC, PPP
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.mbl.lower import SPACE_IDS
@@ -116,10 +117,7 @@ def _patch(frame: bytes, offset: int, data: bytes, fix_checksum: bool = True) ->
     b[offset:offset + len(data)] = data
     if fix_checksum:  # recompute the IPv4 header checksum over the (20-byte) header at 4
         b[14:16] = b"\0\0"
-        s = sum(int.from_bytes(b[4 + i:6 + i], "big") for i in range(0, 20, 2))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        b[14:16] = (~s & 0xFFFF).to_bytes(2, "big")
+        b[14:16] = scapy_checksum(bytes(b[4:24])).to_bytes(2, "big")
     return bytes(b)
 
 

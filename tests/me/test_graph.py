@@ -12,7 +12,7 @@ import pytest
 
 from npkit.compiler.me.abi import Mapping, MEAssignment
 from npkit.compiler.me.graph import GraphError, render, to_dot
-from npkit.compiler.me.mappings import router4_mapping
+from npkit.microblocks.uc.router4 import mapping as router4_mapping
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None,
                                 reason="Graphviz's dot is not installed (CI: apt graphviz)")

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npkit.compiler.me.mappings import router4_mapping
 from npkit.compiler.me.report import (
     ReportError,
     abi_violations,
@@ -24,6 +23,7 @@ from npkit.compiler.me.report import (
     wrap_body,
 )
 from npkit.compiler.uc import assemble_file, assemble_text
+from npkit.microblocks.uc.router4 import mapping as router4_mapping
 from npkit.sim.chip import Chip
 from npkit.sim.config import ChipConfig
 

@@ -9,7 +9,6 @@ written here, scapy for the exception path's replies."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 import struct
@@ -21,9 +20,11 @@ import numpy as np
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.bench.lab.updates import max_update_rate
-from npkit.compiler.me.link import LinkedProgram, MemoryPlacement
+from npkit.link import Manifest
+from npkit.link.program import ProgramMemory
 from npkit.runtime.compiled import paced, wire_seconds
 from npkit.runtime.compiled_router import (
     CompiledRouter,
@@ -33,20 +34,17 @@ from npkit.runtime.compiled_router import (
     sram_runs,
     update_rate,
 )
-from npkit.runtime.loader import leak_check
 from npkit.runtime.neighbours import NextHop
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.router_config import RouterConfig
 from npkit.runtime.routes import generate_routes, write_routes
+from npkit.sim.loader import leak_check
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 REPO = Path(__file__).resolve().parents[2]
 ROUTER = REPO / "examples/router/router.mbl"
 CONFIG = REPO / "examples/router4/control.toml"       # 2 ports, as the linked router has
 CHIP_TOML = REPO / "sim/chips/ixp2800.toml"
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
-pytestmark = pytest.mark.skipif(not BACKEND_READY, reason="the ME backend is not there")
 
 CLOCK_HZ = 1.4e9
 LINE_BPS = 10e9
@@ -59,11 +57,11 @@ V6_BASE = 0x20010DB8 << 96
 
 
 @pytest.fixture(scope="module")
-def linked() -> LinkedProgram:
+def linked() -> Manifest:
     return link_router(ROUTER)
 
 
-def with_next_hops(linked: LinkedProgram, **kw) -> CompiledRouter:
+def with_next_hops(linked: Manifest, **kw) -> CompiledRouter:
     router = CompiledRouter(linked=linked, **kw)
     for index, (dmac, port) in HOPS.items():
         router.control.nexthops.set(index, NextHop(dmac, PORT_MAC[port], port, 1500))
@@ -93,9 +91,7 @@ def possible_versions(starts: list[int], ends: list[int], first: int, last: int)
 def udp4(dst: int, key: int, port: int) -> bytes:
     header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 46, key & 0xFFFF, 0, 64, 17, 0,
                          bytes([198, 18, 0, 1]), dst.to_bytes(4, "big"))
-    total = sum(struct.unpack("!10H", header))
-    total = (total & 0xFFFF) + (total >> 16)
-    header = header[:10] + struct.pack("!H", ~(total + (total >> 16)) & 0xFFFF) + header[12:]
+    header = header[:10] + struct.pack("!H", scapy_checksum(header)) + header[12:]
     return eth(port, 0x0800) + header + struct.pack("!HHHHI", 7, 9, 26, 0, key) + bytes(14)
 
 
@@ -127,7 +123,7 @@ def attach(router: CompiledRouter, frames: dict[int, list[RxFrame]]) -> dict[int
 
 # --------------------------------------------------------------------------- tests
 def test_writes_follow_the_memory_map_across_sram_channels() -> None:
-    fib6 = MemoryPlacement("fib6_trie", "sram", 32 << 20, 64 << 20)    # channels 0 and 1
+    fib6 = ProgramMemory("fib6_trie", "sram", 32 << 20, 64 << 20)    # channels 0 and 1
     quarter = (32 << 20) // 4                # words of fib6 on channel 0
     runs = sram_runs(fib6, np.array([0, quarter - 1, quarter, quarter + 5, 3]))
     assert [(r.channel, r.positions, r.words.tolist()) for r in runs] == [
@@ -138,7 +134,7 @@ def test_writes_follow_the_memory_map_across_sram_channels() -> None:
 
 def test_a_write_beyond_a_channel_lands_on_the_next(linked) -> None:
     router = CompiledRouter(linked=linked, exception_path=False)
-    placement = linked.memory("fib6_trie")
+    placement = linked.program.memory("fib6_trie")
     span = placement.bytes // 4
     words = np.array([span - 1, 5, (64 << 20) // 4 - placement.address // 4 + 7])
     router.cp.process(router._write("fib6_trie", words, np.array([11, 22, 33]), [1]))
@@ -271,7 +267,7 @@ def test_route_changes_under_traffic_follow_the_table_in_force(linked) -> None:
 
 
 def assert_chip_equals_shadow(router: CompiledRouter) -> None:
-    for placement in router.linked.memory_map:
+    for placement in router.linked.program.memories:
         if placement.space != "sram":
             continue                        # scratch: the data plane's own counters
         chip = router.compiled.read_memory(placement.name)

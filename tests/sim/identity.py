@@ -31,11 +31,10 @@ from npkit.bench import sim_speed
 from npkit.bench.compiled_load import ROUTER, tables
 from npkit.bench.sim_speed import min_size_frames, mixed_frames
 from npkit.compiler.mbl import compile_file
-from npkit.compiler.me.back import compile_body
-from npkit.compiler.me.front import to_wir
-from npkit.compiler.me.link import link
+from npkit.compiler.me import compile_me
+from npkit.link import link
 from npkit.runtime.compiled import CompiledRun
-from npkit.runtime.loader import load_manifest
+from npkit.sim.loader import load_manifest
 from npkit.sim.packets import ListSource, RxFrame
 
 DATA = Path(__file__).parent / "data" / "identity.json"
@@ -160,9 +159,7 @@ def compiled_router_64() -> Digest:
     """The compiled examples/router (2 forwarding MEs per port) at 90 % of line rate."""
 
     program = compile_file(ROUTER)
-    fn = to_wir(program, "router")
-    linked = link(program, compile_body(fn).uc, fn.window_bytes, pipeline="router",
-                  fwd_mes_per_port=2)
+    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
     workload = r4l.Workload.make(3, 300, 1200, 64)
     run = CompiledRun(linked)
     run.load_memories(tables(program, workload))

@@ -28,9 +28,9 @@ import pytest
 
 from npkit.bench.router4_load import Workload, frame_interval_s, load_router, udp_frame
 from npkit.runtime.chip_router import ChipRouter
-from npkit.runtime.loader import load_manifest
 from npkit.runtime.router_config import RouterConfig
 from npkit.sim import Chip
+from npkit.sim.loader import load_manifest
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 LINE_BPS = 10e9

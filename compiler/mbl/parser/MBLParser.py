@@ -10,7 +10,7 @@ else:
 
 def serializedATN():
     return [
-        4,1,83,480,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
+        4,1,84,480,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
         6,2,7,7,7,2,8,7,8,2,9,7,9,2,10,7,10,2,11,7,11,2,12,7,12,2,13,7,13,
         2,14,7,14,2,15,7,15,2,16,7,16,2,17,7,17,2,18,7,18,2,19,7,19,2,20,
         7,20,2,21,7,21,2,22,7,22,2,23,7,23,2,24,7,24,1,0,5,0,52,8,0,10,0,
@@ -51,7 +51,7 @@ def serializedATN():
         24,1,24,1,24,0,1,40,25,0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,
         32,34,36,38,40,42,44,46,48,0,11,1,0,13,14,1,0,24,26,2,0,36,36,38,
         38,2,0,5,5,39,43,1,0,52,53,1,0,54,56,2,0,54,54,59,59,1,0,60,61,1,
-        0,65,70,1,0,73,74,7,0,12,14,20,22,24,26,30,30,32,34,52,53,78,78,
+        0,65,70,1,0,73,74,7,0,12,14,20,22,24,26,30,30,32,34,52,53,79,79,
         530,0,53,1,0,0,0,2,67,1,0,0,0,4,69,1,0,0,0,6,73,1,0,0,0,8,81,1,0,
         0,0,10,99,1,0,0,0,12,103,1,0,0,0,14,114,1,0,0,0,16,125,1,0,0,0,18,
         181,1,0,0,0,20,183,1,0,0,0,22,186,1,0,0,0,24,199,1,0,0,0,26,203,
@@ -64,7 +64,7 @@ def serializedATN():
         68,3,22,11,0,65,68,3,24,12,0,66,68,3,30,15,0,67,58,1,0,0,0,67,59,
         1,0,0,0,67,60,1,0,0,0,67,61,1,0,0,0,67,62,1,0,0,0,67,63,1,0,0,0,
         67,64,1,0,0,0,67,65,1,0,0,0,67,66,1,0,0,0,68,3,1,0,0,0,69,70,5,1,
-        0,0,70,71,5,79,0,0,71,72,5,2,0,0,72,5,1,0,0,0,73,74,5,3,0,0,74,75,
+        0,0,70,71,5,80,0,0,71,72,5,2,0,0,72,5,1,0,0,0,73,74,5,3,0,0,74,75,
         3,48,24,0,75,76,5,4,0,0,76,77,3,46,23,0,77,78,5,5,0,0,78,79,3,40,
         20,0,79,80,5,2,0,0,80,7,1,0,0,0,81,82,5,6,0,0,82,83,3,48,24,0,83,
         84,5,4,0,0,84,85,3,46,23,0,85,86,5,7,0,0,86,91,3,10,5,0,87,88,5,
@@ -233,7 +233,7 @@ class MBLParser ( Parser ):
                       "<INVALID>", "<INVALID>", "<INVALID>", "<INVALID>", 
                       "<INVALID>", "<INVALID>", "<INVALID>", "<INVALID>", 
                       "<INVALID>", "<INVALID>", "<INVALID>", "<INVALID>", 
-                      "<INVALID>", "INT", "ID", "STRING", "LINE_COMMENT", 
+                      "<INVALID>", "INT", "NODIGITS", "ID", "STRING", "LINE_COMMENT", 
                       "BLOCK_COMMENT", "WS", "ERRCHAR" ]
 
     RULE_program = 0
@@ -346,12 +346,13 @@ class MBLParser ( Parser ):
     T__74=75
     T__75=76
     INT=77
-    ID=78
-    STRING=79
-    LINE_COMMENT=80
-    BLOCK_COMMENT=81
-    WS=82
-    ERRCHAR=83
+    NODIGITS=78
+    ID=79
+    STRING=80
+    LINE_COMMENT=81
+    BLOCK_COMMENT=82
+    WS=83
+    ERRCHAR=84
 
     def __init__(self, input:TokenStream, output:TextIO = sys.stdout):
         super().__init__(input, output)
@@ -821,7 +822,7 @@ class MBLParser ( Parser ):
             self.state = 109
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==78:
+            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==79:
                 self.state = 106
                 self.fieldDecl()
                 self.state = 111
@@ -885,7 +886,7 @@ class MBLParser ( Parser ):
             self.state = 120
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==78:
+            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==79:
                 self.state = 117
                 self.fieldDecl()
                 self.state = 122
@@ -1319,7 +1320,7 @@ class MBLParser ( Parser ):
             self.state = 190
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            if (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==78:
+            if (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==79:
                 self.state = 189
                 self.params()
 
@@ -1545,7 +1546,7 @@ class MBLParser ( Parser ):
             self.state = 221
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==78:
+            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==79:
                 self.state = 218
                 self.pipeItem()
                 self.state = 223
@@ -1843,7 +1844,7 @@ class MBLParser ( Parser ):
             self.state = 273
             self._errHandler.sync(self)
             _la = self._input.LA(1)
-            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 144097970750550144) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 51) != 0):
+            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 144097970750550144) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 83) != 0):
                 self.state = 270
                 self.stmt()
                 self.state = 275
@@ -2293,7 +2294,7 @@ class MBLParser ( Parser ):
                 self.state = 324
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
-                if (((_la) & ~0x3f) == 0 and ((1 << _la) & 141863419525525504) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 51) != 0):
+                if (((_la) & ~0x3f) == 0 and ((1 << _la) & 141863419525525504) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 83) != 0):
                     self.state = 323
                     self.expr(0)
 
@@ -2620,7 +2621,7 @@ class MBLParser ( Parser ):
             self.state = 376
             self._errHandler.sync(self)
             token = self._input.LA(1)
-            if token in [12, 13, 14, 15, 20, 21, 22, 24, 25, 26, 30, 32, 33, 34, 51, 52, 53, 73, 74, 77, 78]:
+            if token in [12, 13, 14, 15, 20, 21, 22, 24, 25, 26, 30, 32, 33, 34, 51, 52, 53, 73, 74, 77, 79]:
                 localctx = MBLParser.PrimaryExprContext(self, localctx)
                 self._ctx = localctx
                 _prevctx = localctx
@@ -2809,7 +2810,7 @@ class MBLParser ( Parser ):
                         self.state = 410
                         self._errHandler.sync(self)
                         _la = self._input.LA(1)
-                        if (((_la) & ~0x3f) == 0 and ((1 << _la) & 141863419525525504) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 51) != 0):
+                        if (((_la) & ~0x3f) == 0 and ((1 << _la) & 141863419525525504) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 83) != 0):
                             self.state = 409
                             self.args()
 
@@ -3071,7 +3072,7 @@ class MBLParser ( Parser ):
                 self.state = 450
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
-                if (((_la) & ~0x3f) == 0 and ((1 << _la) & 141863419525525504) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 51) != 0):
+                if (((_la) & ~0x3f) == 0 and ((1 << _la) & 141863419525525504) != 0) or ((((_la - 73)) & ~0x3f) == 0 and ((1 << (_la - 73)) & 83) != 0):
                     self.state = 449
                     self.args()
 
@@ -3255,7 +3256,7 @@ class MBLParser ( Parser ):
                 self.state = 473
                 self.match(MBLParser.T__75)
                 pass
-            elif token in [12, 13, 14, 20, 21, 22, 24, 25, 26, 30, 32, 33, 34, 52, 53, 78]:
+            elif token in [12, 13, 14, 20, 21, 22, 24, 25, 26, 30, 32, 33, 34, 52, 53, 79]:
                 localctx = MBLParser.NamedTypeContext(self, localctx)
                 self.enterOuterAlt(localctx, 3)
                 self.state = 474
@@ -3304,7 +3305,7 @@ class MBLParser ( Parser ):
             self.enterOuterAlt(localctx, 1)
             self.state = 477
             _la = self._input.LA(1)
-            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==78):
+            if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 13510830145433600) != 0) or _la==79):
                 self._errHandler.recoverInline(self)
             else:
                 self._errHandler.reportMatch(self)

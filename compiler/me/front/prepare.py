@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from npkit.compiler.mbl import ast as A
+from npkit.compiler.mbl.debuginfo import DebugLocations
 from npkit.compiler.mbl.lower import lower
 from npkit.compiler.mbl.passes import optimize, target_machine
 from npkit.compiler.mbl.sema import Program
@@ -111,9 +112,5 @@ def prepare(program: Program, entry: str | None = None) -> Prepared:
 
 
 def _locator(ref: llvm.ModuleRef) -> Callable[[llvm.ValueRef], wir.Loc | None]:
-    """MBL locations from the !dbg metadata, when the lowering emits it."""
-    try:
-        from npkit.compiler.mbl.debuginfo import DebugLocations
-    except ImportError:
-        return lambda _: None
+    """MBL locations from the !dbg metadata the lowering emits."""
     return DebugLocations(ref).loc_of

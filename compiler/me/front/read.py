@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
+from npkit.compiler.mbl.debuginfo import instruction_texts
+
 from .. import wir
 
 
@@ -103,11 +105,10 @@ _ICMP = re.compile(r"icmp (?:samesign )?(\w+) ")
 _CASE = re.compile(r"i\d+ (-?\d+), label %\"?([^\s\"]+)\"?")
 
 
-def _read_instr(ins: llvm.ValueRef, locate: Callable[[llvm.ValueRef], wir.Loc | None]
-                ) -> Instr:
+def _read_instr(ins: llvm.ValueRef, locate: Callable[[llvm.ValueRef], wir.Loc | None],
+                text: str) -> Instr:
     operands = [_operand(o) for o in ins.operands]
     out = Instr(ins.opcode, ins.name, _width(ins.type), operands, loc=locate(ins))
-    text = str(ins).strip()
     out.text = text
     if ins.opcode == "icmp":
         m = _ICMP.search(text)
@@ -127,6 +128,7 @@ def read_function(fn: llvm.ValueRef,
                   ) -> LFunction:
     """The function's blocks in layout order; every value and block must be named (run the
     instruction namer first)."""
-    blocks = [BasicBlock(b.name, [_read_instr(i, locate) for i in b.instructions])
+    texts = dict(instruction_texts(fn))  # the function printed once, not per instruction
+    blocks = [BasicBlock(b.name, [_read_instr(i, locate, texts[i]) for i in b.instructions])
               for b in fn.blocks]
     return LFunction(fn.name, blocks)

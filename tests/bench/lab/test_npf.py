@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.bench.lab import npf
+from npkit.bench.lab.device import Device
 from npkit.bench.lab.reference_devices import QueueingRouter, routed_router
 from npkit.bench.tester import Sizes
 from npkit.runtime.routes import committed_histogram, generate_routes
@@ -58,7 +59,7 @@ def router(capacity_percent: float | None = None, **kw) -> QueueingRouter:
     return routed_router(POS, routes(), per_packet_ps=service, **kw)
 
 
-def assert_throughput_is_an_edge(device, trials: npf.TrialMaker, case: npf.NpfCaseResult,
+def assert_throughput_is_an_edge(device: Device, trials: npf.TrialMaker, case: npf.NpfCaseResult,
                                  resolution: float) -> None:
     """The throughput the search reports is a load where a fresh trial loses nothing and
     damages nothing, and (below 100 %) one resolution step above it loses frames."""

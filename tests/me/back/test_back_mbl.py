@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
+from scapy.utils import checksum as scapy_checksum
 
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.me import front, interp
@@ -19,10 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def ipv4_frame(ttl: int = 64, dst: bytes = bytes([10, 0, 0, 1]), length: int = 64) -> bytes:
     eth = bytes.fromhex("001122334455" "66778899aabb" "0800")
     ip = bytearray([0x45, 0, 0, 46, 0, 1, 0, 0, ttl, 17, 0, 0, 192, 168, 1, 1]) + dst
-    s = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    ip[10:12] = (~s & 0xFFFF).to_bytes(2, "big")
+    ip[10:12] = scapy_checksum(bytes(ip)).to_bytes(2, "big")
     frame = eth + bytes(ip)
     return frame + bytes(length - len(frame))
 

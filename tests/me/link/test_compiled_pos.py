@@ -1,4 +1,4 @@
-"""A compiled pipeline on two OC-192 POS ports (link(..., port_kinds=("oc192pos",) * 2)):
+"""A compiled pipeline on two OC-192 POS ports (platform ixp2800-2xoc192pos):
 the chip's ports run at the STS-192c payload rate with 5 bytes of line overhead per frame,
 CompiledRun offers frames at that rate, and a small PPP-classifying program compiled by the
 ME backend does on the chip what the native target does with the same tables, frame for
@@ -6,7 +6,6 @@ frame, on scapy-built HDLC/PPP frames (44-byte frames: 40-byte IPv4 packets)."""
 
 from __future__ import annotations
 
-import importlib.util
 from fractions import Fraction
 
 import pytest
@@ -15,15 +14,13 @@ from hypothesis import strategies as st
 from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_source
-from npkit.compiler.me.link import LinkedProgram, LinkError, link
+from npkit.compiler.me import compile_me
+from npkit.link import LinkError, Manifest, for_ports, link, load_platform
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.sim.config import Port
+from npkit.sim.loader import chip_config_for
 
 from .harness import check_against_native
-
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
-pytestmark = pytest.mark.skipif(not BACKEND_READY, reason="the ME backend is not there yet")
 
 POS = ("oc192pos", "oc192pos")
 # STS-192c payload (FACTS.md section 2), and what the line adds to a frame that already
@@ -62,14 +59,9 @@ block pos_tiny {
 
 
 @pytest.fixture(scope="module")
-def pos_tiny() -> tuple[LinkedProgram, NativeProgram]:
-    from npkit.compiler.me.back import compile_body
-    from npkit.compiler.me.front import to_wir
-
+def pos_tiny() -> tuple[Manifest, NativeProgram]:
     program = compile_source(POS_TINY, "pos_tiny.mbl")
-    fn = to_wir(program, "pos_tiny")
-    linked = link(program, compile_body(fn).uc, fn.window_bytes, pipeline="pos_tiny",
-                  port_kinds=POS)
+    linked = link(program, compile_me(program, "pos_tiny"), "ixp2800-2xoc192pos")
     native = NativeProgram(program)
     for top in range(256):
         native.write("out_of", top, (top * 7 >> 3) & 1)
@@ -97,19 +89,18 @@ def v6(dst: str, hlim: int = 64, payload: int = 8) -> bytes:
 # --------------------------------------------------------------------------- the ports
 def test_link_gives_the_chip_pos_ports(pos_tiny) -> None:
     linked, _ = pos_tiny
-    ports = linked.chip_config().ports
+    ports = chip_config_for(linked).ports
     assert [(p.kind, Fraction(p.rate_bps), p.overhead_bytes) for p in ports] == \
         [("oc192pos", POS_RATE_BPS, POS_LINE_BYTES)] * 2
 
 
-def test_link_rejects_a_wrong_port_list(pos_tiny) -> None:
-    linked, _ = pos_tiny
-    with pytest.raises(LinkError, match="1 port kinds"):
-        link(linked.program, linked.body, linked.window_bytes, pipeline="pos_tiny",
-             port_kinds=("oc192pos",))
+def test_platforms_reject_a_wrong_port_list() -> None:
+    with pytest.raises(LinkError, match="1 ports"):
+        for_ports(("oc192pos",))
     with pytest.raises(LinkError, match="unknown port kind"):
-        link(linked.program, linked.body, linked.window_bytes, pipeline="pos_tiny",
-             port_kinds=("oc192pos", "oc48"))
+        for_ports(("oc192pos", "oc48"))
+    with pytest.raises(LinkError, match="unknown platform"):
+        load_platform("ixp2800-3xoc48")
 
 
 @given(st.lists(st.integers(20, 1500), min_size=1, max_size=30),

@@ -4,7 +4,6 @@ same program run by the native target with the same tables, frame for frame."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,14 @@ from hypothesis import strategies as st
 from scapy.all import ARP, IP, UDP, Ether, ICMPv6EchoRequest, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import LinkedProgram, link
+from npkit.compiler.me import compile_me
+from npkit.link import Manifest, link
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
 
 from .harness import check_against_native
 
 ROUTER = Path(__file__).parents[3] / "examples" / "router" / "router.mbl"
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
-pytestmark = pytest.mark.skipif(not BACKEND_READY, reason="the ME backend's front end "
-                                "(compiler/me/front) or back end (compiler/me/back) is "
-                                "not there yet")
 
 ROUTES4 = {(0x0A000000, 8): 1, (0x0A010000, 16): 2, (0xC0000200, 24): 3, (0x0A010203, 32): 1}
 ROUTES6 = {(0x20010DB8 << 96, 32): 1, (0x20010DB8_00010000 << 64, 48): 2}
@@ -36,13 +31,9 @@ MACS = {"dst": "02:00:00:00:00:fe", "src": "02:00:00:00:00:01"}
 
 
 @pytest.fixture(scope="module")
-def router() -> tuple[LinkedProgram, NativeProgram]:
-    from npkit.compiler.me.back import compile_body
-    from npkit.compiler.me.front import to_wir
-
+def router() -> tuple[Manifest, NativeProgram]:
     program = compile_file(ROUTER)
-    fn = to_wir(program, "router")
-    linked = link(program, compile_body(fn).uc, fn.window_bytes, pipeline="router")
+    linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
     native = NativeProgram(program)
     for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
         native.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
@@ -61,18 +52,19 @@ def loaded(router) -> CompiledRun:
 
 def test_the_router_memory_map_keeps_the_runtime_clear_of_the_tables(router) -> None:
     linked, _ = router
-    mem = {m.name: m for m in linked.memory_map}
+    mem = {m.name: m for m in linked.program.memories}
     assert (mem["fib4_trie"].address, mem["fib4_trie"].bytes) == (0, 32 << 20)
     assert (mem["fib6_trie"].address, mem["fib6_trie"].bytes) == (32 << 20, 64 << 20)
-    assert linked.chip_overrides == {"sram": {"channel_bytes": 64 << 20}}
+    assert linked.overrides == {"sram": {"channel_bytes": 64 << 20}}
     sram_end = max(m.address + m.bytes for m in mem.values() if m.space == "sram")
-    for spec in linked.runtime.freelists:      # descriptors past every table
+    for spec in linked.freelists:      # descriptors past every table
         assert (spec.channel << 26) + spec.descriptor_base >= sram_end
     scratch_end = max(m.address + m.bytes for m in mem.values() if m.space == "scratch")
-    assert min(r.base_word for r in linked.runtime.rings) * 4 >= scratch_end
-    assert linked.runtime.drop_cnt_base >= 4 * max(r.base_word + r.size_words
-                                                   for r in linked.runtime.rings)
-    assert linked.reasons[linked.program.reasons.ids["bad_checksum"]] == "bad_checksum"
+    assert min(r.base_word for r in linked.rings) * 4 >= scratch_end
+    assert linked.program.drop_counter_base >= 4 * max(r.base_word + r.size_words
+                                                   for r in linked.rings)
+    ids = compile_file(ROUTER).reasons.ids
+    assert linked.program.drop_reasons[ids["bad_checksum"]] == "bad_checksum"
 
 
 def v4(dst: str, src: str = "198.18.0.1", payload: int = 18, **kw) -> bytes:

@@ -1,4 +1,4 @@
-"""The dispatch loop's per-frame metadata set-up (compiler/me/link.py `meta_setup`,
+"""The dispatch loop's per-frame metadata set-up (compiler/me/metasetup.py `meta_setup`,
 dispatch/fwd.uc): it zeroes per frame only the metadata words the body may read before
 writing them (and may write), writes in_port once at init, and the body ABI still holds
 for every word a body can observe.
@@ -9,7 +9,6 @@ context's previous frame would change a verdict the native target computes from 
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,14 +18,12 @@ from hypothesis import strategies as st
 from scapy.all import Ether, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import MetaSetup, meta_setup, read_before_written
+from npkit.compiler.me.metasetup import MetaSetup, meta_setup, read_before_written
 from npkit.compiler.me.wir import Block, Branch, Function, Jump, MetaRead, MetaWrite, Reg, Ret
+from npkit.link import link, link_body
 from npkit.runtime.compiled import CompiledRun
 
 from .harness import check_against_native
-
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
 
 # What fwd.uc reads after the body, written out from its body_exit code (not from link.py):
 # the verdict always; forward: out_port (2); drop: code (9); exception: code, next_hop (5).
@@ -159,8 +156,6 @@ def frame(kind: int, uid: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def stale(tmp_path_factory) -> tuple:
-    if not BACKEND_READY:
-        pytest.skip("the ME backend's front or back end is not there yet")
     from npkit.compiler.me import compile_me
 
     source: Path = tmp_path_factory.mktemp("stale") / "stale.mbl"
@@ -170,7 +165,12 @@ def stale(tmp_path_factory) -> tuple:
 
 
 def run(build, native, frames: dict[int, list[bytes]], **options):
-    run = CompiledRun(build.link(**options))
+    if "meta" in options:       # a set-up other than the body's own
+        linked = link_body(build.program, build.body.uc, build.body.window_bytes,
+                           pipeline=build.entry, **options)
+    else:
+        linked = link(build.program, build, **options)
+    run = CompiledRun(linked)
     run.load_memories(native)
     return run.run(frames, load=0.1)
 
@@ -183,12 +183,13 @@ def every_context_sees_each_pair() -> dict[int, list[bytes]]:
                 for i in range(8)] for p in (0, 1)}
 
 
-def test_the_set_up_zeroes_what_the_block_reads_first(stale) -> None:
+def test_the_set_up_zeroes_what_the_block_reads_first(stale, tmp_path: Path) -> None:
     build, _ = stale
     # next_hop (exception 4 without it), out_port (kind 4), user (read after an if);
     # not the verdict or code (every path writes them), in_port once at init
     assert meta_setup(build.wir) == MetaSetup(frozenset({OUT_PORT, NEXT_HOP, 7}), False)
-    header = build.link(fwd_mes_per_port=1).header
+    link(build.program, build, build_dir=tmp_path, fwd_mes_per_port=1)
+    header = (tmp_path / "layout.h").read_text()
     assert {line.split()[1] for line in header.splitlines() if "META_CLEAR_" in line} == \
         {"META_CLEAR_2", "META_CLEAR_5", "META_CLEAR_7"}
     assert "META_IN_PORT_PER_FRAME" not in header
@@ -282,12 +283,10 @@ def spelled_expectation(frames: dict[int, list[bytes]]):
 
 
 def run_spelled(per_port: int, frames: dict[int, list[bytes]]):
-    from npkit.compiler.me.link import link
-
     from .harness import is_interleaving
 
     program = compile_file(BODIES / "swap.mbl")
-    linked = link(program, SPELLED_UC, 8, pipeline="swap", fwd_mes_per_port=per_port)
+    linked = link_body(program, SPELLED_UC, 8, pipeline="swap", fwd_mes_per_port=per_port)
     result = CompiledRun(linked).run(frames, load=0.5)
     out, drops, exceptions = spelled_expectation(frames)
     for q in (0, 1):
@@ -302,11 +301,10 @@ def run_spelled(per_port: int, frames: dict[int, list[bytes]]):
     return linked
 
 
-def test_the_header_names_the_port_shift() -> None:
-    from npkit.compiler.me.link import link
-
+def test_the_header_names_the_port_shift(tmp_path: Path) -> None:
     program = compile_file(BODIES / "swap.mbl")
-    header = link(program, SPELLED_UC, 8, pipeline="swap", fwd_mes_per_port=2).header
+    link_body(program, SPELLED_UC, 8, pipeline="swap", fwd_mes_per_port=2, build_dir=tmp_path)
+    header = (tmp_path / "layout.h").read_text()
     assert "#define PORTS_SHIFT 0x1" in header      # 2 ports: out_port >> 1 == 0
 
 

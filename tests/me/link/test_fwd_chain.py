@@ -1,11 +1,10 @@
-"""Several forwarding MEs per input port (link(..., fwd_mes_per_port=N), compiler/me/
+"""Several forwarding MEs per input port (link(..., fwd_mes_per_port=N), link/
 dispatch/fwd.uc's chain): the compiled dual-stack router with 3,000 routes carries a load
 one ME per port cannot, keeping every port's order and every buffer; the placement (rings,
 next-neighbour links, local memory) is what the Mapping and the memory map say."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,8 @@ import pytest
 from npkit.bench import router4_load as r4l
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me.graph import to_dot
-from npkit.compiler.me.link import LinkedProgram, LinkError, link
+from npkit.link import LinkError, Manifest, mapping
+from npkit.link import link_body as link
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
 from npkit.sim.config import ChipConfig
@@ -22,8 +22,6 @@ from .harness import check_against_native
 
 ROUTER = Path(__file__).parents[3] / "examples" / "router" / "router.mbl"
 SWAP = Path(__file__).parent / "bodies"
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
 # Measured (docs/me-backend.md, "Dispatch and link"; this workload, seed 7): one ME per
 # port lossless up to ~34 % of line rate (36 %: drops), two to ~55 % (65 %: drops).  In
 # between, with margin on both sides:
@@ -33,8 +31,6 @@ FRAMES = 1000        # per port: enough for one ME's backlog to outgrow its 128 
 
 @pytest.fixture(scope="module")
 def router() -> tuple[object, str, int, NativeProgram, dict[int, list[bytes]]]:
-    if not BACKEND_READY:
-        pytest.skip("the ME backend's front or back end is not there yet")
     from npkit.compiler.me.back import compile_body
     from npkit.compiler.me.front import to_wir
 
@@ -73,39 +69,48 @@ def test_two_mes_per_port_carry_it_in_order_without_loss(router) -> None:
 
 
 # --------------------------------------------------------------------------- placement
-def linked_swap(per_port: int) -> LinkedProgram:
+def linked_swap(per_port: int, build_dir: Path | None = None) -> Manifest:
     program = compile_file(SWAP / "swap.mbl")
     body = (SWAP / "swap.uc").read_text(encoding="utf-8")
-    return link(program, body, 16, pipeline="swap", fwd_mes_per_port=per_port)
+    return link(program, body, 16, pipeline="swap", fwd_mes_per_port=per_port,
+                build_dir=build_dir)
+
+
+def defines(header: str) -> dict[str, int]:
+    """layout.h's numeric #defines."""
+    return {parts[1]: int(parts[2], 0) for line in header.splitlines()
+            if (parts := line.split()) and parts[0] == "#define" and len(parts) == 3
+            and parts[2][:1].isdigit()}
 
 
 @pytest.mark.parametrize("per_port", [1, 2, 3, 4])
-def test_rings_mes_and_local_memory_fit_the_chip(per_port: int) -> None:
-    linked = linked_swap(per_port)
+def test_rings_mes_and_local_memory_fit_the_chip(per_port: int, tmp_path: Path) -> None:
+    linked = linked_swap(per_port, tmp_path)
     cfg = ChipConfig.load("ixp2800")
-    rt = linked.runtime
-    numbers = [r.number for r in rt.rings]
+    rt = linked.program
+    numbers = [r.number for r in linked.rings]
     assert len(set(numbers)) == len(numbers) == 2 * per_port + 3
     assert all(0 <= n < cfg.scratch_rings for n in numbers)
-    assert {rt.layout.tx_ring(0), rt.layout.tx_ring(1), rt.layout.exc_ring} == {4, 5, 6}
-    spans = sorted((r.base_word, r.base_word + r.size_words) for r in rt.rings)
+    assert {rt.layout().tx_ring(0), rt.layout().tx_ring(1), rt.layout().exc_ring} == {4, 5, 6}
+    spans = sorted((r.base_word, r.base_word + r.size_words) for r in linked.rings)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # no overlap
-    assert rt.drop_cnt_base >= 4 * spans[-1][1]
-    assert rt.drop_cnt_base + 4 * rt.drop_counters <= cfg.scratch_bytes
+    assert rt.drop_counter_base >= 4 * spans[-1][1]
+    assert rt.drop_counter_base + 4 * rt.drop_counters <= cfg.scratch_bytes
     mes = [*rt.rx_mes, *rt.fwd_mes, *rt.tx_mes]
     assert len(set(mes)) == len(mes) and max(mes) < 16
     assert [t & 1 for t in rt.tx_mes] == [0, 1]                 # tx_eth.uc: port = ME & 1
     for p in (0, 1):
         chain = rt.chain(p)
         assert list(chain) == list(range(chain[0], chain[0] + per_port))   # NN-adjacent
-    assert rt.shared_lm_word >= rt.dispatch_lm_word + 8 * 32
-    assert rt.shared_lm_word < cfg.local_memory_words
+    lm = defines((tmp_path / "layout.h").read_text())
+    assert lm["SHARED_LM_BYTE"] >= lm["DISPATCH_LM_BYTE"] + 4 * 8 * 32
+    assert lm["SHARED_LM_BYTE"] < 4 * cfg.local_memory_words
 
 
 def test_the_mapping_shows_the_chains() -> None:
     linked = linked_swap(3)
-    rt = linked.runtime
-    by_me = {a.me: a for a in linked.mapping.mes}
+    rt = linked.program
+    by_me = {a.me: a for a in mapping(linked).mes}
     for p in (0, 1):
         rings = rt.rx_rings[p]
         assert by_me[rt.rx_mes[p]].writes == tuple(f"ring {r}" for r in rings)
@@ -116,7 +121,7 @@ def test_the_mapping_shows_the_chains() -> None:
         assert middle.writes == (f"nn {last.me}",)
         assert last.reads == (f"ring {rings[2]}", f"nn {last.me}")
         assert last.writes == ("ring 4", "ring 5", "exception ring 6")
-    dashed = {line.split("[")[0].strip() for line in to_dot(linked.mapping).splitlines()
+    dashed = {line.split("[")[0].strip() for line in to_dot(mapping(linked)).splitlines()
               if "style=dashed" in line}
     assert dashed == {"me2 -> me3", "me3 -> me4", "me5 -> me6", "me6 -> me7"}
 

@@ -5,7 +5,6 @@ with frames in on all 4 ports and next hops on all 4."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -14,16 +13,16 @@ from hypothesis import strategies as st
 from scapy.all import ARP, IP, UDP, Ether, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import LinkedProgram, LinkError, link
+from npkit.compiler.mbl.sema import Program
+from npkit.compiler.me import MEBuild, compile_me
+from npkit.link import LinkError, Manifest, for_ports, link, mapping
 from npkit.runtime.compiled import CompiledResult, CompiledRun
 from npkit.runtime.lpm import RouteTables
+from npkit.sim.loader import chip_config_for
 
 from .harness import expected
 
 ROUTER = Path(__file__).parents[3] / "examples" / "router" / "router.mbl"
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
-pytestmark = pytest.mark.skipif(not BACKEND_READY, reason="the ME backend is not there")
 
 PORTS = 4
 # next hop h + 1 leaves on port h; 10.h.0.0/16 routes to it; 10.9.0.0/16 to port 7 (bad)
@@ -35,20 +34,18 @@ MACS = {"dst": "02:00:00:00:00:fe", "src": "02:00:00:00:00:01"}
 
 
 @pytest.fixture(scope="module")
-def router() -> tuple[LinkedProgram, NativeProgram]:
-    from npkit.compiler.me.back import compile_body
-    from npkit.compiler.me.front import to_wir
-
+def router(tmp_path_factory) -> tuple[Manifest, NativeProgram, Program, MEBuild, str]:
+    """(manifest, filled native tables, program, build, layout.h)"""
     program = compile_file(ROUTER)
-    fn = to_wir(program, "router")
-    linked = link(program, compile_body(fn).uc, fn.window_bytes, pipeline="router",
-                  ports=PORTS)
+    build = compile_me(program, "router")
+    folder = tmp_path_factory.mktemp("link4")
+    linked = link(program, build, "ixp2800-4x10gbe", build_dir=folder)
     native = NativeProgram(program)
     for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
         native.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
     RouteTables.of(native).load(ROUTES4, ROUTES6)
     native.table_add("local4", 0x0A000001, 1)
-    return linked, native
+    return linked, native, program, build, (folder / "layout.h").read_text()
 
 
 def v4(dst: str, payload: int = 18, **kw) -> bytes:
@@ -96,7 +93,7 @@ def check(result: CompiledResult, native: NativeProgram,
 
 
 def run(router, frames: dict[int, list[bytes]], load: float = 0.2) -> CompiledResult:
-    linked, native = router
+    linked, native = router[:2]
     chip = CompiledRun(linked)
     chip.load_memories(native)
     return chip.run(frames, load=load)
@@ -104,48 +101,48 @@ def run(router, frames: dict[int, list[bytes]], load: float = 0.2) -> CompiledRe
 
 # --------------------------------------------------------------------------- the mapping
 def test_four_ports_fit_sixteen_mes_without_sharing_one(router) -> None:
-    rt = router[0].runtime
+    rt = router[0].program
     assert rt.rx_mes == (0, 1, 2, 3)
     assert rt.fwd_mes == tuple(range(4, 12))
     assert rt.tx_mes == (12, 13, 14, 15)          # hardware 0x14..0x17: port = ME & 3
     assert [rt.chain(p) for p in range(PORTS)] == [(4, 5), (6, 7), (8, 9), (10, 11)]
-    assert [me.me for me in router[0].mapping.mes] == list(range(16))
+    assert [me.me for me in mapping(router[0]).mes] == list(range(16))
 
 
 def test_rings_freelists_and_counters_are_disjoint_and_fit_the_scratch(router) -> None:
     linked = router[0]
-    rt = linked.runtime
-    rings = sorted(rt.rings, key=lambda r: r.base_word)
+    rt = linked.program
+    rings = sorted(linked.rings, key=lambda r: r.base_word)
     assert sorted(r.number for r in rings) == list(range(13))        # 16 on the chip
     for a, b in zip(rings, rings[1:], strict=False):
         assert a.base_word + a.size_words <= b.base_word
-    assert rt.drop_cnt_base >= 4 * (rings[-1].base_word + rings[-1].size_words)
-    assert rt.drop_cnt_base + 4 * rt.drop_counters <= 16384
+    assert rt.drop_counter_base >= 4 * (rings[-1].base_word + rings[-1].size_words)
+    assert rt.drop_counter_base + 4 * rt.drop_counters <= 16384
     assert rt.rx_rings == ((0, 1), (2, 3), (4, 5), (6, 7))
     # every buffer of a port fits its RX ring; all received buffers fit one TX ring
-    bufs = {f.count for f in rt.freelists}
+    bufs = {f.count for f in linked.freelists}
     assert bufs == {64}
     size = {r.number: r.size_words for r in rings}
     assert all(size[r] >= 2 * 64 for r in range(8))
     assert all(size[8 + q] >= 4 * 64 for q in range(PORTS))
     assert size[12] >= 2 * 4 * 64
-    queues = {(f.channel, f.queue) for f in rt.freelists}
+    queues = {(f.channel, f.queue) for f in linked.freelists}
     assert len(queues) == PORTS
-    handles = [f.handle(i) & 0x03FFFFFF for f in rt.freelists for i in range(f.count)]
+    handles = [f.handle(i) & 0x03FFFFFF for f in linked.freelists for i in range(f.count)]
     assert len(set(handles)) == len(handles)        # the DRAM buffer follows from the offset
-    sram_end = max(m.address + m.bytes for m in linked.memory_map if m.space == "sram")
-    assert all((f.channel << 26) + f.descriptor_base >= sram_end for f in rt.freelists)
-    assert "#define TBUF_PART_ELEMENTS 0x10" in linked.header   # 8192 / 4 / 128
-    assert "#define TX_RING_EMPTY_3 SCR_Ring11_Empty" in linked.header
+    sram_end = max(m.address + m.bytes for m in linked.program.memories if m.space == "sram")
+    assert all((f.channel << 26) + f.descriptor_base >= sram_end for f in linked.freelists)
+    header = router[4]
+    assert "#define TBUF_PART_ELEMENTS 0x10" in header   # 8192 / 4 / 128
+    assert "#define TX_RING_EMPTY_3 SCR_Ring11_Empty" in header
 
 
 def test_four_ports_refuse_more_forwarding_mes_than_fit(router) -> None:
-    program = router[0].program
+    _linked, _native, program, build, _header = router
     with pytest.raises(LinkError, match="16 MEs"):
-        link(program, router[0].body, router[0].window_bytes, pipeline="router", ports=4,
-             fwd_mes_per_port=3)
+        link(program, build, "ixp2800-4x10gbe", fwd_mes_per_port=3)
     with pytest.raises(LinkError, match="2 or 4"):
-        link(program, router[0].body, router[0].window_bytes, pipeline="router", ports=3)
+        link(program, build, for_ports(("10gbe",) * 3))
 
 
 # --------------------------------------------------------------------------- chip vs native
@@ -191,12 +188,13 @@ def test_random_frames_on_four_ports_match_the_native_router(router, data) -> No
 
 
 def test_four_port_kinds_give_the_chip_four_such_ports(router) -> None:
-    linked = link(router[0].program, router[0].body, router[0].window_bytes,
-                  pipeline="router", ports=4, port_kinds=("1gbe",) * 4)
-    assert [p.rate_bps for p in linked.chip_config().ports] == [1e9] * 4
-    with pytest.raises(LinkError, match="3 port kinds"):
-        link(router[0].program, router[0].body, router[0].window_bytes, pipeline="router",
-             ports=4, port_kinds=("1gbe",) * 3)
+    _linked, _native, program, build, _header = router
+    linked = link(program, build, "ixp2800-4x1gbe")
+    assert [p.rate_bps for p in chip_config_for(linked).ports] == [1e9] * 4
+    assert [p.rate_bps for p in chip_config_for(link(program, build, for_ports(
+        ("1gbe",) * 4))).ports] == [1e9] * 4
+    with pytest.raises(LinkError, match="3 ports"):
+        for_ports(("1gbe",) * 3)
 
 
 def test_the_rfc2544_device_links_four_ports_with_two_forwarding_mes_each() -> None:
@@ -204,4 +202,4 @@ def test_the_rfc2544_device_links_four_ports_with_two_forwarding_mes_each() -> N
 
     device = CompiledChipDevice(ChipOptions(port_kinds=("10gbe",) * 4), fwd_mes_per_port=4)
     assert device.fwd_mes_per_port == 2
-    assert device.linked.ports == 4 and device.linked.runtime.fwd_mes_per_port == 2
+    assert len(device.linked.ports) == 4 and device.linked.program.fwd_mes_per_port == 2

@@ -1,4 +1,4 @@
-"""The linker + dispatch loop + runtime (compiler/me/link.py, compiler/me/dispatch/fwd.uc,
+"""The linker + dispatch loop + runtime (npkit.link, link/dispatch/fwd.uc,
 runtime/compiled.py) with hand-written body fragments (tests/me/link/bodies/*.uc) that obey
 the body contract, each the microcode of a small MBL block next to it (*.mbl).
 
@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 from scapy.all import ARP, IP, UDP, Ether, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import BAD_PORT, NO_VERDICT, LinkedProgram, link
+from npkit.compiler.mbl.sema import Program
+from npkit.link import Manifest
+from npkit.link import link_body as link
+from npkit.link.plan import BAD_PORT, NO_VERDICT
 from npkit.runtime.compiled import CompiledRun
 
 from .harness import check_against_native
@@ -27,10 +30,10 @@ BODIES = Path(__file__).parent / "bodies"
 WINDOWS = {"swap": 16, "classify": 16, "table": 8, "junk": 8}
 
 
-def linked(name: str, program_name: str | None = None) -> LinkedProgram:
+def linked(name: str, program_name: str | None = None) -> tuple[Manifest, Program]:
     program = compile_file(BODIES / f"{program_name or name}.mbl")
     body = (BODIES / f"{name}.uc").read_text(encoding="utf-8")
-    return link(program, body, WINDOWS[name], pipeline=program_name or name)
+    return link(program, body, WINDOWS[name], pipeline=program_name or name), program
 
 
 # --------------------------------------------------------------------------- frames
@@ -64,15 +67,15 @@ def traffic(draw: st.DrawFn, max_frames: int) -> dict[int, list[bytes]]:
 
 # --------------------------------------------------------------------------- tests
 @pytest.fixture(scope="module")
-def swap() -> tuple[LinkedProgram, NativeProgram]:
-    program = linked("swap")
-    return program, NativeProgram(program.program)
+def swap() -> tuple[Manifest, NativeProgram]:
+    program, mbl = linked("swap")
+    return program, NativeProgram(mbl)
 
 
 @pytest.fixture(scope="module")
-def classify() -> tuple[LinkedProgram, NativeProgram]:
-    program = linked("classify")
-    return program, NativeProgram(program.program)
+def classify() -> tuple[Manifest, NativeProgram]:
+    program, mbl = linked("classify")
+    return program, NativeProgram(mbl)
 
 
 def test_swap_rewrites_and_crosses_ports(swap) -> None:
@@ -109,12 +112,12 @@ def test_random_traffic_matches_the_mbl_block(classify, frames) -> None:
 
 
 def test_tables_in_every_space_are_where_the_memory_map_says() -> None:
-    program = linked("table")
-    placed = {m.name: (m.space, m.address, m.bytes) for m in program.memory_map}
+    program, mbl = linked("table")
+    placed = {m.name: (m.space, m.address, m.bytes) for m in program.program.memories}
     assert placed["out_of"] == ("sram", 4 * 128, 4 * 256)
     assert placed["seen"] == ("scratch", 4 * 4, 8)
     assert placed["bias"] == ("local", 4 * 4, 8)
-    native = NativeProgram(program.program)
+    native = NativeProgram(mbl)
     for i in range(256):
         native.write("out_of", i, (i * 7) & 1)
     native.write("bias", 1, 1)
@@ -136,8 +139,8 @@ def test_tables_in_every_space_are_where_the_memory_map_says() -> None:
 def test_the_dispatch_survives_a_body_that_breaks_the_rules() -> None:
     """Bad port, no verdict, an unknown reason: reserved drop counters; the body clobbers
     every register it may use and the dispatch still finds its handle and port."""
-    program = linked("junk", "swap")
-    assert program.reasons == {0: NO_VERDICT, 1: "runt", 2: BAD_PORT}
+    program, _ = linked("junk", "swap")
+    assert program.program.drop_reasons == {0: NO_VERDICT, 1: "runt", 2: BAD_PORT}
     frames = {0: [b"\xff" + v4(1)[1:], v4(2), b"\xfe" + v4(3)[1:], b"\xfd" + v4(4)[1:], v4(5)],
               1: [v4(6), b"\xfe" + v4(7)[1:], v4(8)]}
     result = CompiledRun(program).run(frames, load=0.5)

@@ -11,7 +11,6 @@ linear-scan longest-prefix match, so the tables really steer the traffic."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 
 from npkit.compiler.mbl import NativeProgram, compile_file
-from npkit.compiler.me.link import LinkedProgram, link
+from npkit.compiler.me import compile_me
+from npkit.link import Manifest, link
 from npkit.runtime.compiled import CompiledResult, CompiledRun
 from npkit.runtime.lpm import RouteTables
 
@@ -36,11 +36,6 @@ from .route_mixes import (
 )
 
 ROUTER = Path(__file__).parents[3] / "examples" / "router" / "router.mbl"
-BACKEND_READY = all(importlib.util.find_spec(f"npkit.compiler.me.{part}") is not None
-                    for part in ("front", "back"))
-pytestmark = pytest.mark.skipif(not BACKEND_READY, reason="the ME backend's front end "
-                                "(compiler/me/front) or back end (compiler/me/back) is "
-                                "not there yet")
 
 NO_ROUTE = {2, 18}                   # Exc.no_route, Exc.no_route6
 PAST_MTU = {5, 6, 19}                # Exc.frag_needed, Exc.fragment, Exc.too_big
@@ -54,7 +49,7 @@ class Router:
     """The router for both targets; the native memories are refilled per example.  Not a
     dataclass: hypothesis would print every field of the program with a failing case."""
 
-    def __init__(self, linked: LinkedProgram, native: NativeProgram) -> None:
+    def __init__(self, linked: Manifest, native: NativeProgram) -> None:
         self.linked, self.native = linked, native
 
     def __repr__(self) -> str:
@@ -64,12 +59,8 @@ class Router:
 @pytest.fixture(scope="module")
 def router() -> Router:
     """Compiled and linked once per module (the slow part)."""
-    from npkit.compiler.me.back import compile_body
-    from npkit.compiler.me.front import to_wir
-
     program = compile_file(ROUTER)
-    fn = to_wir(program, "router")
-    linked = link(program, compile_body(fn).uc, fn.window_bytes, pipeline="router")
+    linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
     return Router(linked, NativeProgram(program))
 
 
@@ -138,7 +129,7 @@ def run_both(router: Router, tables: RouterTables, frames: dict[int, list[bytes]
     assert list(forwarded) == list(native.region(FORWARDED))
 
 
-def on_chip(linked: LinkedProgram, native: NativeProgram,
+def on_chip(linked: Manifest, native: NativeProgram,
             frames: dict[int, list[bytes]]) -> tuple[CompiledResult, np.ndarray]:
     """The chip's outputs and its `ip_forwarded` counters, on a fresh chip holding the
     native memories.  Its own frame, so a failing comparison's traceback (which hypothesis

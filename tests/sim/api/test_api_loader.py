@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from npkit.runtime.loader import leak_check, load_manifest
-
-core = pytest.importorskip("npkit.sim._core")
-if not hasattr(core, "Core"):
-    pytest.skip("npkit.sim._core has no Core yet", allow_module_level=True)
-
+from npkit.sim.loader import leak_check, load_manifest
 
 LOADER_MANIFEST = """
 chip = "ixp2800"

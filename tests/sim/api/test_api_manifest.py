@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from npkit.runtime.loader import build_from_manifest
-from npkit.runtime.manifest import ManifestError, parse_manifest
+from npkit.link.manifest import ManifestError, parse_manifest
 from npkit.sim import Port
+from npkit.sim.loader import build_from_manifest
 
 GOOD = """
 chip = "ixp2800"

@@ -14,12 +14,12 @@ from scapy.all import IP, UDP, Ether, Raw, rdpcap, wrpcap, wrpcapng
 from npkit.sim import (
     Generator,
     ListSink,
-    PacketIOError,
+    PacketFileError,
     PcapSink,
     PcapSource,
     TxFrame,
     parse_tag,
-    read_pcap,
+    read_packets,
 )
 
 
@@ -69,7 +69,7 @@ def test_truncated_packet_data_names_file_and_record(scapy_pcap: tuple[Path, lis
     path, _ = scapy_pcap
     data = path.read_bytes()
     path.write_bytes(data[:-5])
-    with pytest.raises(PacketIOError, match=rf"{path}: record 5: truncated packet data"):
+    with pytest.raises(PacketFileError, match=rf"{path}: record 5: truncated packet data"):
         list(PcapSource(path).frames())
 
 
@@ -78,8 +78,8 @@ def test_truncated_record_header(scapy_pcap: tuple[Path, list]) -> None:
     # keep file header + first record + 6 bytes of the second record's header
     first = 24 + 16 + len(bytes(frames[0]))
     path.write_bytes(path.read_bytes()[:first + 6])
-    with pytest.raises(PacketIOError, match=r"record 2: truncated record header"):
-        list(read_pcap(path))
+    with pytest.raises(PacketFileError, match=r"record 2: truncated record header"):
+        list(read_packets(path))
 
 
 def test_corrupt_record_length(scapy_pcap: tuple[Path, list]) -> None:
@@ -88,8 +88,8 @@ def test_corrupt_record_length(scapy_pcap: tuple[Path, list]) -> None:
     second = 24 + 16 + len(bytes(frames[0]))
     struct.pack_into("<I", data, second + 8, 0x7FFFFFFF)  # caplen of record 2
     path.write_bytes(bytes(data))
-    with pytest.raises(PacketIOError, match=r"record 2: corrupt record header"):
-        list(read_pcap(path))
+    with pytest.raises(PacketFileError, match=r"record 2: corrupt record header"):
+        list(read_packets(path))
 
 
 @pytest.mark.parametrize(("content", "message"), [
@@ -100,23 +100,23 @@ def test_corrupt_record_length(scapy_pcap: tuple[Path, list]) -> None:
 def test_not_a_pcap(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "x.pcap"
     path.write_bytes(content)
-    with pytest.raises(PacketIOError, match=message):
-        list(read_pcap(path))
+    with pytest.raises(PacketFileError, match=message):
+        list(read_packets(path))
 
 
 def test_truncated_pcapng(tmp_path: Path) -> None:
     path = tmp_path / "in.pcapng"
     wrpcapng(str(path), _scapy_frames(3))
     path.write_bytes(path.read_bytes()[:-9])
-    with pytest.raises(PacketIOError, match=rf"{path}: record 3"):
-        list(read_pcap(path))
+    with pytest.raises(PacketFileError, match=rf"{path}: record 3"):
+        list(read_packets(path))
 
 
 def test_missing_file_and_bad_pace(tmp_path: Path) -> None:
-    with pytest.raises(PacketIOError, match="no such packet file"):
+    with pytest.raises(PacketFileError, match="no such packet file"):
         PcapSource(tmp_path / "nope.pcap")
     (tmp_path / "a.pcap").write_bytes(b"")
-    with pytest.raises(PacketIOError, match="pace must be"):
+    with pytest.raises(PacketFileError, match="pace must be"):
         PcapSource(tmp_path / "a.pcap", pace="fast")
 
 
@@ -140,11 +140,11 @@ def test_empty_sink_leaves_valid_pcap(tmp_path: Path) -> None:
     path = tmp_path / "empty.pcap"
     PcapSink(path).close()
     assert len(rdpcap(str(path))) == 0
-    assert list(read_pcap(path)) == []
+    assert list(read_packets(path)) == []
 
 
 def test_sink_in_missing_folder(tmp_path: Path) -> None:
-    with pytest.raises(PacketIOError, match="cannot write"):
+    with pytest.raises(PacketFileError, match="cannot write"):
         PcapSink(tmp_path / "no" / "out.pcap")
 
 
