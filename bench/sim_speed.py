@@ -1,16 +1,23 @@
-"""How fast the simulator runs: l2wire at full line rate on 2 x 10GbE.
+"""How fast the simulator runs: l2wire on 2 x 10GbE and the compiled POS router on
+2 x OC-192 POS, both at 100 % line rate.
 
-    python -m npkit.bench.sim_speed [--frames N] [--repeat 5] [--workload 64|mixed|all]
+    python -m npkit.bench.sim_speed [--frames N] [--pos-frames N] [--repeat 5]
+        [--workload 64|mixed|pos|all]
 
-For each workload the packaged l2wire example forwards N frames per port at 100 % of line
-rate on both ports (64-byte frames; and mixed 60..1514-byte frames).  Each run is timed
-on the host around ``Chip.run`` only (the frames are made beforehand), and split into the
-C++ core (``_core.run``) and the Python facade around it (feeding frames in, draining
-them out).  The median of ``--repeat`` runs is printed:
+For the l2wire workloads the packaged l2wire example forwards N frames per port at 100 % of
+line rate on both ports (64-byte frames; and mixed 60..1514-byte frames).  The ``pos``
+workload is the compiled dual-stack POS router (examples/pos_router, 4 forwarding MEs per
+port, the real route table, bench/compiled_pos) offered 40-byte IPv4 packets (44-byte PPP
+frames) at line rate on both ports; compiling, reading the table and copying it to the
+chip happen before the timing.  Each run is timed on the host around ``Chip.run`` only
+(the frames are made beforehand), and split into the C++ core (``_core.run``) and the
+Python facade around it (feeding frames in, draining them out).  The median of
+``--repeat`` runs is printed:
 
 * simulated instructions per host second (MIPS) -- retired ME instructions, all MEs;
 * simulated packets per host second (frames transmitted);
-* simulated cycles per host second, and how much slower than the real chip that is;
+* simulated cycles per host second, how much slower than the real chip that is, and the
+  host time one simulated second of this load takes;
 * MIPS against Neptune's published 3.31 MIPS (FACTS.md section 3).
 
 This is a benchmark, not a test: it asserts nothing.  Results and the machine they were
@@ -30,7 +37,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from npkit.runtime.loader import load_manifest
+from npkit.bench import compiled_pos
+from npkit.runtime.compiled import CompiledRun
+from npkit.runtime.loader import chip_config_for, load_manifest
+from npkit.runtime.routes import read_routes
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
 NEPTUNE_MIPS = 3.31  # FACTS.md section 3: Neptune (2025)
@@ -126,6 +136,37 @@ def run_once(frames: dict[int, list[bytes]]) -> Sample:
                   result.frames_out, total)
 
 
+@dataclass(frozen=True)
+class PosSetup:
+    """The compiled POS router, its tables and its traffic, made once for all runs."""
+
+    linked: Any
+    native: Any
+    frames: dict[int, list[bytes]]
+
+
+def pos_setup(frames_per_port: int) -> PosSetup:
+    program, entry = compiled_pos.pos_program()
+    routes = read_routes(compiled_pos.REAL_TABLE, compiled_pos.SEED, compiled_pos.NEXT_HOPS)
+    native = compiled_pos.load_tables(program, routes)
+    linked = compiled_pos.compile_pos(program, entry, per_port=4)
+    return PosSetup(linked, native, compiled_pos.pos_frames(routes, 2000, frames_per_port))
+
+
+def run_pos_once(setup: PosSetup) -> Sample:
+    run = CompiledRun(setup.linked)
+    run.load_memories(setup.native)  # the table copy is set-up, not simulation
+    chip = run.chip
+    timed = TimedCore(chip._core)
+    chip._core = timed
+    i0, c0 = chip.instructions_retired, chip.now
+    start = time.perf_counter()
+    result = run.run(setup.frames, load=1.0)
+    host = time.perf_counter() - start
+    return Sample(host, timed.seconds, chip.instructions_retired - i0, chip.now - c0,
+                  sum(len(v) for v in result.out.values()), result.offered)
+
+
 def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float]:
     host = statistics.median(s.host_s for s in samples)
     core = statistics.median(s.core_s for s in samples)
@@ -140,6 +181,7 @@ def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float
         "neptune_ratio": mips / NEPTUNE_MIPS,
         "core_share": core / host,
         "instructions_per_packet": s0.instructions / max(1, s0.frames_out),
+        "host_s_per_simulated_s": host / (s0.cycles / clock_hz),
     }
     print(f"\n{name}: {s0.frames_in} frames offered, {s0.frames_out} forwarded, "
           f"{s0.cycles:,} cycles, {s0.instructions:,} instructions "
@@ -150,6 +192,7 @@ def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float
     print(f"  simulated packets/s      {figures['pps']:10,.0f}")
     print(f"  simulated cycles/s       {figures['cycles_per_s']:10,.0f}   "
           f"({figures['slowdown']:,.0f} x slower than a {clock_hz / 1e9:.1f} GHz chip)")
+    print(f"  one simulated second     {figures['host_s_per_simulated_s']:10.1f} host s")
     print(f"  vs Neptune 3.31 MIPS     {figures['neptune_ratio']:10.2f} x")
     return figures
 
@@ -158,15 +201,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=50_000, help="frames per port")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--workload", choices=["64", "mixed", "all"], default="all")
+    parser.add_argument("--pos-frames", type=int, default=20_000,
+                        help="frames per port for the pos workload")
+    parser.add_argument("--workload", choices=["64", "mixed", "pos", "all"], default="all")
     args = parser.parse_args(argv)
-    print(f"npkit simulator speed: l2wire, 2 x 10GbE at 100 % line rate, "
-          f"{args.frames} frames per port, median of {args.repeat}")
+    print(f"npkit simulator speed, 100 % line rate on both ports, median of {args.repeat}: "
+          f"l2wire on 2 x 10GbE ({args.frames} frames per port), compiled POS router on "
+          f"2 x OC-192 POS ({args.pos_frames} frames per port)")
     print(f"host: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, {platform.system()}")
-    chosen = list(WORKLOADS) if args.workload == "all" else [args.workload]
+    chosen = [*WORKLOADS, "pos"] if args.workload == "all" else [args.workload]
     clock = load_manifest(manifest_path()).chip.config.clock_hz
     for key in chosen:
+        if key == "pos":
+            setup = pos_setup(args.pos_frames)
+            samples = [run_pos_once(setup) for _ in range(args.repeat)]
+            report("compiled POS router, 40-byte IPv4 on 2 x OC-192 POS", samples,
+                   chip_config_for(setup.linked).clock_hz)
+            continue
         workload = WORKLOADS[key]
         frames = {p: workload.make(args.frames, p) for p in (0, 1)}
         samples = [run_once(frames) for _ in range(args.repeat)]

@@ -47,11 +47,8 @@ uint32_t logical(Context& c, uint32_t r) {
   return r;
 }
 
-}  // namespace
-
-Outcome exec_alu(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
-  uint32_t a = chip.read(m, c, ci, in.a);
-  uint32_t b = shifter(chip.read(m, c, ci, in.b), in.shift, in.shamt);
+// The ALU proper, shared by exec_alu and exec_alu_plain.
+inline uint32_t alu_op(Context& c, uint32_t a, uint32_t b, const Insn& in) {
   uint32_t r;
   switch (in.sub) {
     case alu_ops::B: r = logical(c, b); break;
@@ -72,7 +69,47 @@ Outcome exec_alu(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   }
   set_zn(c, r);
   c.last_alu = r;
-  chip.write(m, c, ci, in.dest, r);
+  return r;
+}
+
+// A plain operand (plain_source/plain_dest in chip.hpp): a register-file word, an
+// immediate or none -- what Chip::read/write do for these kinds, with no call and no fault.
+inline uint32_t plain_read(const ME& m, int ci, Opnd o) {
+  const size_t p = Chip::phys(m, ci, o.idx);
+  switch (o.kind) {
+    case OpKind::GprA: return m.gpr_a[p];
+    case OpKind::GprB: return m.gpr_b[p];
+    case OpKind::XferS: return m.sram_in[p];
+    case OpKind::XferD: return m.dram_in[p];
+    case OpKind::Imm: return o.idx;
+    default: return 0;  // None
+  }
+}
+
+inline void plain_write(ME& m, int ci, Opnd o, uint32_t v) {
+  const size_t p = Chip::phys(m, ci, o.idx);
+  switch (o.kind) {
+    case OpKind::GprA: m.gpr_a[p] = v; break;
+    case OpKind::GprB: m.gpr_b[p] = v; break;
+    case OpKind::XferS: m.sram_out[p] = v; break;
+    case OpKind::XferD: m.dram_out[p] = v; break;
+    default: break;  // None
+  }
+}
+
+}  // namespace
+
+Outcome exec_alu(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  uint32_t a = chip.read(m, c, ci, in.a);
+  uint32_t b = shifter(chip.read(m, c, ci, in.b), in.shift, in.shamt);
+  chip.write(m, c, ci, in.dest, alu_op(c, a, b, in));
+  return Outcome::Next;
+}
+
+Outcome exec_alu_plain(Chip&, ME& m, Context& c, int ci, const Insn& in) {
+  uint32_t a = plain_read(m, ci, in.a);
+  uint32_t b = shifter(plain_read(m, ci, in.b), in.shift, in.shamt);
+  plain_write(m, ci, in.dest, alu_op(c, a, b, in));
   return Outcome::Next;
 }
 

@@ -41,8 +41,8 @@ uint64_t occupancy_fp(uint32_t nbytes, double bytes_per_cycle) {
 
 // The handler table: index = major opcode (from the generated header), plus H_OFF_END.
 // An opcode without a handler here is rejected by predecode, so it is never dispatched.
-constexpr std::array<Handler, isa::OPCODE_COUNT + 1> make_handlers() {
-  std::array<Handler, isa::OPCODE_COUNT + 1> t{};
+constexpr std::array<Handler, kHandlerCount> make_handlers() {
+  std::array<Handler, kHandlerCount> t{};
   t[isa::OP_ALU] = exec_alu;
   t[isa::OP_DBL_SHF] = exec_dbl_shf;
   t[isa::OP_IMMED] = exec_immed;
@@ -68,6 +68,7 @@ constexpr std::array<Handler, isa::OPCODE_COUNT + 1> make_handlers() {
   t[isa::OP_MSF] = exec_msf;
   t[isa::OP_NOP] = exec_nop;
   t[H_OFF_END] = exec_off_end;
+  t[H_ALU_PLAIN] = exec_alu_plain;
   return t;
 }
 constexpr auto kHandlers = make_handlers();
@@ -167,6 +168,7 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
     loaded_.push_back(&m);
     std::sort(loaded_.begin(), loaded_.end(), [](const ME* x, const ME* y) { return x->index < y->index; });
     run_key_.assign(loaded_.size(), UINT64_MAX);
+    runnable_ = 0;
     for (size_t k = 0; k < loaded_.size(); ++k) loaded_pos_[loaded_[k]->index] = static_cast<int>(k);
   }
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
@@ -458,7 +460,7 @@ inline void Chip::wake_check(ME& m, int ci, uint64_t t) {
   set_state(m, ci, CtxState::Ready, std::max(t, m.time));
 }
 
-void Chip::deliver(const Event& ev) {
+inline void Chip::deliver(const Event& ev) {
   ME& m = mes_[ev.me];
   Context& c = m.ctx[ev.ctx];
   auto& file = ev.file == 0 ? m.sram_in : m.dram_in;
@@ -484,7 +486,7 @@ void Chip::deliver(const Event& ev) {
 }
 
 void Chip::process_events_until(uint64_t t) {
-  while (!events_.empty() && events_.top_time() <= t) {
+  while (events_.top_time() <= t) {  // an empty queue's top time is UINT64_MAX
     uint32_t slot = events_.pop();
     event_free_.push_back(slot);  // deliver posts nothing, so the slot stays intact meanwhile
     deliver(event_pool_[slot]);
@@ -549,9 +551,17 @@ void Chip::run_burst(ME& m, uint64_t end, uint64_t limit) {
 void Chip::run_me(ME& m) {
   int ci = -1;
   uint32_t pc = 0;
+  // instructions retired in this burst: the ME's busy/instruction counters and the chip's
+  // retired_ are only read between bursts, so they are added once, on the way out
+  uint64_t done = 0;
+  const auto flush = [&] {
+    m.busy += done;
+    m.instructions += done;
+    retired_ += done;
+  };
   try {
     while (m.time < burst_stop_) {
-      if (m.cur < 0 && !pick_context(m)) return;  // idle: no Ready context
+      if (m.cur < 0 && !pick_context(m)) break;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
       pc = c.pc;
@@ -561,13 +571,11 @@ void Chip::run_me(ME& m) {
       if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
         c.pc = pc;
         m.fifo_stalled = true;
-        return;
+        break;
       }
       m.time += 1;
-      m.busy += 1;
-      m.instructions++;
+      done++;
       c.instructions++;
-      retired_++;
       if (c.defer_left) {
         if (o != Outcome::Next)
           fault("illegal_instruction", "a taken branch or context swap in a defer slot");
@@ -600,10 +608,13 @@ void Chip::run_me(ME& m) {
       }
     }
   } catch (const LocalFault& f) {
+    flush();
     throw SimError(f.kind, m.index, ci, pc, f.what());
   } catch (const MediaFault& f) {
+    flush();
     throw SimError("media", m.index, ci, pc, f.what());
   }
+  flush();
 }
 
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }
@@ -649,11 +660,7 @@ void Chip::deadlock(const char* why) {
 
 std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
   uint64_t limit = max_cycles > UINT64_MAX - now_ ? UINT64_MAX : now_ + max_cycles;
-  auto tx_total = [&] {
-    uint64_t n = 0;
-    for (const auto& p : media_->counters()) n += p.tx_frames;
-    return n;
-  };
+  auto tx_total = [&] { return media_->tx_frames_total(); };
   uint64_t tx_start = tx_total();
   std::string result;
   // last_progress_* carry over from the previous run: where a run ends must not change
@@ -671,10 +678,13 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     uint64_t t_ev = next_event_time();
     uint64_t t_md = media_->next_event();
     uint64_t t_ext = std::min(t_ev, t_md);
-    // the runnable ME with the smallest local time, the lowest index on a tie
+    // the runnable ME with the smallest local time, the lowest index on a tie: the
+    // runnable ones in ascending position (an ME that cannot run has key UINT64_MAX and
+    // never won the scan over all keys either)
     uint64_t t_me = UINT64_MAX;
     size_t best_pos = 0;
-    for (size_t k = 0, n = run_key_.size(); k < n; ++k) {  // branch-free: the winner varies
+    for (uint64_t bits = runnable_; bits; bits &= bits - 1) {  // branch-free min
+      const size_t k = static_cast<size_t>(__builtin_ctzll(bits));
       const uint64_t key = run_key_[k];
       const bool smaller = key < t_me;
       t_me = smaller ? key : t_me;

@@ -58,8 +58,14 @@ enum class OpKind : uint8_t {
 };
 struct Opnd { OpKind kind = OpKind::None; uint8_t idx = 0; };
 
-// Handler indices: the major opcodes, plus one for a PC outside the loaded image.
+// Handler indices: the major opcodes, plus one for a PC outside the loaded image, plus
+// specialised handlers predecode picks when an instruction's operands allow (same
+// semantics, fewer checks): H_ALU_PLAIN = an alu/alu_shf whose operands are all plain
+// register-file words or immediates (no local memory, next neighbour or ring access), so
+// it needs no out-of-line operand access and no fault path.
 inline constexpr uint8_t H_OFF_END = isa::OPCODE_COUNT;
+inline constexpr uint8_t H_ALU_PLAIN = isa::OPCODE_COUNT + 1;
+inline constexpr int kHandlerCount = isa::OPCODE_COUNT + 2;
 
 struct Insn {
   uint8_t handler = H_OFF_END;
@@ -184,7 +190,9 @@ struct Event {
   uint8_t xfer = 0;
   uint8_t nwords = 0;
   bool counts = true;   // completes an issued command (command FIFO)
-  std::array<uint32_t, 32> words{};
+  // Only words[0..nwords) are ever read (post copies those, deliver writes those): left
+  // uninitialised, so building an Event does not zero 128 bytes per command.
+  std::array<uint32_t, 32> words;
 };
 // The event heap holds small keys; the payloads live in a pool with a free list, so a heap
 // sift moves 24 bytes instead of a whole Event.
@@ -294,7 +302,7 @@ class Chip : public MediaHost {
   const ChipConfig& config() const { return cfg_; }
 
   void load(int me, const std::vector<uint64_t>& words, int ctx_mode);
-  std::string run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
+  [[gnu::noinline]] std::string run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   uint64_t now() const { return now_; }
   uint64_t instructions_retired() const { return retired_; }
 
@@ -387,10 +395,17 @@ class Chip : public MediaHost {
   // it; run() refreshes all on entry.  The scheduler scans this small array.
   std::vector<uint64_t> run_key_;
   std::vector<int> loaded_pos_;  // per ME index: position in loaded_, -1 when not loaded
+  // runnable_: bit k set <=> run_key_[k] != UINT64_MAX (at most 64 MEs, config.cpp), so
+  // the scheduler visits only the MEs that can run instead of every loaded one.
+  uint64_t runnable_ = 0;
   void refresh_key(const ME& m) {
     int p = loaded_pos_[m.index];
-    if (p >= 0)
-      run_key_[p] = (!m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0)) ? m.time : UINT64_MAX;
+    if (p >= 0) {
+      const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
+      run_key_[p] = can ? m.time : UINT64_MAX;
+      const uint64_t bit = 1ULL << p;
+      runnable_ = can ? (runnable_ | bit) : (runnable_ & ~bit);
+    }
   }
   std::vector<Memory<uint32_t>> sram_mem_;
   Memory<uint8_t> dram_mem_;
@@ -442,7 +457,7 @@ class Chip : public MediaHost {
 };
 
 // State changes are on the hot path (every swap, wake-up and pick): inline.
-inline void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
+[[gnu::always_inline]] inline void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
   Context& c = m.ctx[ci];
   if (t < c.state_since) t = c.state_since;
   c.state_cycles[static_cast<int>(c.state)] += t - c.state_since;
@@ -459,6 +474,16 @@ inline void Chip::set_state(ME& m, int ci, CtxState s, uint64_t t) {
 // ctx.cpp, units.cpp (cam, crc, mul_step), memory.cpp.
 using Handler = Outcome (*)(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_alu(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_alu_plain(Chip&, ME&, Context&, int, const Insn&);
+// Operands exec_alu_plain takes: GPRs, transfer registers, immediates, none.
+inline bool plain_source(Opnd o) {
+  return o.kind == OpKind::GprA || o.kind == OpKind::GprB || o.kind == OpKind::XferS ||
+         o.kind == OpKind::XferD || o.kind == OpKind::Imm || o.kind == OpKind::None;
+}
+inline bool plain_dest(Opnd o) {
+  return o.kind == OpKind::GprA || o.kind == OpKind::GprB || o.kind == OpKind::XferS ||
+         o.kind == OpKind::XferD || o.kind == OpKind::None;
+}
 Outcome exec_dbl_shf(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_immed(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_ld_field(Chip&, ME&, Context&, int, const Insn&);

@@ -164,6 +164,7 @@ Insn predecode(uint64_t word, int /*me*/, uint32_t /*pc*/, int per_ctx, const Ch
       in.sub = d.enum_value(OP, alu_ops::COUNT, alu_ops::NAMES, "ALU op");
       in.dest = d.dst(DEST); in.a = d.src(A); in.b = d.src(B);
       in.shift = static_cast<uint8_t>(d.f(SHIFT)); in.shamt = static_cast<uint8_t>(d.f(SHAMT));
+      if (plain_source(in.a) && plain_source(in.b) && plain_dest(in.dest)) in.handler = H_ALU_PLAIN;
       break;
     }
     case OP_DBL_SHF: {

@@ -204,14 +204,6 @@ Media::Event Media::earliest() const {
   return best;
 }
 
-uint64_t Media::next_event() const {
-  if (!next_valid_) {
-    next_time_ = earliest().time;
-    next_valid_ = true;
-  }
-  return next_time_;
-}
-
 void Media::advance(uint64_t t) {
   next_valid_ = false;
   Event e = earliest();
@@ -589,6 +581,7 @@ void Media::depart(Port& p, int port_index) {
   }
   PortCounters& c = counters_[port_index];
   c.tx_frames += 1;
+  tx_frames_total_ += 1;
   c.tx_bytes += p.tx_current.bytes.size();
   c.tx_elements += p.tx_current_count;
   c.tbuf_elements_queued -= p.tx_current_count;

@@ -91,10 +91,18 @@ class Media {
   // host side (Python via the chip)
   void add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_before_cycle);
   std::vector<TxFrame> take_tx();
-  uint64_t next_event() const;
+  // asked on every scheduler step: inline, cached until the model changes
+  uint64_t next_event() const {
+    if (!next_valid_) {
+      next_time_ = earliest().time;
+      next_valid_ = true;
+    }
+    return next_time_;
+  }
   void advance(uint64_t t);
   bool idle() const;
   const std::vector<PortCounters>& counters() const;
+  uint64_t tx_frames_total() const { return tx_frames_total_; }  // sum of the ports' tx_frames
   uint64_t rx_pending_frames() const;
 
   // ME commands, issued at cycle t
@@ -202,6 +210,7 @@ class Media {
   std::priority_queue<Autopush, std::vector<Autopush>, AutopushLater> autopushes_;
   std::vector<TxFrame> tx_done_;
   std::vector<PortCounters> counters_;
+  uint64_t tx_frames_total_ = 0;
   uint64_t now_ = 0;
   uint64_t seq_ = 0;
   // next_event() is asked on every scheduler step: cache it; every public method that may

@@ -162,6 +162,8 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
           r.head = (r.head + 1) % r.size;
         }
         r.count -= in.count;
+      } else {
+        std::fill(ev.words.begin(), ev.words.begin() + in.count, 0u);
       }
       r.gets++;
       nbytes = 4u * in.count;

@@ -28,6 +28,7 @@ inline uint32_t Chip::read(ME& m, Context& c, int ci, Opnd o) {
   if (o.kind == OpKind::GprA) [[likely]] return m.gpr_a[phys(m, ci, o.idx)];
   if (o.kind == OpKind::GprB) [[likely]] return m.gpr_b[phys(m, ci, o.idx)];
   if (o.kind == OpKind::Imm) return o.idx;
+  if (o.kind == OpKind::XferS) return m.sram_in[phys(m, ci, o.idx)];  // packet/status words
   return read_slow(m, c, ci, o);
 }
 
