@@ -53,7 +53,10 @@ def fuzz(worker: Worker, name: str, strategy: st.SearchStrategy[Any],
     failures: list[Failure] = []
     outcomes: Counter[str] = Counter()
 
+    # The CI stage draws the same inputs every run (a stage that passes today passes
+    # tomorrow on the same code); a campaign (NPKIT_FUZZ_MINUTES, scripts/fuzz) draws new ones.
     @settings(max_examples=examples, deadline=None, database=None,
+              derandomize=not CAMPAIGN_MINUTES,
               phases=[Phase.explicit, Phase.generate],  # no shrinking: bounded time
               suppress_health_check=list(HealthCheck))
     @given(strategy)
