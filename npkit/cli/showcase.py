@@ -3,6 +3,7 @@ it; this module prints what it measured and where the files are)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,14 @@ from rich.table import Table
 from npkit.base.errors import NpkitError
 
 DEFAULT_OUT_DIR = "npkit-run"
+
+
+def _drop_label(key: str) -> str:
+    """A loss counter as a person reads it: the chip counts receive drops per port with the
+    port number at the end (``rx.rx_dropped_rbuf_full1``: port 1)."""
+    name = key.removeprefix("rx.")
+    port = re.fullmatch(r"(rx_dropped_\w+?)(\d+)", name)
+    return f"{port[1]} (port {port[2]})" if port else name
 
 
 def _us(ps: float | None) -> str:
@@ -75,7 +84,7 @@ def run_showcase(console: Console, out_dir: Path, seed: int | None = None,
     console.print(f"busiest units: {busy}")
     if result.drops:
         console.print("where packets went instead: " + ", ".join(
-            f"{k.removeprefix('rx.')} {v:,.0f}" for k, v in sorted(result.drops.items())))
+            f"{_drop_label(k)} {v:,.0f}" for k, v in sorted(result.drops.items())))
     files = result.files
     graph = _rendered(files.graph)
     console.print(f"files in {out_dir}/: in-port0/1.pcap (sent), out-port0/1.pcap (forwarded; "

@@ -50,3 +50,11 @@ def test_showcase_figures_match_its_pcaps(tmp_path: Path) -> None:
 def test_showcase_rejects_options_it_does_not_take(tmp_path: Path) -> None:
     code, out = invoke("run", "--cycles", "10", "--out-dir", str(tmp_path))
     assert code == 1 and "--cycles" in out and "give a program" in out, out
+
+
+def test_receive_drops_are_named_with_their_port() -> None:
+    from npkit.cli.showcase import _drop_label
+
+    assert _drop_label("rx.rx_dropped_rbuf_full1") == "rx_dropped_rbuf_full (port 1)"
+    assert _drop_label("rx.rx_dropped_too_long12") == "rx_dropped_too_long (port 12)"
+    assert _drop_label("drop.ttl_exceeded") == "drop.ttl_exceeded"
