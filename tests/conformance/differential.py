@@ -1,0 +1,104 @@
+"""Per-probe comparison of what the Linux router and ours send for the same frame.
+
+A side's answer to a probe is the list of (port, frame) it transmitted.  Frames are put in
+a canonical form before comparing (docs/conformance.md, "What is compared"):
+
+* Ethernet padding is dropped: veth does not pad short frames to 60 bytes, our ports do.
+  Bytes after the IP length that are not that padding (a trailer) are kept and compared.
+* In ICMP messages the router *generates* (errors and echo replies, from one of its
+  addresses) the IPv4 Identification is set to 0 and the header checksum recomputed: Linux
+  draws it at random (RFC 6864 allows any value).  Both checksums are checked first.
+
+Everything else -- ports, the bytes of forwarded packets, TTL / hop limit, checksums,
+ICMP type/code and the quoted bytes -- must be equal.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from npkit.base.checksum import internet_checksum
+
+ETH = 14
+IGNORED_ICMP6 = {130, 131, 132, 143, 133}   # MLD reports/queries, router solicitations
+
+
+@dataclass(frozen=True)
+class Out:
+    port: int
+    frame: bytes           # canonical
+    checksums_ok: bool
+
+
+def _icmp6_sum(packet: bytes) -> int:
+    plen = len(packet) - 40
+    pseudo = packet[8:40] + struct.pack("!IxxxB", plen, 58)
+    return internet_checksum(pseudo + packet[40:])
+
+
+def is_noise(frame: bytes) -> bool:
+    """The kernel's own unsolicited traffic (MLD reports, router solicitations)."""
+    if frame[12:14] != b"\x86\xdd" or len(frame) < ETH + 40:
+        return False
+    ip = frame[ETH:]
+    nh, off = ip[6], 40
+    while nh == 0 and off + 8 <= len(ip):           # skip a Hop-by-Hop header (MLD has one)
+        nh, off = ip[off], off + (ip[off + 1] + 1) * 8
+    return nh == 58 and off < len(ip) and ip[off] in IGNORED_ICMP6
+
+
+def canonical(port: int, frame: bytes, router_addresses: frozenset[bytes]) -> Out:
+    ethertype = frame[12:14]
+    ok = True
+    if ethertype == b"\x08\x00" and len(frame) >= ETH + 20:
+        ihl = (frame[ETH] & 0xF) * 4
+        end = ETH + struct.unpack_from("!H", frame, ETH + 2)[0]
+        body, extra = bytearray(frame[:end]), frame[end:]
+        header = bytes(body[ETH:ETH + ihl])
+        ok = internet_checksum(header) == 0
+        if body[ETH + 9] == 1 and bytes(body[ETH + 12:ETH + 16]) in router_addresses:
+            ok = ok and internet_checksum(bytes(body[ETH + ihl:])) == 0
+            body[ETH + 4:ETH + 6] = b"\0\0"
+            body[ETH + 10:ETH + 12] = b"\0\0"
+            body[ETH + 10:ETH + 12] = struct.pack("!H", internet_checksum(
+                bytes(body[ETH:ETH + ihl])))
+    elif ethertype == b"\x86\xdd" and len(frame) >= ETH + 40:
+        end = ETH + 40 + struct.unpack_from("!H", frame, ETH + 4)[0]
+        body, extra = bytearray(frame[:end]), frame[end:]
+        if body[ETH + 6] == 58 and bytes(body[ETH + 8:ETH + 24]) in router_addresses:
+            ok = _icmp6_sum(bytes(body[ETH:])) == 0
+    else:
+        body, extra = bytearray(frame), b""
+    if len(frame) <= 60 and not any(extra):
+        extra = b""                                   # Ethernet padding, not a trailer
+    return Out(port, bytes(body) + extra, ok)
+
+
+@dataclass(frozen=True)
+class Difference:
+    probe: object
+    linux: tuple[Out, ...]
+    ours: tuple[Out, ...]
+
+    def describe(self) -> str:
+        from scapy.layers.l2 import Ether
+
+        def side(outs: Sequence[Out]) -> str:
+            if not outs:
+                return "nothing"
+            return "; ".join(f"port {o.port}: {Ether(o.frame).summary()} ({len(o.frame)} B"
+                             f"{'' if o.checksums_ok else ', BAD CHECKSUM'})" for o in outs)
+
+        return f"linux: {side(self.linux)}\n    ours:  {side(self.ours)}"
+
+
+def compare(probes: Sequence[object], linux: Sequence[Iterable[Out]],
+            ours: Sequence[Iterable[Out]]) -> list[Difference]:
+    diffs = []
+    for probe, a, b in zip(probes, linux, ours, strict=True):
+        a, b = tuple(a), tuple(b)
+        if a != b or not all(o.checksums_ok for o in a + b):
+            diffs.append(Difference(probe, a, b))
+    return diffs
