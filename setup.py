@@ -79,6 +79,20 @@ trie = Pybind11Extension(
     extra_link_args=SANITIZE,
 )
 
+# The lab tester's per-frame work (bench/tester/cpp, docs/lab.md "The tester without Python
+# per frame"): generation, pacing, signatures and batch parsing; zlib's CRC-32.
+tester_fast = Pybind11Extension(
+    "npkit.bench.tester._fast",
+    sorted(str(p.relative_to(ROOT)) for p in (ROOT / "bench" / "tester" / "cpp").glob("*.cpp")),
+    include_dirs=["bench/tester/cpp"],
+    depends=sorted(str(p.relative_to(ROOT))
+                   for p in (ROOT / "bench" / "tester" / "cpp").glob("*.hpp")),
+    cxx_std=20,
+    extra_compile_args=["-O2", "-Wall", "-Wextra", *SANITIZE],
+    extra_link_args=SANITIZE,
+    libraries=["z"],
+)
+
 packages, package_dir = _packages()
 setup(
     name="npkit",
@@ -95,7 +109,7 @@ setup(
         "npkit.link": ["platforms/*/*.toml", "dispatch/*.uc"],
         "npkit.runtime": ["data/*.json"],
     },
-    ext_modules=[core, trie],
+    ext_modules=[core, trie, tester_fast],
     cmdclass={"build_ext": BuildExt},
     install_requires=[
         "numpy>=1.26,<3",

@@ -159,9 +159,10 @@ def _transmit(port: int, model: PortModel, plans: Iterable[_Planned]) -> list[Tx
     return out
 
 
-def generate(streams: Iterable[Stream], ports: Mapping[int, str | PortModel]) -> Traffic:
-    """The frames of ``streams`` on ``ports`` (port -> kind "10gbe"/"1gbe"/"oc192pos" or a
-    PortModel), per port in sending order."""
+def check_streams(streams: Iterable[Stream], ports: Mapping[int, str | PortModel]
+                  ) -> tuple[dict[int, PortModel], dict[int, list[Stream]]]:
+    """The ports' models and, per port, its streams in order; ValueError for a stream id
+    used twice, a port not given, or a framing the port does not have."""
     models = {p: port_model(kind) for p, kind in ports.items()}
     by_port: dict[int, list[Stream]] = {}
     ids: set[int] = set()
@@ -175,9 +176,42 @@ def generate(streams: Iterable[Stream], ports: Mapping[int, str | PortModel]) ->
             raise ValueError(f"stream {s.id}: {s.framing} framing on port {s.port}, a "
                              f"{models[s.port].kind} port ({models[s.port].framing})")
         by_port.setdefault(s.port, []).append(s)
+    return models, by_port
+
+
+def generate(streams: Iterable[Stream], ports: Mapping[int, str | PortModel]) -> Traffic:
+    """The frames of ``streams`` on ``ports`` (port -> kind "10gbe"/"1gbe"/"oc192pos" or a
+    PortModel), per port in sending order.  Made by the C++ generator (``fast``) when every
+    stream of a port allows it, else by ``generate_python``; the frames are the same."""
+    from npkit.bench.tester import fast
+
+    models, by_port = check_streams(streams, ports)
     out = {}
     for port, port_streams in by_port.items():
-        plans = [_plan(s, models[port], i) for i, s in enumerate(port_streams)]
-        merged = heapq.merge(*plans, key=lambda p: (p.ideal_ps, p.order))
-        out[port] = _transmit(port, models[port], merged)
+        made = None
+        if all(fast.eligible(s) for s in port_streams):
+            made = fast.port_generator(models[port], port_streams)
+        if made is None:
+            out[port] = _python_port(port, models[port], port_streams)
+            continue
+        records: list[TxRecord] = []
+        for batch in fast.port_batches(port, made):
+            records.extend(map(TxRecord, [port] * len(batch), batch.times_ps.tolist(),
+                               batch.datas, batch.streams.tolist(), batch.seqs.tolist()))
+        out[port] = records
     return Traffic(out, models)
+
+
+def generate_python(streams: Iterable[Stream], ports: Mapping[int, str | PortModel]
+                    ) -> Traffic:
+    """``generate`` in pure Python, frame by frame (the reference the C++ generator is
+    tested against, and the path for streams it cannot make)."""
+    models, by_port = check_streams(streams, ports)
+    return Traffic({port: _python_port(port, models[port], port_streams)
+                    for port, port_streams in by_port.items()}, models)
+
+
+def _python_port(port: int, model: PortModel, port_streams: list[Stream]) -> list[TxRecord]:
+    plans = [_plan(s, model, i) for i, s in enumerate(port_streams)]
+    merged = heapq.merge(*plans, key=lambda p: (p.ideal_ps, p.order))
+    return _transmit(port, model, merged)

@@ -1,0 +1,178 @@
+"""The C++ tester (bench/tester/fast.py, bench/tester/cpp) against the Python one: the same
+frames, times, streams and sequence numbers for the same seeds on every traffic kind, and
+the same parse of frames (good, damaged, foreign) as packet.parse."""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npkit.bench.tester import (
+    FixedDestinations,
+    Sizes,
+    Stream,
+    generate,
+    parse,
+    pick_destinations,
+)
+from npkit.bench.tester import fast as fast_tester
+from npkit.bench.tester._fast import parse_frames
+from npkit.bench.tester.destinations import BITS, lpm_prefix
+from npkit.bench.tester.generator import generate_python
+from npkit.bench.tester.media import port_model
+from npkit.runtime.routes import committed_histogram, generate_routes
+
+US = 1_000_000  # ps
+
+
+@pytest.fixture(scope="module")
+def dests() -> dict[int, object]:
+    routes = {f: generate_routes(f, n, 7, committed_histogram(f), 16)  # type: ignore[arg-type]
+              for f, n in ((4, 3000), (6, 600))}
+    return {f: pick_destinations(routes[f], f, 200, seed=3) for f in (4, 6)}
+
+
+def streams_of(kind: str, dests: dict[int, object]) -> tuple[list[Stream], dict[int, str]]:
+    pos = {0: "oc192pos", 1: "oc192pos"}
+    eth = {0: "10gbe", 1: "10gbe"}
+    d = dests
+    if kind == "ipv4-40":
+        return [Stream(1, 0, d, "pos", 4, Sizes.fixed(40), duration_ps=20 * US),
+                Stream(2, 1, d, "pos", 4, Sizes.fixed(40), duration_ps=20 * US)], pos
+    if kind == "ipv6-sizes":
+        return [Stream(3, 0, d, "pos", 6, Sizes.standard("pos", 6), load_percent=87.5,
+                       duration_ps=400 * US, seed=5)], pos
+    if kind == "mixed-imix":
+        return [Stream(4, 0, d, "pos", "mixed", Sizes.imix(clamp=True), duration_ps=60 * US,
+                       v6_share=0.3, seed=9),
+                Stream(5, 1, d, "pos", "mixed", Sizes.imix(clamp=True), load_percent=33.3,
+                       duration_ps=60 * US, start_ps=1234567, seed=9)], pos
+    if kind == "ethernet-mix":
+        return [Stream(6, 0, d, "ethernet", 4, Sizes((66, 128, 1518), (5, 3, 1)),
+                       count=3000, transport="udp"),
+                Stream(7, 0, d, "ethernet", 6, Sizes.fixed(100), load_percent=None, pps=2_000_003.5,
+                       count=1500,
+                       transport="raw", start_ps=777),
+                Stream(8, 1, d, "ethernet", "mixed", Sizes.standard("ethernet", 6),
+                       load_percent=Fraction3, duration_ps=30 * US, v6_share=0.9)], eth
+    if kind == "fixed-destinations":
+        fixed = {4: FixedDestinations.of("10.1.2.3", "192.0.2.9"),
+                 6: FixedDestinations.of("2001:db8::1")}
+        return [Stream(9, 0, fixed, "ethernet", "mixed", Sizes.fixed(128), count=500,
+                       dst_mac="02:11:22:33:44:55", sport=1, dport=65535),
+                Stream(10, 0, fixed, "ethernet", 4, Sizes.fixed(64), count=400)], eth
+    raise AssertionError(kind)
+
+
+Fraction3 = 100 / 3  # a load that is not a short decimal
+
+
+@pytest.mark.parametrize("kind", ["ipv4-40", "ipv6-sizes", "mixed-imix", "ethernet-mix",
+                                  "fixed-destinations"])
+def test_fast_generator_makes_the_python_generators_frames(kind: str, dests) -> None:
+    streams, ports = streams_of(kind, dests)
+    assert all(fast_tester.eligible(s) for s in streams)
+    fast = generate(streams, ports).records()
+    slow = generate_python(streams, ports).records()
+    assert len(fast) == len(slow) > 250
+    assert fast == slow
+
+
+def test_drawn_addresses_really_use_their_prefix(dests) -> None:
+    streams, ports = streams_of("mixed-imix", dests)
+    for record in generate(streams, ports).records():
+        parsed = parse("pos", record.data)
+        assert parsed is not None
+        ip = parsed.ip
+        dst = int.from_bytes(ip[16:20] if parsed.family == 4 else ip[24:40], "big")
+        d = dests[parsed.family]
+        found = lpm_prefix(d.routes, d.lengths, dst, BITS[parsed.family])
+        assert found is not None and found in {(p.network, p.length) for p in d.prefixes}
+
+
+def test_batches_are_bounded_and_add_up_to_the_traffic(dests) -> None:
+    streams, ports = streams_of("ipv4-40", dests)
+    models = {p: port_model(k) for p, k in ports.items()}
+    whole = generate(streams, ports)
+    for port, batches in fast_tester.batches(streams, models, limit=100).items():
+        got = []
+        for batch in batches:
+            assert 0 < len(batch) <= 100
+            got += [(int(t), d, int(s), int(q)) for t, d, s, q in
+                    zip(batch.times_ps, batch.datas, batch.streams, batch.seqs, strict=True)]
+        assert got == [(r.time_ps, r.data, r.stream, r.seq) for r in whole.ports[port]]
+
+
+def test_a_size_without_room_for_the_signature_fails_as_in_python(dests) -> None:
+    stream = Stream(1, 0, dests, "pos", 6, Sizes.fixed(40), count=3)
+    for make in (generate, generate_python):
+        with pytest.raises(ValueError, match="IPv6 packet of 40 IP bytes on pos"):
+            make([stream], {0: "oc192pos"})
+
+
+def test_other_destination_objects_use_the_python_generator(dests) -> None:
+    class Every:  # a Destinations of the user's own
+        family = 4
+
+        def draw(self, k: int, rng: random.Random) -> tuple[int, int]:
+            return 0, 0x0A000000 + rng.randrange(256)
+
+    stream = Stream(1, 0, {4: Every()}, "pos", 4, Sizes.fixed(64), count=50)
+    assert not fast_tester.eligible(stream)
+    assert generate([stream], {0: "oc192pos"}).records() == \
+        generate_python([stream], {0: "oc192pos"}).records()
+
+
+# --------------------------------------------------------------------------- parsing
+def parse_columns(framing: str, frame: bytes) -> tuple:
+    """packet.parse's view of a frame as parse_frames' columns."""
+    parsed = parse(framing, frame)  # type: ignore[arg-type]
+    if parsed is None:
+        return (0,)
+    head = (parsed.family, len(parsed.link), len(parsed.ip))
+    sig = parsed.signature
+    if sig is None:
+        return (1, *head)
+    return (2, *head, sig.stream, sig.seq, sig.time_ps, sig.crc_ok)
+
+
+def columns_of(cols: dict, i: int) -> tuple:
+    status = int(cols["status"][i])
+    if status == 0:
+        return (0,)
+    head = (int(cols["family"][i]), int(cols["link"][i]), int(cols["ip_len"][i]))
+    if status == 1:
+        return (1, *head)
+    return (2, *head, int(cols["stream"][i]), int(cols["seq"][i]), int(cols["time_ps"][i]),
+            bool(cols["crc_ok"][i]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_parse_frames_agrees_with_parse(data: st.DataObject, dests) -> None:
+    kind = data.draw(st.sampled_from(["mixed-imix", "ethernet-mix", "fixed-destinations"]))
+    streams, ports = streams_of(kind, dests)
+    streams = [replace(s, count=20, duration_ps=None) for s in streams]
+    records = generate(streams, ports).records()
+    framing = "pos" if kind == "mixed-imix" else "ethernet"
+    frames = []
+    for record in data.draw(st.lists(st.sampled_from(records), min_size=1, max_size=8)):
+        frame = bytearray(record.data)
+        how = data.draw(st.sampled_from(["keep", "flip", "cut", "junk"]))
+        if how == "flip":
+            bit = data.draw(st.integers(0, 8 * len(frame) - 1))
+            frame[bit // 8] ^= 1 << (bit % 8)
+        elif how == "cut":
+            frame = frame[:data.draw(st.integers(0, len(frame)))]
+        elif how == "junk":
+            frame = bytearray(data.draw(st.binary(max_size=80)))
+        frames.append(bytes(frame))
+    cols = parse_frames(framing == "pos", frames)
+    for i, frame in enumerate(frames):
+        assert columns_of(cols, i) == parse_columns(framing, frame), frame.hex()
+    assert zlib.crc32(b"") == 0  # (zlib is what both sides use for the CRC)
