@@ -52,10 +52,19 @@ class RouterModel:
             return ("drop", "runt")
         ethertype = int.from_bytes(frame[12:14], "big")
         if ethertype == 0x0800:
-            return self.reference_v4(frame)
+            return self._not_from_group(frame, self.reference_v4(frame), EXC["fragment"],
+                                        EXC["frag_needed"])
         if ethertype == 0x86DD:
-            return self.reference_v6(frame)
+            return self._not_from_group(frame, self.reference_v6(frame), EXC["too_big"])
         return ("exception", OTHER_PROTOCOL)
+
+    @staticmethod
+    def _not_from_group(frame: bytes, result: tuple, *after_next_hop: int) -> tuple:
+        """RFC 1812 5.3.4: what came in a broadcast / multicast frame (the I/G bit) is not
+        forwarded; the check comes once the next hop is known (before its MTU check)."""
+        leaving = result[0] == "forward" or (result[0] == "exception"
+                                             and result[1] in after_next_hop)
+        return ("drop", "l2_multicast") if frame[0] & 1 and leaving else result
 
     def reference_v4(self, frame: bytes) -> tuple:
         ip = frame[14:]
