@@ -114,8 +114,10 @@ class RouterModel:
             return ("drop", "unspecified_source")
         if src.is_multicast:
             return ("drop", "multicast_source")
-        if dst == ipaddress.IPv6Address("::1"):
-            return ("drop", "loopback_destination")
+        if ipaddress.IPv6Address("::1") in (src, dst):
+            return ("drop", "loopback")
+        if dst.is_multicast:                  # no multicast routing: the control plane's
+            return ("exception", EXC["for_router6"])
         if src.is_link_local or dst.is_link_local:
             return ("drop", "link_local")
         if ip[6] == 0:

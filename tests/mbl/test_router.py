@@ -218,7 +218,17 @@ def test_rfc4291_unspecified_source_not_forwarded(router):
 
 
 def test_rfc4291_loopback_destination_not_forwarded(router):
-    check(router, v6(dst="::1"), ("drop", "loopback_destination"))
+    check(router, v6(dst="::1"), ("drop", "loopback"))
+
+
+def test_rfc4291_loopback_source_not_forwarded(router):
+    check(router, v6(src="::1"), ("drop", "loopback"))
+
+
+@pytest.mark.parametrize("dst", ["ff01::1", "ff02::1", "ff02::1:ff00:1", "ff05::2", "ff0e::1",
+                                 "ff00::1", "ff0f::1", "ff15::42"])
+def test_rfc4291_multicast_destinations_of_every_scope_go_to_the_control_plane(router, dst):
+    check(router, v6(dst=dst), ("exception", EXC["for_router6"]))
 
 
 def test_rfc4291_multicast_source_not_forwarded(router):
