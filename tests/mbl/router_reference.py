@@ -85,10 +85,12 @@ class RouterModel:
         src, dst = ipaddress.IPv4Address(ip[12:16]), ipaddress.IPv4Address(ip[16:20])
         if str(dst) == "255.255.255.255":
             return ("exception", EXC["for_router"])
-        if _martian4(src):
+        if _martian4(src) or src.is_multicast:
             return ("drop", "martian_source")
         if _martian4(dst):
             return ("drop", "martian_destination")
+        if dst.is_multicast:
+            return ("exception", EXC["for_router"])
         if str(dst) in self.local4:
             return ("exception", EXC["for_router"])
         if ip[8] <= 1:

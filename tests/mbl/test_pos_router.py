@@ -199,6 +199,16 @@ def test_rfc1812_5_3_7_martian_destination(router, dst):
     check(router, v4(dst=dst), ("drop", "martian_destination"))
 
 
+@pytest.mark.parametrize("src", ["224.0.0.5", "239.1.1.1"])
+def test_rfc1812_5_3_7_multicast_source_not_forwarded(router, src):
+    check(router, v4(src=src), ("drop", "martian_source"))
+
+
+@pytest.mark.parametrize("dst", ["224.0.0.1", "224.0.1.1", "239.255.255.250"])
+def test_rfc1812_multicast_destination_goes_to_the_control_plane(router, dst):
+    check(router, v4(dst=dst), ("exception", EXC["for_router"]))
+
+
 def test_ipv4_options_go_to_slow_path(router):
     frame = raw(pos() / IP(src="198.18.0.1", dst="10.2.3.4", options=b"\x01\x01\x01\x00")
                 / UDP())
