@@ -18,9 +18,13 @@ from . import ast as A
 from .debuginfo import DebugInfoBuilder
 from .sema import Program
 from .types import (
+    MEDIA_EOP,
+    MEDIA_SOP,
     META_CODE,
     META_FIELDS,
+    META_MEDIA,
     META_VERDICT,
+    VERDICT_CONSUMED,
     VERDICT_DROP,
     VERDICT_EXCEPTION,
     VERDICT_FORWARD,
@@ -71,6 +75,21 @@ def npu_signatures() -> dict[str, ir.FunctionType]:
         "npu.hash48": ir.FunctionType(ir.IntType(48), [ir.IntType(48)]),
         "npu.hash64": ir.FunctionType(I64, [I64]),
         "npu.hash128": ir.FunctionType(ir.IntType(128), [ir.IntType(128)]),
+    }
+
+
+def media_signatures() -> dict[str, ir.FunctionType]:
+    """Buffer operations of receive/transmit blocks (docs/datapath.md).  Declared only in
+    modules that use them, so programs without media operations lower exactly as before."""
+    return {
+        # a buffer handle from the freelist into out; false when the freelist is empty
+        "npu.buf.alloc": ir.FunctionType(I1, [PTR, PTR]),
+        # (ctx, handle, at, from, out): the packet's bytes from.. into the buffer at byte
+        # at; out = at + bytes stored; false (nothing stored) if they do not fit
+        "npu.buf.store": ir.FunctionType(I1, [PTR, I32, I32, I32, PTR]),
+        # (ctx, handle, len): the buffer's first len bytes become the packet
+        "npu.buf.attach": ir.FunctionType(VOID, [PTR, I32, I32]),
+        "npu.buf.free": ir.FunctionType(VOID, [PTR, I32]),
     }
 
 
@@ -138,6 +157,7 @@ class Lowerer:
             elif name in PURE:
                 fn.attributes.add("readnone")
         self.functions: dict[str, ir.Function] = {}
+        self.media_npu = media_signatures()
         # every instruction carries its MBL location (!dbg) for the ME backend's listings
         self.debug = DebugInfoBuilder(self.module, next(iter(program.sources), "<input>"))
         self.b: ir.IRBuilder | None = None
@@ -167,12 +187,20 @@ class Lowerer:
         stage_blocks = {st.name: fn.append_basic_block(f"stage.{st.name}") for st in pl.stages}
         b.branch(stage_blocks[pl.stages[0].name])
         read, write = self.npu["npu.meta.read"], self.npu["npu.meta.write"]
+        tx = self.p.pipeline_tx.get(pl.name)
         for st in pl.stages:
             b.position_at_end(stage_blocks[st.name])
             b.debug_metadata = self.debug.location(st.span)
             b.call(write, [ctx, ir.Constant(I32, META_VERDICT), ir.Constant(I32, 0)])
             b.call(self.module.get_global(f"mbl.block.{st.block}"), [ctx])
             outputs = edges.get(st.name, {})
+            if tx is not None and st.name != tx:
+                # a forward verdict continues in the transmit stage
+                verdict = b.call(read, [ctx, ir.Constant(I32, META_VERDICT)])
+                stay = fn.append_basic_block(f"stay.{st.name}")
+                b.cbranch(b.icmp_unsigned("==", verdict, ir.Constant(I32, VERDICT_FORWARD)),
+                          stage_blocks[tx], stay)
+                b.position_at_end(stay)
             if not outputs:
                 b.ret_void()
                 continue
@@ -294,13 +322,18 @@ class Lowerer:
             result: object = PacketRef(layout, off)
         else:
             assert isinstance(e, A.MethodCall)
-            m = self.memory_of(e.target)
             slot = self.make_var(ir.Constant(I32, 0))
-            hit = self.table_lookup(m, self.expr(e.args[0]), slot)
+            if self.is_media(e):
+                width = 32
+                hit = self.buffer_call(e, slot)
+            else:
+                m = self.memory_of(e.target)
+                width = m.value.width
+                hit = self.table_lookup(m, self.expr(e.args[0]), slot)
             self.b.cbranch(hit, ok_block, fail_block)
             self.b.position_at_end(ok_block)
             word = self.b.load(slot)
-            result = self.b.trunc(word, llvm_type(m.value)) if m.value.width < 32 else word
+            result = self.b.trunc(word, ir.IntType(width)) if width < 32 else word
             ok_block = self.b.block
             self.b.position_at_end(fail_block)
             self.scope.push()
@@ -692,7 +725,47 @@ class Lowerer:
 
     intrinsic_hash48 = intrinsic_hash64 = intrinsic_hash128 = _hash
 
+    # ---- receive / transmit / buffer operations (docs/datapath.md) ----
+    def is_media(self, e: A.MethodCall) -> bool:
+        return isinstance(e.target, A.Name) and e.target.name in ("media", "buffer") \
+            and self.scope.get(e.target.name) is None and e.target.name not in self.p.memories
+
+    def media_fn(self, name: str) -> ir.Function:
+        """Declare a buffer operation on first use."""
+        try:
+            return self.module.get_global(name)
+        except KeyError:
+            fn = ir.Function(self.module, self.media_npu[name], name)
+            fn.attributes.add("nounwind")
+            return fn
+
+    def buffer_call(self, e: A.MethodCall, out: ir.Value) -> ir.Value:
+        """buffer.alloc() / buffer.store(h, at, from): the call; returns its success."""
+        args = [self.widen32(self.expr(a)) for a in e.args]
+        return self.b.call(self.media_fn(f"npu.buf.{e.method}"), [self.ctx, *args, out])
+
+    def media_call(self, e: A.MethodCall) -> ir.Value | None:
+        read, write = self.npu["npu.meta.read"], self.npu["npu.meta.write"]
+        if e.method in ("sop", "eop"):
+            status = self.b.call(read, [self.ctx, ir.Constant(I32, META_MEDIA)])
+            bit = MEDIA_SOP if e.method == "sop" else MEDIA_EOP
+            return self.b.icmp_unsigned("!=", self.b.and_(status, ir.Constant(I32, bit)),
+                                        ir.Constant(I32, 0))
+        if e.method == "consume":
+            self.verdict(VERDICT_CONSUMED, 0)
+            return None
+        args = [self.widen32(self.expr(a)) for a in e.args]
+        if e.method == "send":
+            self.b.call(write, [self.ctx, ir.Constant(I32, META_FIELDS["out_port"].word),
+                                args[0]])
+            self.verdict(VERDICT_FORWARD, 0)
+            return None
+        self.b.call(self.media_fn(f"npu.buf.{e.method}"), [self.ctx, *args])  # attach, free
+        return None
+
     def expr_MethodCall(self, e: A.MethodCall) -> ir.Value | None:  # noqa: N802
+        if self.is_media(e):
+            return self.media_call(e)
         m = self.memory_of(e.target)
         if e.method == "contains":
             return self.table_lookup(m, self.expr(e.args[0]), self.make_var(ir.Constant(I32, 0)))

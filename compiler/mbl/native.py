@@ -22,11 +22,15 @@ from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, lower
 from .passes import new_target_machine, optimize
 from .sema import Program
 from .types import (
+    MEDIA_EOP,
+    MEDIA_SOP,
     META_CODE,
     META_FIELDS,
     META_HEAD,
+    META_MEDIA,
     META_VERDICT,
     META_WORDS,
+    VERDICT_CONSUMED,
     VERDICT_DROP,
     VERDICT_EXCEPTION,
     VERDICT_FORWARD,
@@ -53,6 +57,24 @@ MAX_PACKET_BYTES = 65535
 BATCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_void_p)
+
+
+@dataclass(frozen=True)
+class BufferPool:
+    """The packet buffers of receive blocks on the native target (docs/datapath.md): `count`
+    buffers of `buffer_bytes` each, handles 1..count (0 is never a buffer), on a freelist."""
+
+    count: int = 256
+    buffer_bytes: int = 2048
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.count <= 1 << 20 or not 64 <= self.buffer_bytes <= MAX_PACKET_BYTES:
+            raise NativeError(f"a buffer pool of {self.count} x {self.buffer_bytes} bytes: "
+                              f"1..{1 << 20} buffers of 64..{MAX_PACKET_BYTES} bytes")
+
+
+BUFFERS_GLOBAL, FREELIST_GLOBAL = "mbl.media.buffers", "mbl.media.freelist"
+MEMCPY = "llvm.memcpy.p0.p0.i64"
 
 
 @dataclass(frozen=True)
@@ -83,7 +105,7 @@ class NativeError(NpkitError):
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "forward" | "drop" | "exception" | "next" | "none"
+    kind: str  # "forward" | "drop" | "exception" | "next" | "consumed" | "none"
     port: int = 0
     queue: int = 0
     reason: str = ""  # drop reason or next label
@@ -110,9 +132,11 @@ def _slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
 class _HostOps:
     """Bodies of the npu.* functions for the host."""
 
-    def __init__(self, module: ir.Module, hash_unit: HashUnit) -> None:
+    def __init__(self, module: ir.Module, hash_unit: HashUnit,
+                 pool: BufferPool | None = None) -> None:
         self.m = module
         self.hash_unit = hash_unit
+        self.pool = pool or BufferPool()
 
     def fn(self, name: str) -> tuple[ir.Function, ir.IRBuilder]:
         f = self.m.get_global(name)
@@ -145,6 +169,92 @@ class _HostOps:
         for k, width in enumerate((48, 64, 128)):
             self.hash_function(width, self.hash_unit.polynomial[k],
                                self.hash_unit.multiplier[k])
+        if any(name.startswith("npu.buf.") for name in self.m.globals):
+            self.buffer_ops()
+
+    def has(self, name: str) -> bool:
+        return name in self.m.globals
+
+    def pool_base(self, b: ir.IRBuilder, name: str) -> ir.Value:
+        """The host address of the buffers or the freelist (a global the loader sets)."""
+        try:
+            g = self.m.get_global(name)
+        except KeyError:
+            g = ir.GlobalVariable(self.m, PTR, name)
+            g.initializer = ir.Constant(PTR, None)
+        return b.load(g, typ=PTR)
+
+    def buffer_ops(self) -> None:
+        """npu.buf.*: buffers in host memory, a stack of free handles (word 0 = how many)."""
+        i64 = ir.IntType(64)
+        count, size = self.pool.count, self.pool.buffer_bytes
+        memcpy = ir.Function(self.m, ir.FunctionType(VOID, [PTR, PTR, i64, I1]), MEMCPY)
+
+        def valid(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+            return b.icmp_unsigned("<", b.sub(h, ir.Constant(I32, 1)), ir.Constant(I32, count))
+
+        def data(b: ir.IRBuilder, h: ir.Value, at: ir.Value) -> ir.Value:
+            start = b.mul(b.zext(b.sub(h, ir.Constant(I32, 1)), i64), ir.Constant(i64, size))
+            return b.gep(self.pool_base(b, BUFFERS_GLOBAL), [b.add(start, b.zext(at, i64))],
+                         source_etype=I8)
+
+        def push(b: ir.IRBuilder, h: ir.Value) -> None:
+            fl = self.pool_base(b, FREELIST_GLOBAL)
+            top = b.load(fl, typ=I32)
+            room = b.icmp_unsigned("<", top, ir.Constant(I32, count))
+            with b.if_then(b.and_(valid(b, h), room)):
+                new = b.add(top, ir.Constant(I32, 1))
+                b.store(h, b.gep(fl, [new], source_etype=I32))
+                b.store(new, fl)
+
+        if self.has("npu.buf.alloc"):
+            f, b = self.fn("npu.buf.alloc")
+            _, out = f.args
+            fl = self.pool_base(b, FREELIST_GLOBAL)
+            top = b.load(fl, typ=I32)
+            ok = b.icmp_unsigned("!=", top, ir.Constant(I32, 0))
+            with b.if_then(ok):
+                b.store(b.load(b.gep(fl, [top], source_etype=I32), typ=I32), out)
+                b.store(b.sub(top, ir.Constant(I32, 1)), fl)
+            b.ret(ok)
+        if self.has("npu.buf.free"):
+            f, b = self.fn("npu.buf.free")
+            push(b, f.args[1])
+            b.ret_void()
+        if self.has("npu.buf.store"):
+            f, b = self.fn("npu.buf.store")
+            ctx, h, at, frm, out = f.args
+            length = self.load_field(b, ctx, CTX_LEN)
+            n = b.sub(b.zext(length, i64), b.zext(frm, i64))
+            end = b.add(b.zext(at, i64), n)
+            ok = b.and_(b.and_(valid(b, h), b.icmp_unsigned("<=", frm, length)),
+                        b.icmp_unsigned("<=", end, ir.Constant(i64, size)))
+            with b.if_then(ok):
+                src = b.gep(self.load_field(b, ctx, CTX_PKT), [frm], source_etype=I8)
+                b.call(memcpy, [data(b, h, at), src, n, ir.Constant(I1, 0)])
+                b.store(b.trunc(end, I32), out)
+            b.ret(ok)
+        if self.has("npu.buf.attach"):
+            # The frame's bytes become the packet (the driver's slots hold a whole buffer);
+            # the host copy is done, so the buffer goes back on the freelist at once.
+            f, b = self.fn("npu.buf.attach")
+            ctx, h, length = f.args
+            with b.if_then(valid(b, h)):
+                limit = ir.Constant(I32, size)
+                n = b.select(b.icmp_unsigned("<", length, limit), length, limit)
+                meta = self.load_field(b, ctx, CTX_META)
+                head_ptr = b.gep(meta, [ir.Constant(I32, META_HEAD)], source_etype=I32)
+                head = b.load(head_ptr, typ=I32)
+                base = b.gep(self.load_field(b, ctx, CTX_PKT), [b.neg(head)], source_etype=I8)
+                b.call(memcpy, [base, data(b, h, ir.Constant(I32, 0)), b.zext(n, i64),
+                                ir.Constant(I1, 0)])
+                b.store(base, self.field_ptr(b, ctx, CTX_PKT))
+                b.store(n, self.field_ptr(b, ctx, CTX_LEN))
+                b.store(ir.Constant(I32, 0), head_ptr)
+                b.store(n, b.gep(meta, [ir.Constant(I32, META_FIELDS["len"].word)],
+                                 source_etype=I32))
+                push(b, h)
+            b.ret_void()
 
     def packet_ops(self) -> None:
         f, b = self.fn("npu.pkt.load8")
@@ -418,6 +528,15 @@ class _PrefetchSliceOps(_HostOps):
         ctx, space, word, _ = f.args
         b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
 
+    def buffer_ops(self) -> None:
+        """The slice changes nothing: no buffer is taken, stored into or given back."""
+        for name in ("npu.buf.alloc", "npu.buf.store"):
+            if self.has(name):
+                self.fn(name)[1].ret(ir.Constant(I1, 0))
+        for name in ("npu.buf.attach", "npu.buf.free"):
+            if self.has(name):
+                self.fn(name)[1].ret_void()
+
 
 PREFETCH_DEPTH = 1  # memory reads a slice really makes (the rest only prefetch)
 PREFETCH_GROUP = 16  # packets whose slices run before their blocks (misses in flight)
@@ -532,12 +651,13 @@ def prefetch_slice(program: Program, entry: str,
 
 
 def native_module(program: Program, entry: str, hash_unit: HashUnit | None = None,
-                  prefetch: bool = False) -> tuple[ir.Module, str]:
+                  prefetch: bool = False,
+                  pool: BufferPool | None = None) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
     block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
     (prefetch_slice, linked in separately)."""
     module = lower(program)
-    _HostOps(module, hash_unit or HashUnit()).build()
+    _HostOps(module, hash_unit or HashUnit(), pool).build()
     kind = "pipeline" if entry in program.pipelines else "block"
     target = f"mbl.{kind}.{entry}"
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
@@ -562,7 +682,8 @@ class NativeProgram:
     """A compiled block or pipeline with its memories, ready to run packet batches."""
 
     def __init__(self, program: Program, block: str | None = None,
-                 hash_unit: HashUnit | None = None, prefetch: bool = True) -> None:
+                 hash_unit: HashUnit | None = None, prefetch: bool = True,
+                 buffers: BufferPool | None = None) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
@@ -571,7 +692,8 @@ class NativeProgram:
             raise NativeError(f"no block or pipeline named '{self.block}'")
         # a slice only pays where the program reads memories (arrays: trie walks)
         prefetch = prefetch and any(m.kind == "array" for m in program.memories.values())
-        module, driver = native_module(program, self.block, hash_unit, prefetch)
+        self.pool = buffers or BufferPool()
+        module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool)
         self.ir = optimize(module)
         if prefetch:
             self.ir.link_in(prefetch_slice(program, self.block, hash_unit))
@@ -582,11 +704,31 @@ class NativeProgram:
         self.engine = llvm.create_mcjit_compiler(self.ir, new_target_machine())
         self.engine.finalize_object()
         self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
+        self._setup_buffers()
         self.memory = {space: np.zeros(max(1, self._words(space)), dtype=np.uint32)
                        for space in SPACE_IDS}
         self._table_fill: dict[str, int] = {}
         # batches on these memories run one at a time (npu.mem.add is a plain add)
         self._batch_lock = threading.Lock()
+
+    def _setup_buffers(self) -> None:
+        """Host memory for the buffer pool, if the program uses buffers; its addresses go
+        into the module's globals.  Slots of a batch then hold a whole buffer (attach)."""
+        self.uses_buffers = any(g.name == FREELIST_GLOBAL for g in self.ir.global_variables)
+        self._min_slot = _slot_bytes(self.pool.buffer_bytes) if self.uses_buffers else 0
+        if not self.uses_buffers:
+            return
+        self._buffers = np.zeros(self.pool.count * self.pool.buffer_bytes, dtype=np.uint8)
+        self._freelist = np.zeros(self.pool.count + 1, dtype=np.uint32)
+        self._freelist[0] = self.pool.count
+        self._freelist[1:] = np.arange(self.pool.count, 0, -1, dtype=np.uint32)  # 1 first
+        for name, array in ((BUFFERS_GLOBAL, self._buffers), (FREELIST_GLOBAL, self._freelist)):
+            address = self.engine.get_global_value_address(name)
+            ctypes.c_void_p.from_address(address).value = array.ctypes.data
+
+    def buffers_free(self) -> int:
+        """Buffers on the freelist now (all of them when nothing leaked)."""
+        return int(self._freelist[0]) if self.uses_buffers else 0
 
     def _words(self, space: str) -> int:
         return sum(m.words for m in self.program.memories.values() if m.space == space)
@@ -673,31 +815,62 @@ class NativeProgram:
         largest frame, so a batch ends early when the next frame would make it larger.  One
         65,535-byte frame among a million small ones costs a few short batches, never
         frames x largest frame; memory stays bounded whatever the input's length."""
-        batch: list[tuple[bytes, int]] = []
-        widest = 0
-        for packet, port in frames:
+        return self.run_mpackets((packet, port, 0) for packet, port in frames)
+
+    def run_media(self, frames: Iterable[tuple[bytes, int]],
+                  element_bytes: int = 128) -> Iterator[tuple[int, Verdict]]:
+        """Run a pipeline whose first stage is a receive block (docs/datapath.md): each
+        frame arrives as mpackets of at most `element_bytes` (like RBUF elements), the
+        receive stage runs once per mpacket with its SOP/EOP status, in arrival order.
+        Yields (frame index, verdict) for every mpacket not consumed (`media.consume()`):
+        normally one per frame, from its last mpacket or the one that dropped it."""
+        if not 8 <= element_bytes <= MAX_PACKET_BYTES:
+            raise NativeError(f"element_bytes {element_bytes}: 8..{MAX_PACKET_BYTES}")
+        owners: list[int] = []
+
+        def mpackets() -> Iterator[tuple[bytes, int, int]]:
+            for index, (frame, port) in enumerate(frames):
+                pieces = range(0, max(1, len(frame)), element_bytes)
+                for k, start in enumerate(pieces):
+                    status = (MEDIA_SOP if k == 0 else 0) | \
+                        (MEDIA_EOP if k == len(pieces) - 1 else 0)
+                    owners.append(index)
+                    yield frame[start:start + element_bytes], port, status
+
+        for k, verdict in enumerate(self.run_mpackets(mpackets())):
+            if verdict.kind != "consumed":
+                yield owners[k], verdict
+
+    def run_mpackets(self, items: Iterable[tuple[bytes, int, int]]) -> Iterator[Verdict]:
+        """(bytes, in_port, status) in, one verdict per item out, in order.  `status` is the
+        receive status a receive stage sees (MEDIA_SOP | MEDIA_EOP bits; 0 for a pipeline
+        without one): mpackets of different ports may interleave, as on the chip."""
+        batch: list[tuple[bytes, int, int]] = []
+        widest = self._min_slot
+        for packet, port, status in items:
             if len(packet) > MAX_PACKET_BYTES:
                 raise NativeError(f"a packet of {len(packet):,} bytes: the native target "
                                   f"takes at most {MAX_PACKET_BYTES:,}")
             wide = max(widest, _slot_bytes(len(packet)))
             if batch and (len(batch) >= BATCH_FRAMES or (len(batch) + 1) * wide > BATCH_BYTES):
                 yield from self._run_batch(batch, widest)
-                batch, wide = [], _slot_bytes(len(packet))
-            batch.append((packet, port))
+                batch, wide = [], max(self._min_slot, _slot_bytes(len(packet)))
+            batch.append((packet, port, status))
             widest = wide
         if batch:
             yield from self._run_batch(batch, widest)
 
-    def _run_batch(self, batch: list[tuple[bytes, int]], stride: int) -> list[Verdict]:
+    def _run_batch(self, batch: list[tuple[bytes, int, int]], stride: int) -> list[Verdict]:
         n = len(batch)
         buf = np.zeros((n, stride), dtype=np.uint8)
         lens = np.zeros(n, dtype=np.uint32)
         metas = np.zeros((n, META_WORDS), dtype=np.uint32)
-        for i, (p, port) in enumerate(batch):
+        for i, (p, port, status) in enumerate(batch):
             buf[i, HEADROOM:HEADROOM + len(p)] = np.frombuffer(p, dtype=np.uint8)
             lens[i] = len(p)
             metas[i, META_FIELDS["in_port"].word] = port
             metas[i, META_FIELDS["len"].word] = len(p)
+            metas[i, META_MEDIA] = status
         with self._batch_lock:
             self._run(buf.ctypes.data, stride, lens.ctypes.data, metas.ctypes.data, n,
                       self.memory["sram"].ctypes.data, self.memory["scratch"].ctypes.data,
@@ -723,4 +896,6 @@ class NativeProgram:
                            next_hop=int(meta[META_FIELDS["next_hop"].word]))
         if kind == VERDICT_NEXT:
             return Verdict("next", reason=self.program.labels.name(code), data=data)
+        if kind == VERDICT_CONSUMED:
+            return Verdict("consumed")
         return Verdict("none", data=data)

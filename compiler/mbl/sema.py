@@ -50,6 +50,27 @@ INTRINSICS = {"csum": 1, "csum_update": 3, "crc32": None, "toeplitz": None, "has
               "hash64": 1, "hash128": 1}
 
 
+@dataclass(frozen=True)
+class MediaOp:
+    """A built-in receive/transmit/buffer operation (docs/datapath.md, "The MBL surface")."""
+
+    args: tuple[int, ...]  # each argument is a bit<N <= this>
+    result: str  # "bool", "void", "verdict", or "fallible" (a bit<32> bound by a checked let)
+    stage: str  # "rx": receive stages only, "tx": transmit stages only, "any"
+
+
+MEDIA_OPS: dict[tuple[str, str], MediaOp] = {
+    ("media", "sop"): MediaOp((), "bool", "rx"),
+    ("media", "eop"): MediaOp((), "bool", "rx"),
+    ("media", "consume"): MediaOp((), "verdict", "rx"),
+    ("media", "send"): MediaOp((16,), "verdict", "tx"),
+    ("buffer", "alloc"): MediaOp((), "fallible", "any"),
+    ("buffer", "store"): MediaOp((32, 16, 16), "fallible", "rx"),
+    ("buffer", "attach"): MediaOp((32, 16), "void", "rx"),
+    ("buffer", "free"): MediaOp((32,), "void", "any"),
+}
+
+
 @dataclass
 class Local:
     type: Type
@@ -72,6 +93,10 @@ class Program:
     pipelines: dict[str, A.Pipeline] = field(default_factory=dict)
     # pipeline -> stage -> output label ("default" for plain `next`) -> next stage
     pipeline_edges: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    # pipeline -> its transmit stage (the stage whose block ends in media.send), if any
+    pipeline_tx: dict[str, str] = field(default_factory=dict)
+    # block -> "rx" / "tx" -> where the block first uses a receive / transmit operation
+    media_use: dict[str, dict[str, SourceLocation]] = field(default_factory=dict)
     modules: list[A.Module] = field(default_factory=list)
     types: dict[int, Type] = field(default_factory=dict)  # id(expr) -> type
     values: dict[int, int] = field(default_factory=dict)  # id(expr) -> constant value
@@ -538,6 +563,13 @@ class Checker:
         return False
 
     def stmt_ExprStmt(self, s: A.ExprStmt) -> bool:  # noqa: N802
+        e = s.expr
+        if isinstance(e, A.MethodCall) and self.is_media(e):
+            op = MEDIA_OPS.get((e.target.name, e.method))  # type: ignore[attr-defined]
+            if op is not None and op.result == "verdict":
+                self.verdict_allowed(s)
+                self.media_op(e, False, as_verdict=True)
+                return True
         if not isinstance(s.expr, A.Call | A.MethodCall):
             self.err("unused-value", "this expression does nothing", s.span,
                      "assign it or remove it")
@@ -549,12 +581,12 @@ class Checker:
         """Type a packet view or table lookup (only allowed as a checked let's value)."""
         if isinstance(e, A.PacketView):
             return self.packet_view(e)
-        if isinstance(e, A.MethodCall) and e.method == "lookup":
+        if isinstance(e, A.MethodCall) and (e.method == "lookup" or self.is_media(e)):
             return self.method(e, allow_lookup=True)
         t = self.expr(e, None)
         if not isinstance(t, Error):
-            self.err("bad-else", "only packet<...>(offset) and table lookups can fail",
-                     e.span, "use a plain `let` here")
+            self.err("bad-else", "only packet<...>(offset), table lookups, buffer.alloc() "
+                     "and buffer.store(...) can fail", e.span, "use a plain `let` here")
         return t
 
     def packet_view(self, e: A.PacketView) -> Type:
@@ -732,7 +764,51 @@ class Checker:
                      "of the first 288 input bits (an IPv6 4-tuple is 288 bits)")
         return Bits(32)
 
+    def is_media(self, e: A.MethodCall) -> bool:
+        """`media.x(...)` / `buffer.x(...)` on the built-in names (not shadowed by a local or
+        a memory of that name)."""
+        return isinstance(e.target, A.Name) and e.target.name in ("media", "buffer") \
+            and self.lookup_local(e.target.name) is None \
+            and e.target.name not in self.p.memories
+
+    def media_op(self, e: A.MethodCall, allow_fallible: bool, as_verdict: bool = False) -> Type:
+        obj = e.target.name  # type: ignore[attr-defined]
+        self.set(e.target, Void())
+        op = MEDIA_OPS.get((obj, e.method))
+        if op is None:
+            for a in e.args:
+                self.expr(a, None)
+            avail = ", ".join(m for (o, m) in MEDIA_OPS if o == obj)
+            return self.set(e, self.err("bad-method", f"{obj} has no method '{e.method}'",
+                                        e.span, f"methods: {avail}"))
+        if len(e.args) != len(op.args):
+            for a in e.args:
+                self.expr(a, None)
+            return self.set(e, self.err("arity", f"{obj}.{e.method} takes {len(op.args)} "
+                                        f"arguments, {len(e.args)} given", e.span))
+        for a, width in zip(e.args, op.args, strict=True):
+            self.small_int(a, width, f"an argument of {obj}.{e.method}")
+        if self.in_function is not None:
+            return self.set(e, self.err("media-context", f"{obj}.{e.method} is only allowed "
+                                        "in a block", e.span, "call it in the receive or "
+                                        "transmit block; functions return values"))
+        if op.stage != "any":
+            self.p.media_use.setdefault(self.current, {}).setdefault(op.stage, e.span)
+        if op.result == "verdict" and not as_verdict:
+            return self.set(e, self.err("bad-method", f"{obj}.{e.method}(...) is a verdict",
+                                        e.span, f"write it as a statement: "
+                                        f"`{obj}.{e.method}(...);`"))
+        if op.result == "fallible" and not allow_fallible:
+            return self.set(e, self.err("unchecked-buffer", f"{obj}.{e.method} can fail; "
+                                        "handle the failure", e.span, "bind it: `let h = "
+                                        "buffer.alloc() else drop(no_buffer);`"))
+        result = {"bool": Bool(), "void": Void(), "verdict": Void(),
+                  "fallible": Bits(32)}[op.result]
+        return self.set(e, result)
+
     def method(self, e: A.MethodCall, allow_lookup: bool = False) -> Type:
+        if self.is_media(e):
+            return self.media_op(e, allow_lookup)
         t = self.expr(e.target, None)
         if isinstance(t, Error):
             for a in e.args:
@@ -1008,10 +1084,37 @@ class Checker:
                              "each output goes to one stage")
                 out[key] = dst
         self.p.pipeline_edges[pl.name] = edges
+        self.check_media_stages(pl, edges)
         if pl.ports is not None and pl.ports[0] > pl.ports[1]:
             self.err("bad-ports", "the port range is empty", pl.span)
         self.check_stage_outputs(pl, stages, edges)
         self.check_pipeline_cycles(pl, edges)
+
+    def check_media_stages(self, pl: A.Pipeline, edges: dict[str, dict[str, str]]) -> None:
+        """A receive block (media.sop/eop/consume, buffer.store/attach) is the first stage; a
+        transmit block (media.send) is one unconnected stage that runs after `forward`."""
+        targets = {dst for out in edges.values() for dst in out.values()}
+        for k, st in enumerate(pl.stages):
+            use = self.p.media_use.get(st.block, {})
+            if "rx" in use and "tx" in use:
+                self.err("media-context", f"block {st.block} both receives and transmits",
+                         st.span, "split it into a receive and a transmit block")
+                continue
+            if "rx" in use and k != 0:
+                self.err("media-context", f"stage {st.name} receives (block {st.block}), so "
+                         "it must be the pipeline's first stage", st.span,
+                         "declare it first: the target runs it once per mpacket")
+            if "tx" in use:
+                if k == 0 or pl.name in self.p.pipeline_tx:
+                    self.err("media-context", f"stage {st.name} transmits (block {st.block}):"
+                             " a pipeline has at most one transmit stage, and not first",
+                             st.span, "the transmit stage runs after a forward verdict")
+                elif edges.get(st.name) or st.name in targets:
+                    self.err("media-context", f"the transmit stage {st.name} cannot be "
+                             "connected", st.span, "every forward(...) verdict of the other "
+                             "stages continues in it; remove its `->` connections")
+                else:
+                    self.p.pipeline_tx[pl.name] = st.name
 
     def check_stage_outputs(self, pl: A.Pipeline, stages: dict[str, A.Stage],
                             edges: dict[str, dict[str, str]]) -> None:

@@ -145,7 +145,12 @@ META_WORDS = 12
 META_VERDICT = 8  # 0 none, 1 forward, 2 drop, 3 exception, 4 next
 META_CODE = 9  # drop reason id / exception code / next label id
 META_HEAD = 10  # signed: bytes the packet start moved by push/pull (native target)
+# Receive stages (docs/datapath.md): the mpacket's status, bit 0 SOP, bit 1 EOP.  Set by the
+# target before a receive stage runs; 0 for everything else.
+META_MEDIA = 11
+MEDIA_SOP, MEDIA_EOP = 1, 2
 VERDICT_NONE, VERDICT_FORWARD, VERDICT_DROP, VERDICT_EXCEPTION, VERDICT_NEXT = range(5)
+VERDICT_CONSUMED = 5  # media.consume(): an mpacket absorbed into its frame
 
 
 @dataclass

@@ -44,7 +44,8 @@ CASES = [
     ("else-must-end", H + "block b { let ip = packet<ipv4_t>(14) else { }" + OK_END,
      "must end in a verdict or return", "2:44"),
     ("bad-else", "block b { let x: bit<8> = 1 else drop(a);" + OK_END,
-     "only packet<...>(offset) and table lookups can fail", "1:27"),
+     "only packet<...>(offset), table lookups, buffer.alloc() and buffer.store(...) can "
+     "fail", "1:27"),
     ("missing-verdict", "block b { let x: bit<8> = 1; }", "can finish a packet without a verdict",
      "1:1"),
     ("missing-return", "fn f(x: bit<8>) -> bit<8> { if x == 0 { return 1; } }",
@@ -79,6 +80,31 @@ CASES = [
      "the port range is empty", "2:1"),
     ("undefined-name", "pipeline p { stage s = nothere; }", "block 'nothere' is not defined",
      "1:14"),
+    # receive / transmit / buffer operations (docs/datapath.md)
+    ("unchecked-buffer", "block b { let h = buffer.alloc();" + OK_END,
+     "buffer.alloc can fail", "1:19"),
+    ("unchecked-buffer", "block b { buffer.store(1, 0, 0);" + OK_END,
+     "buffer.store can fail", "1:11"),
+    ("media-context", "fn f(h: bit<32>) -> bit<8> { buffer.free(h); return 1; }",
+     "buffer.free is only allowed in a block", "1:30"),
+    ("media-context", "block a { forward(1); }\nblock r { media.consume(); }\n"
+     "pipeline p { stage s = a; stage t = r; s -> t; }", "so it must be the pipeline's first "
+     "stage", "3:27"),
+    ("media-context", "block a { next; }\nblock f { forward(1); }\nblock t { media.send(1); }\n"
+     "pipeline p { stage s = a; stage g = f; stage x = t; s -> g -> x; }",
+     "the transmit stage x cannot be connected", "4:40"),
+    ("media-context", "block a { forward(0); }\nblock t { media.send(1); }\n"
+     "block u { media.send(2); }\npipeline p { stage s = a; stage x = t; stage y = u; }",
+     "at most one transmit stage", "4:40"),
+    ("media-context", "block a { if media.sop() { media.consume(); } media.send(1); }\n"
+     "pipeline p { stage s = a; }", "both receives and transmits", "2:14"),
+    ("bad-method", "block b { media.rewind();" + OK_END, "media has no method 'rewind'",
+     "1:11"),
+    ("bad-method", "block b { let v = media.consume();" + OK_END,
+     "media.consume(...) is a verdict", "1:19"),
+    ("arity", "block b { media.send(1, 2); }", "media.send takes 1 arguments, 2 given", "1:11"),
+    ("type-mismatch", "block b { let x: bit<32> = 1; media.send(x); }",
+     "an argument of media.send is at most bit<16>", "1:42"),
 ]
 
 
