@@ -68,11 +68,13 @@ class Exc(IntEnum):
     for_router = 4
     frag_needed = 5
     fragment = 6
+    trailer = 7
     hop_limit = 17
     no_route6 = 18
     too_big = 19
     hop_by_hop = 20
     for_router6 = 21
+    trailer6 = 22
 
 
 NOT_IP = 0x100                  # eth_classify in microblocks/router.mbl: ARP and the rest
@@ -346,7 +348,8 @@ class ExceptionHandler:
             Exc.frag_needed: self._frag_needed, Exc.fragment: self._fragment,
             Exc.hop_limit: self._hop_limit, Exc.no_route6: self._no_route6,
             Exc.too_big: self._too_big, Exc.hop_by_hop: self._hop_by_hop,
-            Exc.for_router6: self._for_router6, NOT_IP: self._not_ip,
+            Exc.for_router6: self._for_router6, Exc.trailer: self._trailer,
+            Exc.trailer6: self._trailer6, NOT_IP: self._not_ip,
         }
 
     # -- public
@@ -522,6 +525,12 @@ class ExceptionHandler:
             return self._done("dropped.malformed")
         return self._forward4(pkt, ip, pkt.nh_index, with_options=False)
 
+    def _trailer(self, pkt: _Input) -> list[Emit]:
+        # parse_ipv4 keeps total length bytes: the trailer stays behind (RFC 1812 5.2.2)
+        if (ip := self._ipv4(pkt)) is None:
+            return self._done("dropped.malformed")
+        return self._forward4(pkt, ip, pkt.nh_index, with_options=False)
+
     def _options(self, pkt: _Input) -> list[Emit]:
         if (ip := self._ipv4(pkt)) is None:
             return self._done("dropped.malformed")
@@ -549,6 +558,8 @@ class ExceptionHandler:
     def _forward4(self, pkt: _Input, ip: IPv4Info, nh_index: int | None, *,
                   with_options: bool) -> list[Emit]:
         """The fast path's steps in software: TTL, route, MTU, options, rewrite."""
+        if pkt.link_dst >> 40 & 1:          # RFC 1812 5.3.4: not from a broadcast frame
+            return self._done("dropped.l2_multicast")
         if ip.ttl <= 1:
             return self._time_exceeded4(pkt, ip)
         if nh_index is None:
@@ -657,9 +668,22 @@ class ExceptionHandler:
             return self._param_problem6(pkt, ip, verdict.code, verdict.pointer)
         if ip.dst in self.local6:
             return self._for_router6_ip(pkt, ip)
+        return self._forward6(pkt, ip, None)
+
+    def _trailer6(self, pkt: _Input) -> list[Emit]:
+        # parse_ipv6 keeps 40 + payload length bytes: the trailer stays behind
+        if (ip := self._ipv6(pkt)) is None:
+            return self._done("dropped.malformed")
+        return self._forward6(pkt, ip, pkt.nh_index)
+
+    def _forward6(self, pkt: _Input, ip: IPv6Info, nh_index: int | None) -> list[Emit]:
+        """The fast path's steps in software: hop limit, route, MTU, rewrite."""
+        if pkt.link_dst >> 40 & 1:          # as for IPv4: not from a multicast frame
+            return self._done("dropped.l2_multicast")
         if ip.hop_limit <= 1:
             return self._time_exceeded6(pkt, ip)
-        nh_index = self.route_lookup(6, ip.dst)
+        if nh_index is None:
+            nh_index = self.route_lookup(6, ip.dst)
         if nh_index is None:
             return self._unreachable6(pkt, ip, UNREACH6_NO_ROUTE, "no_route")
         if nh_index in self.prohibited:

@@ -98,3 +98,21 @@ def test_drops_are_counted_by_reason(router):
     counters = router.counters.as_dict()
     assert counters[0]["rx"] == 2 and counters[0]["drops"] == {"bad_checksum": 1}
     assert counters[2]["tx"] == 1
+
+
+def test_a_trailer_does_not_leave_with_the_packet(router):
+    """RFC 1812 5.2.2: the datagram is total-length bytes; what follows stays behind."""
+    plain = from_host("10.1.2.3", size=100)
+    out = router.forward([plain + b"trailer bytes"], 0).out
+    (frame,) = out[2]
+    expected = Ether(plain)
+    expected.dst, expected.src = "02:00:00:00:12:02", PORT_MAC[2]
+    expected[IP].ttl -= 1
+    del expected[IP].chksum
+    assert frame == bytes(expected)
+
+
+def test_a_packet_from_a_broadcast_frame_is_not_forwarded_even_by_the_slow_path(router):
+    frame = bytearray(from_host("10.1.2.3", size=100))
+    frame[:6] = b"\xff" * 6
+    assert router.forward([bytes(frame) + b"trailer"], 0).out == {}

@@ -14,7 +14,7 @@ from scapy.utils import checksum as scapy_checksum
 
 EXC = {"ttl_expired": 1, "no_route": 2, "options": 3, "for_router": 4, "frag_needed": 5,
        "fragment": 6, "hop_limit": 17, "no_route6": 18, "too_big": 19, "hop_by_hop": 20,
-       "for_router6": 21}
+       "for_router6": 21, "trailer": 7, "trailer6": 22}
 OTHER_PROTOCOL = 0x100
 
 
@@ -52,19 +52,31 @@ class RouterModel:
             return ("drop", "runt")
         ethertype = int.from_bytes(frame[12:14], "big")
         if ethertype == 0x0800:
-            return self._not_from_group(frame, self.reference_v4(frame), EXC["fragment"],
-                                        EXC["frag_needed"])
+            return self._leaving(frame, self.reference_v4(frame), EXC["trailer"],
+                                 EXC["fragment"], EXC["frag_needed"])
         if ethertype == 0x86DD:
-            return self._not_from_group(frame, self.reference_v6(frame), EXC["too_big"])
+            return self._leaving(frame, self.reference_v6(frame), EXC["trailer6"],
+                                 EXC["too_big"])
         return ("exception", OTHER_PROTOCOL)
 
     @staticmethod
-    def _not_from_group(frame: bytes, result: tuple, *after_next_hop: int) -> tuple:
-        """RFC 1812 5.3.4: what came in a broadcast / multicast frame (the I/G bit) is not
-        forwarded; the check comes once the next hop is known (before its MTU check)."""
+    def _leaving(frame: bytes, result: tuple, trailer: int, *after_next_hop: int) -> tuple:
+        """The Ethernet checks once the next hop is known (before its MTU check): what came
+        in a broadcast / multicast frame (the I/G bit) is not forwarded (RFC 1812 5.3.4);
+        bytes after the IP length, beyond the 60-byte minimum frame, are a trailer the
+        slow path leaves behind."""
         leaving = result[0] == "forward" or (result[0] == "exception"
                                              and result[1] in after_next_hop)
-        return ("drop", "l2_multicast") if frame[0] & 1 and leaving else result
+        if not leaving:
+            return result
+        if frame[0] & 1:
+            return ("drop", "l2_multicast")
+        ip = frame[14:]
+        length = (14 + int.from_bytes(ip[2:4], "big") if ip[0] >> 4 == 4
+                  else 54 + int.from_bytes(ip[4:6], "big"))
+        if len(frame) > 60 and len(frame) != length:
+            return ("exception", trailer)
+        return result
 
     def reference_v4(self, frame: bytes) -> tuple:
         ip = frame[14:]

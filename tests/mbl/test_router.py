@@ -317,3 +317,21 @@ def test_batches_across_prefetch_groups_match_reference_and_count(router, batch)
     after = _forwarded_counts(router)
     assert (after[0] - before[0], after[1] - before[1]) == (v4, v6)
 
+
+
+def test_rfc1812_5_2_2_trailer_goes_to_the_slow_path(router):
+    check(router, v4() + b"trailer!", ("exception", EXC["trailer"]))
+    check(router, v6() + b"trailer!", ("exception", EXC["trailer6"]))
+
+
+def test_ethernet_padding_is_not_a_trailer(router):
+    short = raw(eth() / IP(src="198.18.0.1", dst="10.2.3.4") / UDP(sport=1, dport=2))
+    (got,) = outcome(router, [short + bytes(60 - len(short))])
+    assert got[0] == "forward"
+
+
+@pytest.mark.parametrize("dst", ["ff:ff:ff:ff:ff:ff", "01:00:5e:00:00:01", "33:33:00:00:00:01"])
+def test_rfc1812_5_3_4_nothing_from_a_group_frame_is_forwarded(router, dst):
+    frame = raw(Ether(dst=dst, src="02:00:00:00:00:01") / IP(src="198.18.0.1", dst="10.2.3.4")
+                / UDP(sport=1, dport=2) / (b"p" * 18))
+    check(router, frame, ("drop", "l2_multicast"))
