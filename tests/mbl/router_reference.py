@@ -63,8 +63,8 @@ class RouterModel:
     def _leaving(frame: bytes, result: tuple, trailer: int, *after_next_hop: int) -> tuple:
         """The Ethernet checks once the next hop is known (before its MTU check): what came
         in a broadcast / multicast frame (the I/G bit) is not forwarded (RFC 1812 5.3.4);
-        bytes after the IP length, beyond the 60-byte minimum frame, are a trailer the
-        slow path leaves behind."""
+        more than 4 bytes (an FCS) after the IP length, beyond the 60-byte minimum frame,
+        are a trailer the slow path leaves behind."""
         leaving = result[0] == "forward" or (result[0] == "exception"
                                              and result[1] in after_next_hop)
         if not leaving:
@@ -74,7 +74,7 @@ class RouterModel:
         ip = frame[14:]
         length = (14 + int.from_bytes(ip[2:4], "big") if ip[0] >> 4 == 4
                   else 54 + int.from_bytes(ip[4:6], "big"))
-        if len(frame) > 60 and len(frame) != length:
+        if len(frame) > 64 and len(frame) > length + 4:        # 4 bytes may be an FCS
             return ("exception", trailer)
         return result
 

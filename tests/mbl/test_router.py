@@ -324,6 +324,11 @@ def test_rfc1812_5_2_2_trailer_goes_to_the_slow_path(router):
     check(router, v6() + b"trailer!", ("exception", EXC["trailer6"]))
 
 
+def test_four_bytes_after_the_ip_length_are_taken_for_an_fcs(router):
+    (got,) = outcome(router, [v4() + b"\x01\x02\x03\x04"])
+    assert got[0] == "forward"
+
+
 def test_ethernet_padding_is_not_a_trailer(router):
     short = raw(eth() / IP(src="198.18.0.1", dst="10.2.3.4") / UDP(sport=1, dport=2))
     (got,) = outcome(router, [short + bytes(60 - len(short))])
