@@ -13,15 +13,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npkit.bench.tester import (
+    Analyzer,
+    Expected,
     FixedDestinations,
+    PassThrough,
+    RouteReference,
+    RxRecord,
     Sizes,
     Stream,
+    fast_analysis,
     generate,
     parse,
     pick_destinations,
 )
 from npkit.bench.tester import fast as fast_tester
-from npkit.bench.tester._fast import parse_frames
+from npkit.bench.tester._fast import parse_frames, rational_to_double
 from npkit.bench.tester.destinations import BITS, lpm_prefix
 from npkit.bench.tester.generator import generate_python
 from npkit.bench.tester.media import port_model
@@ -176,3 +182,78 @@ def test_parse_frames_agrees_with_parse(data: st.DataObject, dests) -> None:
     for i, frame in enumerate(frames):
         assert columns_of(cols, i) == parse_columns(framing, frame), frame.hex()
     assert zlib.crc32(b"") == 0  # (zlib is what both sides use for the CRC)
+
+
+# --------------------------------------------------------------------------- analysis
+@settings(max_examples=300, deadline=None)
+@given(num=st.integers(-(2**80), 2**80), den=st.integers(1, 2**60))
+def test_rational_to_double_rounds_as_python(num: int, den: int) -> None:
+    assert rational_to_double(num, den) == num / den
+
+
+def faulty_output(records: list, expect, models: dict, rng: random.Random) -> list[RxRecord]:
+    """What a device with every kind of fault sends: the reference's output for most frames
+    (``expect`` builds it), some lost, duplicated, late, damaged, misrouted or foreign."""
+    out = []
+    for r in records:
+        parsed = parse(models[r.port].framing, r.data)
+        want = expect(r, parsed)
+        roll = rng.random()
+        if want.port is None or roll < 0.08:  # filtered or lost
+            continue
+        link = want.link if want.link is not None else parsed.link
+        data = bytearray(link + (want.ip if want.ip is not None else parsed.ip))
+        if models[want.port].framing == "ethernet":
+            data += bytes(max(0, 60 - len(data))) + bytes(4)
+        port, time_ps = want.port, r.time_ps + 3_000_000 + rng.randrange(50_000)
+        if roll < 0.12:
+            bit = rng.randrange(8 * len(data))
+            data[bit // 8] ^= 1 << (bit % 8)
+        elif roll < 0.15:
+            port = (port + 1) % len(models)
+        elif roll < 0.19:
+            time_ps += 900_000  # late: arrives after later packets
+        elif roll < 0.22:
+            out.append(RxRecord(port, time_ps + 7, bytes(data)))  # a duplicate
+        elif roll < 0.24:
+            out.append(RxRecord(port, time_ps, rng.randbytes(rng.randrange(1, 90))))
+        out.append(RxRecord(port, time_ps, bytes(data)))
+    return out
+
+
+@pytest.mark.parametrize("kind,seed", [("ipv4-40", 1), ("mixed-imix", 2), ("ethernet-mix", 3),
+                                       ("fixed-destinations", 4), ("ipv6-sizes", 5)])
+def test_fast_analysis_reports_what_the_python_analyzer_reports(kind: str, seed: int,
+                                                                dests) -> None:
+    streams, ports = streams_of(kind, dests)
+    models = {p: port_model(k) for p, k in ports.items()}
+    records = generate(streams, ports).records()
+    routes = {f: dests[f].routes for f in (4, 6)}
+    framings = {p: m.framing for p, m in models.items()}
+    references = [
+        RouteReference(routes, lambda hop: hop % 2,
+                       lambda hop, family: bytes([2, 0, 0, 0, hop, family] * 2)
+                       + (b"\x08\x00" if family == 4 else b"\x86\xdd"), framings),
+        PassThrough({0: 1, 1: 0}),
+        PassThrough({0: 0}),  # port 1's frames are not forwarded
+    ]
+    faults = 0
+    for reference in references:
+        rx = faulty_output(records, reference, models, random.Random(seed))
+        analyzer = Analyzer(ports, reference, bin_ps=250_000)
+        assert fast_analysis.compiled(reference, analyzer.models) is not None
+        fast = analyzer.analyze(records, rx)
+        slow = analyzer.analyze_python(records, rx)
+        assert fast == slow
+        assert fast.total.sent == len(records)
+        faults += fast.errors
+    assert faults > 0
+
+
+def test_other_expectations_use_the_python_analyzer(dests) -> None:
+    streams, ports = streams_of("ipv4-40", dests)
+    records = generate(streams, ports).records()[:50]
+    analyzer = Analyzer(ports, lambda tx, parsed: Expected(tx.port, None, None))
+    assert fast_analysis.compiled(analyzer.expect, analyzer.models) is None
+    rx = [RxRecord(r.port, r.time_ps + 10, r.data) for r in records]
+    assert analyzer.analyze(records, rx).errors == 0

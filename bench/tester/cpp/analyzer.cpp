@@ -16,24 +16,13 @@ namespace py = pybind11;
 namespace tester {
 namespace {
 
-enum Status : int8_t { NOT_IP = 0, NO_SIGNATURE = 1, SIGNATURE = 2 };
-
-struct Parsed {
-  int8_t status = NOT_IP;
-  int8_t family = 0;
-  int16_t link = 0;  // link header bytes (the IP packet starts here)
-  int32_t ip_len = 0;
-  int32_t stream = 0;
-  int64_t seq = 0;
-  int64_t time_ps = 0;
-  int8_t crc_ok = 0;
-};
-
 uint32_t be(const uint8_t* p, int n) {
   uint32_t v = 0;
   for (int i = 0; i < n; i++) v = (v << 8) | p[i];
   return v;
 }
+
+}  // namespace
 
 Parsed parse(bool pos, const uint8_t* d, size_t n) {
   Parsed out;
@@ -88,6 +77,8 @@ Parsed parse(bool pos, const uint8_t* d, size_t n) {
   out.crc_ok = static_cast<uint32_t>(crc) == be(sig + 16, 4);
   return out;
 }
+
+namespace {
 
 template <typename T>
 py::array_t<T> column(const std::vector<Parsed>& rows, T Parsed::*field) {

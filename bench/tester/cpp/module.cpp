@@ -137,4 +137,5 @@ PYBIND11_MODULE(_fast, m) {
       .def(py::init<const py::int_&, const py::list&, const py::bytes&>())
       .def("take", &PyPort::take, py::arg("limit"));
   tester::bind_analyzer(m);
+  tester::bind_analysis(m);
 }
