@@ -6,16 +6,29 @@ only converts: its send times (ps) become ``RxFrame.time_s``, and the chip's ``T
 (last bit at ``last_bit_cycle``) becomes an ``RxRecord`` with the exact picosecond of that
 cycle.  The chip starts a frame at the first whole cycle at or after ``floor(time_s *
 clock)``, so a measured latency may differ from the device's own by under one cycle.
+
+**Streaming** (nothing held for a whole trial): ``stream_trial`` attaches a ``BatchSource``
+per port -- the C++ generator's frames a batch at a time, each batch registered with a
+``FastAnalysis`` as the chip takes it -- and one ``AnalysisSink`` for every port, which
+hands the chip's transmitted frames to the same analysis whenever the caller says the
+chip's time has passed them (``AnalysisSink.flush``), keeping only per-port counts (and
+the frames themselves only when asked: ``keep=True``).  The report is the one
+``Analyzer.analyze`` gives on the held records (``tests/bench/test_tester_fast.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from npkit.bench.tester.analyzer import RxRecord
-from npkit.bench.tester.generator import Traffic
+from npkit.bench.tester.fast import BATCH_FRAMES, Batch, batches
+from npkit.bench.tester.fast_analysis import FastAnalysis, compiled
+from npkit.bench.tester.generator import Traffic, check_streams
 from npkit.bench.tester.media import PS_PER_S, PortModel
+from npkit.bench.tester.stream import Stream
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
 
 
@@ -62,3 +75,138 @@ def received(frames: Iterable[TxFrame], clock_hz: float) -> list[RxRecord]:
     """The chip's transmitted frames as analyzer records (last bit, exact ps)."""
     ps_per_cycle = PS_PER_S / Fraction(clock_hz)
     return [RxRecord(f.port, round(f.last_bit_cycle * ps_per_cycle), f.data) for f in frames]
+
+
+def cycles_to_ps(cycles: Iterable[int], clock_hz: float) -> list[int]:
+    """``received``'s exact picosecond of each cycle (round half to even), in integers."""
+    ratio = PS_PER_S / Fraction(clock_hz)
+    p, q = ratio.numerator, ratio.denominator
+    out = []
+    for c in cycles:
+        whole, rest = divmod(c * p, q)
+        if 2 * rest > q or (2 * rest == q and whole & 1):
+            whole += 1
+        out.append(whole)
+    return out
+
+
+# --------------------------------------------------------------------------- streaming
+@dataclass
+class BatchSource:
+    """A chip source (``sim.packets.Source``) of one port's frames, taken from the C++
+    generator a batch at a time; ``on_batch`` sees each batch as the chip takes it."""
+
+    batches: Iterator[Batch]
+    on_batch: Callable[[Batch], None] | None = None
+    sent: int = 0
+    last_bit_ps: Fraction = Fraction(0)  # of the frames taken so far
+    model: PortModel | None = None
+
+    def frames(self) -> Iterator[RxFrame]:
+        for batch in self.batches:
+            if self.on_batch is not None:
+                self.on_batch(batch)
+            self.sent += len(batch)
+            if self.model is not None and len(batch):
+                self.last_bit_ps = max(self.last_bit_ps, int(batch.times_ps[-1]) +
+                                       self.model.wire_ps(len(batch.datas[-1])))
+            for time_ps, data in zip(batch.times_ps.tolist(), batch.datas, strict=True):
+                yield RxFrame(data, time_ps / PS_PER_S)
+
+
+@dataclass
+class AnalysisSink:
+    """One chip sink (``sim.packets.Sink``) for every port: transmitted frames wait here
+    until ``flush(now_cycle)`` hands those whose last bit is before ``now_cycle`` to the
+    analysis (in order of last-bit time, then port, then arrival); per-port frame and byte
+    counts are kept, the frames only with ``keep``."""
+
+    analysis: FastAnalysis
+    clock_hz: float
+    keep: bool = False
+    frames: dict[int, int] = field(default_factory=dict)  # port -> frames out
+    bytes: dict[int, int] = field(default_factory=dict)  # port -> frame bytes out
+    kept: list[RxRecord] = field(default_factory=list)
+    _waiting: list[TxFrame] = field(default_factory=list)
+
+    def write(self, frame: TxFrame) -> None:
+        self._waiting.append(frame)
+
+    def close(self) -> None:
+        pass
+
+    def flush(self, now_cycle: int | None = None) -> int:
+        """Analyse the frames out before ``now_cycle`` (None: all); how many."""
+        waiting = self._waiting
+        if now_cycle is None:
+            ready, self._waiting = waiting, []
+        else:
+            ready = [f for f in waiting if f.last_bit_cycle < now_cycle]
+            self._waiting = [f for f in waiting if f.last_bit_cycle >= now_cycle]
+        if not ready:
+            return 0
+        ready.sort(key=lambda f: f.port)  # stable: the sink's order within a port
+        ports = [f.port for f in ready]
+        times = cycles_to_ps([f.last_bit_cycle for f in ready], self.clock_hz)
+        datas = [f.data for f in ready]
+        self.analysis.received(ports, times, datas)
+        for port, data in zip(ports, datas, strict=True):
+            self.frames[port] = self.frames.get(port, 0) + 1
+            self.bytes[port] = self.bytes.get(port, 0) + len(data)
+        if self.keep:
+            self.kept += [RxRecord(p, t, d) for p, t, d in zip(ports, times, datas, strict=True)]
+        return len(ready)
+
+
+@dataclass
+class StreamingTrial:
+    """The sources and the sink ``stream_trial`` attached, and the analysis behind them."""
+
+    sources: dict[int, BatchSource]
+    sink: AnalysisSink
+    analysis: FastAnalysis
+
+    @property
+    def sent(self) -> int:
+        return sum(s.sent for s in self.sources.values())
+
+    @property
+    def exhausted_last_bit_ps(self) -> Fraction:
+        return max((s.last_bit_ps for s in self.sources.values()), default=Fraction(0))
+
+    def report(self) -> Any:
+        self.sink.flush()
+        return self.analysis.report()
+
+
+def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str | PortModel],
+                 expect: Any, bin_ps: int = 100_000, keep: bool = False,
+                 batch_frames: int = BATCH_FRAMES, check_ports: bool = True
+                 ) -> StreamingTrial:
+    """Attach ``streams`` to ``chip`` for a streaming trial judged by ``expect`` (a
+    ``PassThrough`` or ``RouteReference``): run the chip, call ``trial.sink.flush(chip.now)``
+    as often as memory asks (every run step is fine), then ``trial.report()``."""
+    models, by_port = check_streams(streams, ports)
+    if check_ports:
+        problems = port_mismatches(chip.config.ports, models)
+        if problems:
+            raise ValueError("tester and chip ports disagree:\n  " + "\n  ".join(problems))
+    tables = compiled(expect, models)
+    if tables is None:
+        raise ValueError("streaming analysis needs a PassThrough or RouteReference "
+                         "expectation; use attach + Analyzer.analyze for others")
+    analysis = FastAnalysis(models, tables, bin_ps)
+
+    def register(batch: Batch) -> None:
+        analysis.sent_batch(batch.port, batch.times_ps, batch.datas, batch.streams,
+                            batch.seqs)
+
+    sources = {}
+    ordered = [s for p in sorted(by_port) for s in by_port[p]]
+    for port, port_batches in batches(ordered, models, batch_frames).items():
+        sources[port] = BatchSource(port_batches, register, model=models[port])
+        chip.attach_source(port, sources[port])
+    sink = AnalysisSink(analysis, chip.config.clock_hz, keep)
+    for port in range(len(chip.config.ports)):
+        chip.attach_sink(port, sink)
+    return StreamingTrial(sources, sink, analysis)

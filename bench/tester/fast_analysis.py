@@ -90,6 +90,25 @@ class FastAnalysis:
             fixed[p] = units[p] * model.overhead_bytes
         self.bin_ps = bin_ps
         self._analysis = _fast.Analysis(pos, units, fixed, denominator, bin_ps, tables)
+        # streams fed a port at a time (streaming): each stream's place in the order
+        # ``Traffic.records()`` gives (port, then position on the port), for the report
+        self._first: dict[int, tuple[int, int]] = {}
+        self._taken: dict[int, int] = {}  # port -> frames registered so far
+
+    def sent_batch(self, port: int, times_ps: Any, datas: list[bytes], streams: Any,
+                   seqs: Any) -> None:
+        """One port's frames in sending order (a ``fast.Batch``'s columns), registered
+        with their place in the port's sequence so the report lists the streams as the
+        held records would."""
+        import numpy as np
+
+        ids, first = np.unique(streams, return_index=True)
+        offset = self._taken.get(port, 0)
+        for stream, index in zip(ids.tolist(), first.tolist(), strict=True):
+            self._first.setdefault(stream, (port, offset + index))
+        self._taken[port] = offset + len(datas)
+        self.sent([port] * len(datas), times_ps.tolist(), datas, streams.tolist(),
+                  seqs.tolist())
 
     def sent(self, ports: list[int], times_ps: list[int], datas: list[bytes],
              streams: list[int], seqs: list[int]) -> None:
@@ -123,6 +142,8 @@ class FastAnalysis:
                 setattr(latency, name, row[name])
             latency.histogram = Counter(row["histogram"])
             streams[stats.stream] = stats
+        if self._first:
+            streams = dict(sorted(streams.items(), key=lambda kv: self._first[kv[0]]))
         report = Report(streams, StreamStats(-1, self.bin_ps), summary["foreign"],
                         summary["unknown"], summary["corrupted_unattributed"])
         _totals(report)

@@ -68,3 +68,42 @@ def test_attach_refuses_mismatched_ports() -> None:
     chip = load_manifest(manifest()).chip  # two 10GbE ports
     with pytest.raises(ValueError, match="port 0"):
         attach(chip, traffic)
+
+
+def test_streaming_trial_reports_what_the_held_records_give() -> None:
+    """stream_trial (C++ batches in, frames analysed as they leave, nothing held) against
+    attach + received + Analyzer.analyze on the same streams and chip program."""
+    from npkit.bench.tester.chip import stream_trial
+
+    dests = {4: FixedDestinations.of("198.19.0.1", "198.19.0.2"),
+             6: FixedDestinations.of("2001:2::99")}
+    streams = [
+        Stream(id=3, port=1, family="mixed", sizes=Sizes.imix(clamp=True, values=(46, 576, 1500)),
+               count=400, load_percent=90, destinations=dests, seed=4, start_ps=5_000_000),
+        Stream(id=1, port=0, family=4, sizes=Sizes.fixed(64), count=900, load_percent=100,
+               destinations=dests),
+        Stream(id=2, port=0, family=6, sizes=Sizes.fixed(200), count=100, load_percent=20,
+               destinations=dests, start_ps=1_000_000),
+    ]
+    expect = PassThrough({0: 1, 1: 0})
+
+    chip = load_manifest(manifest()).chip
+    traffic = generate(streams, PORTS)
+    sinks = attach(chip, traffic)
+    for _ in range(60):
+        chip.run(cycles=20_000)
+    rx = received([f for s in sinks.values() for f in s.frames], chip.config.clock_hz)
+    held = Analyzer(PORTS, expect).analyze(traffic.records(), rx)
+
+    chip = load_manifest(manifest()).chip
+    trial = stream_trial(chip, streams, PORTS, expect, batch_frames=64, keep=True)
+    for _ in range(60):
+        chip.run(cycles=20_000)
+        trial.sink.flush(chip.now)
+    streamed = trial.report()
+    assert trial.sent == traffic.count() == 1400
+    assert sorted(trial.sink.kept, key=lambda r: (r.port, r.time_ps)) == \
+        sorted(rx, key=lambda r: (r.port, r.time_ps))
+    assert streamed == held
+    assert list(streamed.streams) == list(held.streams) == [1, 2, 3]
+    assert held.total.received > 1000 and held.total.latency.count > 1000
