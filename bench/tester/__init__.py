@@ -29,12 +29,22 @@ from npkit.bench.tester.media import (
 )
 from npkit.bench.tester.packet import parse, read_signature, smallest_ip
 from npkit.bench.tester.reference import Expected, PassThrough, RouteReference, forwarded_ip
-from npkit.bench.tester.stream import FixedDestinations, Sizes, Stream, standard_sizes
+from npkit.bench.tester.stream import (
+    PHASE_WINDOW_PS,
+    FixedDestinations,
+    Sizes,
+    Stream,
+    out_of_phase,
+    phase_offset,
+    standard_sizes,
+)
 
 __all__ = [
-    "ETHERNET_SIZES", "IMIX_SIZES", "IMIX_WEIGHTS", "POS_IPV4_SIZES", "PORT_MODELS", "Analyzer",
+    "ETHERNET_SIZES", "IMIX_SIZES", "IMIX_WEIGHTS", "PHASE_WINDOW_PS", "POS_IPV4_SIZES",
+    "PORT_MODELS", "Analyzer",
     "DestinationSet", "Expected", "FixedDestinations", "Latency", "PassThrough", "PortModel",
     "Prefix", "Report", "RouteReference", "RxRecord", "Sizes", "Stream", "StreamStats",
-    "Traffic", "TxRecord", "forwarded_ip", "generate", "parse", "pick_destinations",
-    "port_model", "read_signature", "smallest_ip", "standard_sizes",
+    "Traffic", "TxRecord", "forwarded_ip", "generate", "out_of_phase", "parse",
+    "phase_offset", "pick_destinations", "port_model", "read_signature", "smallest_ip",
+    "standard_sizes",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal, Protocol
 
@@ -21,6 +21,17 @@ from npkit.bench.tester.media import (
 from npkit.bench.tester.packet import Transport, smallest_ip
 
 FamilyChoice = Literal[4, 6, "mixed"]
+
+# Streams out of phase (issue 12 item 3).  A real tester does not start every port's stream
+# at one instant, back to back with the others: Spirent TestCenter's asynchronous start
+# begins each port's emission "at best effort" (Spirent, "TestCenter implementation
+# enhancement for asynchronous timer traffic", 2016), and even a synchronised start leaves
+# each stream's packets at their own phase against the device's clocks.  ``out_of_phase``
+# starts each stream at its own seeded offset, uniform in [0, window).  The default window
+# is a guess [U]: 1 us, the NPF procedure's confirmation-trial window
+# (``NpfConfig.phase_window_ps``) -- 24 packet slots of 40-byte POS at OC-192, so the
+# ports' packets meet at every relative phase, and short against any trial (>= 25 us).
+PHASE_WINDOW_PS = 1_000_000  # [U] see above
 
 
 def standard_sizes(framing: Framing, family: int) -> tuple[tuple[int, ...], SizeUnit]:
@@ -39,6 +50,24 @@ class Destinations(Protocol):
     family: int
 
     def draw(self, k: int, rng: random.Random) -> tuple[int, int]: ...
+
+
+def phase_offset(stream_id: int, seed: int | str, window_ps: int = PHASE_WINDOW_PS) -> int:
+    """The start offset (ps) of stream ``stream_id``: uniform in [0, ``window_ps``), drawn
+    from a generator seeded by (``seed``, ``stream_id``) alone, so adding or dropping other
+    streams moves no stream's phase."""
+    if window_ps < 0:
+        raise ValueError(f"phase window must be >= 0 ps, got {window_ps}")
+    if window_ps == 0:
+        return 0
+    return random.Random(f"npkit-stream-phase:{seed}:{stream_id}").randrange(window_ps)
+
+
+def out_of_phase(streams: Sequence[Stream], seed: int | str,
+                 window_ps: int = PHASE_WINDOW_PS) -> tuple[Stream, ...]:
+    """``streams``, each starting ``phase_offset(id, seed, window_ps)`` later than it did."""
+    return tuple(replace(s, start_ps=s.start_ps + phase_offset(s.id, seed, window_ps))
+                 for s in streams)
 
 
 @dataclass(frozen=True)
@@ -112,6 +141,8 @@ class Stream:
     packets, or every packet whose scheduled start is before ``duration_ps``; give one.
     ``destinations`` maps a family (4, 6) to its destination set (``pick_destinations`` or
     ``FixedDestinations``); ``family="mixed"`` draws IPv6 with probability ``v6_share``.
+    ``start_ps``: when the stream's first packet is scheduled (0: the tester's epoch; a lab
+    procedure puts its streams out of phase with ``out_of_phase``).
     """
 
     id: int

@@ -353,3 +353,32 @@ def test_route_reference_predicts_port_and_pos_header() -> None:
     check = int.from_bytes(ip[10:12], "big") + 0x0100
     ip[10:12] = ((check & 0xFFFF) + (check >> 16)).to_bytes(2, "big")
     assert expected.ip == bytes(ip)
+
+
+# --------------------------------------------------------------------------- phases
+def test_streams_out_of_phase_start_at_their_own_seeded_offsets() -> None:
+    from npkit.bench.tester import PHASE_WINDOW_PS, out_of_phase, phase_offset
+
+    dests = {4: FixedDestinations.of("198.19.0.1")}
+    streams = [Stream(id=i, port=i % 2, framing="pos", sizes=Sizes.fixed(40), count=5,
+                      destinations=dests, start_ps=100 * i) for i in range(1, 5)]
+    moved = out_of_phase(streams, seed=7)
+    offsets = [m.start_ps - s.start_ps for m, s in zip(moved, streams, strict=True)]
+    assert all(0 <= o < PHASE_WINDOW_PS for o in offsets) and len(set(offsets)) == 4
+    # a stream's phase depends on the seed and its id only
+    assert out_of_phase(streams[2:], seed=7) == moved[2:]
+    assert out_of_phase(streams, seed=8) != moved
+    assert out_of_phase(streams, seed=7, window_ps=0) == tuple(streams)
+    traffic = generate(moved, {0: "oc192pos", 1: "oc192pos"})
+    firsts = {p: recs[0].time_ps for p, recs in traffic.ports.items()}
+    assert firsts[0] != firsts[1]
+    assert sorted(firsts.values()) == sorted(min(m.start_ps for m in moved if m.port == p)
+                                             for p in (0, 1))
+    # uniform over the window: 4,000 streams' offsets in 10 bins, chi-square (9 d.o.f.)
+    # below its 0.999 quantile
+    counts = [0] * 10
+    for i in range(4000):
+        counts[phase_offset(i, "uniformity") * 10 // PHASE_WINDOW_PS] += 1
+    assert sum((c - 400) ** 2 / 400 for c in counts) < 27.9
+    with pytest.raises(ValueError, match="phase window"):
+        phase_offset(1, 1, -1)
