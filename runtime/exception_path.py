@@ -26,6 +26,7 @@ from npkit.runtime.icmp import (
     IPPROTO_TCP,
     IPPROTO_UDP,
     PARAM6_HEADER,
+    PARAM6_NEXT_HEADER,
     PARAM6_OPTION,
     UNREACH6_ADDRESS,
     UNREACH6_ADMIN_PROHIBITED,
@@ -36,6 +37,7 @@ from npkit.runtime.icmp import (
     UNREACH_HOST,
     UNREACH_NET,
     UNREACH_PORT,
+    UNREACH_PROTOCOL,
     Built,
     IcmpRateLimiter,
     IPv4Info,
@@ -54,7 +56,6 @@ from npkit.runtime.icmp import (
     suppress6,
     time_exceeded4,
     time_exceeded6,
-    upper_layer6,
 )
 from npkit.runtime.neighbours import NextHop, PortConfig, is_glean
 
@@ -77,6 +78,7 @@ class Exc(IntEnum):
     trailer6 = 22
 
 
+IPPROTO_IGMP = 2
 NOT_IP = 0x100                  # eth_classify in microblocks/router.mbl: ARP and the rest
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
@@ -261,13 +263,20 @@ class HopByHopVerdict:
 def process_hop_by_hop(ip: IPv6Info) -> HopByHopVerdict:
     if ip.next_header != 0:
         return HopByHopVerdict("forward")
-    packet = ip.packet
     if ip.payload_len < 8:
         return HopByHopVerdict("param_problem", PARAM6_HEADER, 4)       # payload length
-    end = 40 + (packet[41] + 1) * 8
+    return process_options6(ip.packet, 40)
+
+
+def process_options6(packet: bytes, start: int) -> HopByHopVerdict:
+    """The options of the Hop-by-Hop or Destination Options header at `start` (RFC 8200
+    4.2: the option type's two high bits say what to do with one we do not know)."""
+    if start + 2 > len(packet):
+        return HopByHopVerdict("param_problem", PARAM6_HEADER, start)
+    end = start + (packet[start + 1] + 1) * 8
     if end > len(packet):
-        return HopByHopVerdict("param_problem", PARAM6_HEADER, 41)      # Hdr Ext Len
-    off = 42
+        return HopByHopVerdict("param_problem", PARAM6_HEADER, start + 1)   # Hdr Ext Len
+    off = start + 2
     while off < end:
         kind = packet[off]
         if kind == HBH_PAD1:
@@ -290,6 +299,63 @@ def process_hop_by_hop(ip: IPv6Info) -> HopByHopVerdict:
                 return HopByHopVerdict("param_problem_unicast", PARAM6_OPTION, off)
         off += 2 + length
     return HopByHopVerdict("forward")
+
+
+# ---------------------------------------------------------------- IPv6 to the router
+
+KNOWN_UPPER6 = frozenset({IPPROTO_ICMPV6, IPPROTO_UDP, IPPROTO_TCP})
+NO_NEXT_HEADER = 59
+
+
+@dataclass(frozen=True)
+class LocalChain:
+    """What RFC 8200 4 says to do with the headers of a packet addressed to the router.
+
+    action: "deliver" (`protocol` at `offset`), "discard", "fragment" (no reassembly here),
+    "malformed", "param_problem" (`code`, `pointer`; "param_problem_unicast": only if the
+    destination is not multicast) or "no_next_header".
+    """
+
+    action: str
+    protocol: int = -1
+    offset: int = 0
+    code: int = 0
+    pointer: int = 0
+
+
+def local_chain6(ip: IPv6Info) -> LocalChain:
+    """Walk the extension headers of a packet for us: a Hop-by-Hop header after the first
+    position or a Next Header we do not implement is Parameter Problem code 1 at that Next
+    Header field (RFC 8200 4, 4.1); Destination Options are processed like Hop-by-Hop ones
+    (4.2, 4.6); a Routing header with Segments Left > 0 is Parameter Problem code 0 at its
+    Routing Type (4.4: no type is implemented here, and RFC 5095 deprecates type 0)."""
+    packet, nh, off, pointer = ip.packet, ip.next_header, 40, 6
+    first = True
+    while True:
+        if nh in (0, 43, 44, 60) and off + 8 > len(packet):
+            return LocalChain("malformed")
+        if nh == 0 and first:                     # its options were processed already
+            pointer, nh, off = off, packet[off], off + (packet[off + 1] + 1) * 8
+        elif nh == 60:
+            verdict = process_options6(packet, off)
+            if verdict.action != "forward":
+                return LocalChain(verdict.action, code=verdict.code, pointer=verdict.pointer)
+            pointer, nh, off = off, packet[off], off + (packet[off + 1] + 1) * 8
+        elif nh == 43:
+            if packet[off + 3]:                   # Segments Left > 0
+                return LocalChain("param_problem", code=PARAM6_HEADER, pointer=off + 2)
+            pointer, nh, off = off, packet[off], off + (packet[off + 1] + 1) * 8
+        elif nh == 44:
+            return LocalChain("fragment")
+        elif nh == NO_NEXT_HEADER:
+            return LocalChain("no_next_header")
+        elif nh in KNOWN_UPPER6:
+            if off > len(packet):
+                return LocalChain("malformed")
+            return LocalChain("deliver", nh, off)
+        else:
+            return LocalChain("param_problem", code=PARAM6_NEXT_HEADER, pointer=pointer)
+        first = False
 
 
 # ---------------------------------------------------------------- the handler
@@ -437,14 +503,17 @@ class ExceptionHandler:
         return Emit(nh.port, ethernet_frame(nh.dmac, nh.smac, ethertype, packet))
 
     def _error4(self, pkt: _Input, ip: IPv4Info, name: str,
-                build: Callable[..., Built]) -> list[Emit]:
+                build: Callable[..., Built], src: int | None = None) -> list[Emit]:
+        """An ICMP error about `ip`; from `src` if given (an error about a datagram for
+        the router comes from the address it was sent to, as Linux does), else from
+        RFC 1812 4.3.2.4's choice."""
         reason = suppress4(ip.packet, link_dst=pkt.link_dst, local_broadcasts=self.broadcasts4)
         if reason:
             return self._done(f"suppressed.{reason}")
         back = self._route_back(4, ip.src)
         if back is None:
             return self._done("suppressed.no_route_back")
-        src = self._source4(back.port, pkt.in_port)
+        src = src if src is not None else self._source4(back.port, pkt.in_port)
         if src is None:
             return self._done("suppressed.no_source_address")
         if self.limiter is not None and not self.limiter.allow(4, pkt.now_ns):
@@ -474,9 +543,9 @@ class ExceptionHandler:
         return self._done(f"sent.icmp6.{name}", [self._emit(back, ETHERTYPE_IPV6, built.packet)])
 
     def _unreachable4(self, pkt: _Input, ip: IPv4Info, code: int, name: str,
-                      mtu: int = 0) -> list[Emit]:
+                      mtu: int = 0, src: int | None = None) -> list[Emit]:
         return self._error4(pkt, ip, name, lambda src, **kw:
-                            dest_unreachable4(ip.packet, src, code, mtu=mtu, **kw))
+                            dest_unreachable4(ip.packet, src, code, mtu=mtu, **kw), src)
 
     def _unreachable6(self, pkt: _Input, ip: IPv6Info, code: int, name: str) -> list[Emit]:
         return self._error6(pkt, ip, ICMP6_DEST_UNREACHABLE, code, name, lambda src, **kw:
@@ -619,10 +688,14 @@ class ExceptionHandler:
             return self._done("sent.icmp4.echo_reply",
                               [self._emit(back, ETHERTYPE_IPV4, built.packet)])
         if ip.protocol == IPPROTO_UDP:
-            return self._unreachable4(pkt, ip, UNREACH_PORT, "unreachable_port")
+            return self._unreachable4(pkt, ip, UNREACH_PORT, "unreachable_port", src=ip.dst)
         if ip.protocol == IPPROTO_TCP:
             return self._done("consumed.tcp")
-        return self._done("consumed.other_protocol")
+        if ip.protocol == IPPROTO_IGMP:
+            return self._done("consumed.igmp")
+        # RFC 1122 3.2.2.1: a protocol the router does not implement
+        return self._unreachable4(pkt, ip, UNREACH_PROTOCOL, "unreachable_protocol",
+                                  src=ip.dst)
 
     # -- IPv6 codes
 
@@ -704,11 +777,15 @@ class ExceptionHandler:
     def _for_router6_ip(self, pkt: _Input, ip: IPv6Info) -> list[Emit]:
         if ip.dst not in self.local6:
             return self._done("dropped.not_local")
-        upper = upper_layer6(ip)
-        if upper.fragmented:
+        upper = local_chain6(ip)
+        if upper.action == "fragment":
             return self._done("consumed.fragment")        # no reassembly here
-        if upper.protocol is None:
-            return self._done("dropped.malformed")
+        if upper.action in ("malformed", "discard", "no_next_header"):
+            return self._done(f"dropped.{upper.action}")
+        if upper.action == "param_problem_unicast" and ip.dst >> 120 == 0xFF:
+            return self._done("suppressed.multicast_destination")
+        if upper.action != "deliver":
+            return self._param_problem6(pkt, ip, upper.code, upper.pointer)
         if upper.protocol == IPPROTO_ICMPV6:
             icmp_type = ip.packet[upper.offset] if upper.offset < len(ip.packet) else -1
             if 133 <= icmp_type <= 137:                   # RS, RA, NS, NA, redirect

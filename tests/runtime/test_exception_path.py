@@ -33,7 +33,14 @@ from scapy.all import (
     IPv6ExtHdrHopByHop,
     defragment,
 )
-from scapy.layers.inet6 import HBHOptUnknown, RouterAlert, in6_chksum
+from scapy.layers.inet6 import (
+    HBHOptUnknown,
+    IPv6ExtHdrDestOpt,
+    IPv6ExtHdrRouting,
+    RouterAlert,
+    in6_chksum,
+)
+from scapy.packet import Raw
 from scapy.utils import checksum as scapy_checksum
 from tshark_check import TSHARK, assert_well_formed, checksum_statuses, dissect
 
@@ -385,7 +392,7 @@ def test_malformed_option_sends_parameter_problem(handler, tmp_path, options, po
     ({"chksum": 0x1234}, "dropped.bad_checksum"),
     ({"src": "127.0.0.1"}, "dropped.martian_source"),
     ({"dst": "0.1.2.3"}, "dropped.martian_destination"),
-    ({"dst": "192.0.2.1"}, "consumed.other_protocol"),      # for the router
+    ({"dst": "192.0.2.1"}, "sent.icmp4.unreachable_protocol"),      # for the router
 ])
 def test_options_path_makes_the_fast_path_checks(handler, change, outcome):
     proto = {"proto": 99} if change.get("dst") == "192.0.2.1" else {}
@@ -447,6 +454,17 @@ def test_udp_to_the_router_gets_port_unreachable(handler, tmp_path):
     tshark_clean([e.frame for e in emits], tmp_path)
 
 
+@pytest.mark.parametrize("proto", [89, 99, 253])
+def test_a_protocol_the_router_lacks_gets_protocol_unreachable(handler, tmp_path, proto):
+    """RFC 1122 3.2.2.1: Destination Unreachable code 2, from the address it was sent to
+    (as Linux answers)."""
+    original = from_host4(bytes(8), dst="192.0.2.1", proto=proto)
+    emits = run(handler, Exc.for_router, original)
+    ip = the_icmp4(emits, original)
+    assert (ip[ICMP].type, ip[ICMP].code, ip.src) == (3, 2, "192.0.2.1")
+    tshark_clean([e.frame for e in emits], tmp_path)
+
+
 @pytest.mark.parametrize(("packet", "outcome"), [
     (from_host4(TCP(dport=22), dst="192.0.2.1"), "consumed.tcp"),
     (from_host4(ICMP(type=13), dst="192.0.2.1"), "consumed.icmp"),
@@ -455,7 +473,7 @@ def test_udp_to_the_router_gets_port_unreachable(handler, tmp_path):
     (from_host4(ICMP(type=8), dst="192.0.2.1", flags="MF"), "consumed.fragment"),
     (from_host4(ICMP(type=8, chksum=1), dst="192.0.2.1"), "dropped.bad_checksum"),
     (from_host4(ICMP(type=8), dst="192.0.2.99"), "dropped.not_local"),
-    (from_host4(bytes(8), dst="192.0.2.1", proto=89), "consumed.other_protocol"),
+    (from_host4(bytes(8), dst="192.0.2.1", proto=2), "consumed.igmp"),
 ])
 def test_other_traffic_to_the_router_is_consumed(handler, packet, outcome):
     assert run(handler, Exc.for_router, packet) == []
@@ -787,3 +805,46 @@ def test_no_icmp_toward_an_unresolved_neighbour():
     handler = ExceptionHandler(PORTS, hops.get, lambda family, address: glean, None)
     emits = run(handler, Exc.ttl_expired, from_host4(*UDP_PROBE, ttl=1))
     assert emits == [] and one_outcome(handler) == "suppressed.no_route_back"
+
+
+# ---------------------------------------------------------------- IPv6 headers for the router
+
+ROUTER6_PORT0 = "2001:db8:0:1::1"
+
+
+@pytest.mark.parametrize(("layers", "code", "pointer"), [
+    # RFC 8200 4.4 / RFC 5095: Segments Left > 0 of a type the router does not implement
+    ((IPv6ExtHdrRouting(type=0, segleft=1, addresses=["2001:db8::1"]), UDP()), 0, 42),
+    ((IPv6ExtHdrRouting(type=253, segleft=2, addresses=["2001:db8::1"]), UDP()), 0, 42),
+    # RFC 8200 4: a Next Header the router does not implement, at the field that names it
+    ((Raw(bytes(16)),), 1, 6),
+    ((IPv6ExtHdrDestOpt(nh=253), Raw(bytes(16))), 1, 40),
+    ((IPv6ExtHdrHopByHop(), IPv6ExtHdrHopByHop(), UDP()), 1, 40),   # 4.1: HBH only first
+    # RFC 8200 4.2 / 4.6: Destination Options are processed like Hop-by-Hop options
+    ((IPv6ExtHdrDestOpt(options=[HBHOptUnknown(otype=0x9E, optdata=b"\0\0")]), UDP()), 2, 42),
+])
+def test_headers_of_a_packet_for_the_router_get_parameter_problem(handler, tmp_path, layers,
+                                                                   code, pointer):
+    original = from_host6(*layers, dst=ROUTER6_PORT0)
+    if not original.haslayer(UDP) and original[IPv6].nh == 59:
+        original[IPv6].nh = 253
+    emits = run(handler, Exc.for_router6, original)
+    ip = the_icmp6(emits, original)
+    assert (ip[ICMPv6ParamProblem].code, ip[ICMPv6ParamProblem].ptr) == (code, pointer)
+    misplaced = "Hop-by-Hop extension header must appear immediately after IPv6 header"
+    tshark_clean([e.frame for e in emits], tmp_path,
+                 quoted_fault=misplaced if pointer == 40 and code == 1 and
+                 original.haslayer(IPv6ExtHdrHopByHop) else None)
+
+
+@pytest.mark.parametrize(("layers", "outcome"), [
+    ((IPv6ExtHdrRouting(type=0, segleft=0, addresses=["2001:db8::1"]), UDP()),
+     "sent.icmp6.port_unreachable"),                                     # SL 0: ignored
+    ((IPv6ExtHdrDestOpt(options=[HBHOptUnknown(otype=0x5E, optdata=b"\0\0")]), UDP()),
+     "dropped.discard"),                                                 # action 01
+    ((IPv6ExtHdrDestOpt(), UDP()), "sent.icmp6.port_unreachable"),
+])
+def test_headers_of_a_packet_for_the_router_that_are_passed_or_discarded(handler, layers,
+                                                                         outcome):
+    run(handler, Exc.for_router6, from_host6(*layers, dst=ROUTER6_PORT0))
+    assert one_outcome(handler) == outcome
