@@ -73,8 +73,9 @@ def attach(chip, traffic: Traffic, check_ports: bool = True) -> dict[int, ListSi
 
 def received(frames: Iterable[TxFrame], clock_hz: float) -> list[RxRecord]:
     """The chip's transmitted frames as analyzer records (last bit, exact ps)."""
-    ps_per_cycle = PS_PER_S / Fraction(clock_hz)
-    return [RxRecord(f.port, round(f.last_bit_cycle * ps_per_cycle), f.data) for f in frames]
+    frames = list(frames)
+    times = cycles_to_ps([f.last_bit_cycle for f in frames], clock_hz)
+    return [RxRecord(f.port, t, f.data) for f, t in zip(frames, times, strict=True)]
 
 
 def cycles_to_ps(cycles: Iterable[int], clock_hz: float) -> list[int]:

@@ -86,6 +86,19 @@ class Traffic:
     def count(self) -> int:
         return sum(len(v) for v in self.ports.values())
 
+    def last_bit_ps(self) -> Fraction:
+        """When the last frame's last bit leaves the tester (exact; 0 with no frames): one
+        wire time per port and frame length, not a ``Fraction`` per frame."""
+        last = Fraction(0)
+        for port, records in self.ports.items():
+            wire: dict[int, Fraction] = {}
+            model = self.models[port]
+            for length in {len(r.data) for r in records}:
+                wire[length] = model.wire_ps(length)
+            latest = max((r.time_ps + wire[len(r.data)] for r in records), default=last)
+            last = max(last, latest)
+        return last
+
 
 def _mac(text: str) -> bytes:
     parts = text.split(":")

@@ -107,3 +107,27 @@ def test_streaming_trial_reports_what_the_held_records_give() -> None:
     assert streamed == held
     assert list(streamed.streams) == list(held.streams) == [1, 2, 3]
     assert held.total.received > 1000 and held.total.latency.count > 1000
+
+
+def test_received_times_and_last_bit_are_the_exact_fractions() -> None:
+    from fractions import Fraction
+
+    from npkit.bench.tester.chip import cycles_to_ps
+    from npkit.sim.packets import TxFrame
+
+    clock = 1.4e9
+    cycles = [0, 1, 2, 3, 7, 10, 1_399_999_999, 2_800_000_001, 123_456_789_012]
+    frames = [TxFrame(c % 2, 0, c, b"x", 0) for c in cycles]
+    exact = [round(c * (10**12 / Fraction(clock))) for c in cycles]
+    assert cycles_to_ps(cycles, clock) == exact
+    assert [r.time_ps for r in received(frames, clock)] == exact
+    ties = [round(c * Fraction(5, 4)) for c in range(12)]  # 1.25 ps a cycle: halves to even
+    assert cycles_to_ps(range(12), 8e11) == ties and ties[2] == 2 and ties[6] == 8
+    dests = {4: FixedDestinations.of("198.19.0.1")}
+    streams = [Stream(id=1, port=0, sizes=Sizes((64, 1518, 200)), count=7, destinations=dests),
+               Stream(id=2, port=1, sizes=Sizes.fixed(99), count=3, load_percent=10,
+                      destinations=dests)]
+    traffic = generate(streams, PORTS)
+    wire = traffic.models[0].wire_ps
+    assert traffic.last_bit_ps() == max(r.time_ps + wire(len(r.data))
+                                        for r in traffic.records())
