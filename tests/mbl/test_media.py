@@ -160,3 +160,34 @@ def test_the_transmit_stage_runs_after_every_forward(native_from):
     assert [(v.kind, v.port, v.reason) for v in got] == [
         ("forward", 1, ""), ("drop", 0, "closed"), ("forward", 3, ""), ("drop", 0, "three")]
     assert [native.read("sent", k) for k in range(4)] == [0, 1, 0, 1]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(sizes=st.lists(st.integers(1, 700), min_size=2, max_size=10),
+       order=st.lists(st.booleans(), min_size=200, max_size=200))
+def test_interleaved_ports_are_gathered_independently(pos_pair, sizes, order):
+    """Mpackets of two ports interleave in any way (each port's own in order, as the MSF
+    delivers them): each frame still gets the plain router's verdict and bytes."""
+    plain, media = pos_pair
+    frames = [(v4() + b"\x5a" * n)[:max(n, 4)] if k % 3 else v6() + bytes(n)
+              for k, n in enumerate(sizes)]
+    queues: dict[int, list[tuple[int, bytes, int]]] = {0: [], 1: []}
+    for k, frame in enumerate(frames):
+        cut = [frame[i:i + 64] for i in range(0, len(frame), 64)]
+        for i, piece in enumerate(cut):
+            status = (SOP if i == 0 else 0) | (EOP if i == len(cut) - 1 else 0)
+            queues[k % 2].append((k, piece, status))
+    items, owners, choices = [], [], iter(order)
+    while queues[0] or queues[1]:
+        port = 0 if not queues[1] else 1 if not queues[0] else int(next(choices, False))
+        k, piece, status = queues[port].pop(0)
+        items.append((piece, port, status))
+        owners.append(k)
+    got = {}
+    for k, verdict in zip(owners, media.run_mpackets(items), strict=True):
+        if verdict.kind != "consumed":
+            assert k not in got  # one verdict a frame
+            got[k] = verdict
+    expected = plain.run(frames, [k % 2 for k in range(len(frames))])
+    assert [got[k] for k in range(len(frames))] == expected
+    assert media.buffers_free() == media.pool.count
