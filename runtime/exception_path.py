@@ -58,6 +58,7 @@ from npkit.runtime.icmp import (
     time_exceeded6,
 )
 from npkit.runtime.neighbours import NextHop, PortConfig, is_glean
+from npkit.runtime.router_config import subnet_router_anycast
 
 
 class Exc(IntEnum):
@@ -79,6 +80,9 @@ class Exc(IntEnum):
 
 
 IPPROTO_IGMP = 2
+ALL_NODES6, ALL_ROUTERS6 = 0xFF02 << 112 | 1, 0xFF02 << 112 | 2
+SITE_ROUTERS6 = 0xFF05 << 112 | 2
+SOLICITED_NODE6 = 0xFF02 << 112 | 1 << 32 | 0xFF << 24          # ff02::1:ff00:0/104
 NOT_IP = 0x100                  # eth_classify in microblocks/router.mbl: ARP and the rest
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
@@ -403,7 +407,13 @@ class ExceptionHandler:
         self.on_not_ip = on_not_ip
         self.on_neighbour_discovery = on_neighbour_discovery
         self.local4 = frozenset(int(i.ip) for p in ports for i in p.ipv4)
-        self.local6 = frozenset(int(i.ip) for p in ports for i in p.ipv6)
+        self.unicast6 = frozenset(int(i.ip) for p in ports for i in p.ipv6)
+        self.anycast6 = frozenset(int(a) for a in subnet_router_anycast(ports))
+        self.local6 = self.unicast6 | self.anycast6
+        # the groups a router joins (RFC 4291 2.8): all-nodes and all-routers of link scope,
+        # all-routers of site scope, and the solicited-node group of each address
+        self.groups6 = frozenset({ALL_NODES6, ALL_ROUTERS6, SITE_ROUTERS6} | {
+            SOLICITED_NODE6 | a & 0xFFFFFF for a in self.local6})
         self.broadcasts4 = frozenset(int(i.network.broadcast_address) for p in ports
                                      for i in p.ipv4 if i.network.prefixlen < 31)
         self.counters: Counter[str] = Counter()
@@ -490,9 +500,13 @@ class ExceptionHandler:
     def _source6(self, out_port: int, in_port: int, original_dst: int) -> int | None:
         """RFC 4443 2.2: the address the packet was sent to if it is ours; else a global
         address of the outgoing interface, the arrival interface, any port."""
-        if original_dst in self.local6:
+        if original_dst in self.unicast6:
             return original_dst
-        for port in (out_port, in_port, *sorted(self.ports)):
+        return self._unicast6(out_port, in_port)
+
+    def _unicast6(self, *preferred: int) -> int | None:
+        """A global address of the first of `preferred` ports that has one, else of any."""
+        for port in (*preferred, *sorted(self.ports)):
             cfg = self.ports.get(port)
             for iface in cfg.ipv6 if cfg is not None else ():
                 if not iface.ip.is_link_local:
@@ -739,7 +753,7 @@ class ExceptionHandler:
             return self._done("suppressed.multicast_destination")
         if verdict.action != "forward":
             return self._param_problem6(pkt, ip, verdict.code, verdict.pointer)
-        if ip.dst in self.local6:
+        if ip.dst in self.local6 or ip.dst >> 120 == 0xFF:   # multicast: never forwarded
             return self._for_router6_ip(pkt, ip)
         return self._forward6(pkt, ip, None)
 
@@ -775,7 +789,9 @@ class ExceptionHandler:
         return self._for_router6_ip(pkt, ip)
 
     def _for_router6_ip(self, pkt: _Input, ip: IPv6Info) -> list[Emit]:
-        if ip.dst not in self.local6:
+        if ip.dst >> 120 == 0xFF and ip.dst not in self.groups6:
+            return self._done("consumed.multicast")       # no multicast routing here
+        if ip.dst not in self.local6 and ip.dst not in self.groups6:
             return self._done("dropped.not_local")
         upper = local_chain6(ip)
         if upper.action == "fragment":
@@ -794,7 +810,10 @@ class ExceptionHandler:
                 return self._done("consumed.neighbour_discovery", emits)
             if icmp_type != 128:
                 return self._done("consumed.icmp6")
-            built = echo_reply6(ip.packet, hop_limit=self.ttl)
+            # RFC 4443 4.2: a reply to an anycast or multicast request comes from a unicast
+            # address of the interface it arrived on
+            src = None if ip.dst in self.unicast6 else self._unicast6(pkt.in_port)
+            built = echo_reply6(ip.packet, src, hop_limit=self.ttl)
             if built.packet is None:
                 outcome = "suppressed" if built.reason == "invalid_source" else "dropped"
                 return self._done(f"{outcome}.{built.reason}")

@@ -20,7 +20,7 @@ import ipaddress
 import math
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +56,14 @@ TOP_KEYS = {"port", "neighbour", "nexthop", "route", "routes", "icmp"}
 ICMP_KEYS = {"rate", "burst"}
 MAX_ICMP_RATE = 1e9      # messages/s: one a nanosecond, the token bucket's resolution
 MAX_ICMP_BURST = 1 << 20
+
+
+def subnet_router_anycast(ports: Iterable[PortConfig]) -> list[IPAddress]:
+    """RFC 4291 2.6.1: a router answers the Subnet-Router anycast address (the prefix with
+    a zero interface identifier) of each IPv6 prefix on its ports; not for /127 (RFC 6164
+    6) or /128, where it would be a unicast address."""
+    return [i.network.network_address for p in ports for i in p.ipv6
+            if i.network.prefixlen < 127 and not i.ip.is_link_local]
 
 
 @dataclass(frozen=True)
@@ -457,7 +465,7 @@ class RouterConfig:
                 with self._at(route.line, f"[[route]] {route.prefix}"):
                     ports.add_on_link(route.port, route.prefix)
         with self._at(min(self.port_lines.values(), default=1), "the router's own addresses"):
-            local.sync(ports.router_addresses())
+            local.sync([*ports.router_addresses(), *subnet_router_anycast(ports)])
         for n in self.neighbours:
             with self._at(n.line, f"[[neighbour]] {n.ip}"):
                 neighbours.set(n.port, n.ip, n.mac)

@@ -10,9 +10,11 @@
 
 Settings chosen so the kernel's output depends only on the packet (docs/conformance.md,
 "The reference"): no ICMP rate limits, no automatic IPv6 flow labels, no reverse-path
-filter, no DAD, no link-local addresses (the config has none).  Everything lives in the two
-namespaces; ``close`` (also on errors while building) deletes them, which deletes the veth
-pairs.  ``available()`` says why the suite cannot run here (not root, no ``ip netns``).
+filter, no DAD, no link-local addresses (the config has none), and so the ff00::/8
+multicast route per port that the kernel adds only along with a link-local address.
+Everything lives in the two namespaces; ``close`` (also on errors while building) deletes
+them, which deletes the veth pairs.  ``available()`` says why the suite cannot run here
+(not root, no ``ip netns``).
 """
 
 from __future__ import annotations
@@ -108,6 +110,10 @@ class LinuxRouter:
                 self._run("ip", "-n", r, "-6", "addr", "add", str(iface), "dev", rif, "nodad")
             self._run("ip", "-n", t, "link", "set", tif, "up")
             self._run("ip", "-n", r, "link", "set", rif, "up")
+            # the multicast route the kernel adds with a link-local address (there is none):
+            # without it ff00::/8 would follow the unicast default route
+            self._run("ip", "-n", r, "-6", "route", "replace", "multicast", "ff00::/8", "dev",
+                      rif, "table", "local")
         for n in config.neighbours:
             mac = ":".join(f"{b:02x}" for b in n.mac.to_bytes(6, "big"))
             self._run("ip", "-n", r, "neigh", "replace", str(n.ip), "lladdr", mac, "dev",

@@ -116,3 +116,36 @@ def test_a_packet_from_a_broadcast_frame_is_not_forwarded_even_by_the_slow_path(
     frame = bytearray(from_host("10.1.2.3", size=100))
     frame[:6] = b"\xff" * 6
     assert router.forward([bytes(frame) + b"trailer"], 0).out == {}
+
+
+UPSTREAM6, UPSTREAM_MAC = "2001:db8:0:11::2", "02:00:00:00:11:02"     # a neighbour on port 1
+
+
+def from_upstream6(dst: str, payload) -> bytes:
+    from scapy.layers.inet6 import IPv6
+
+    return bytes(Ether(src=UPSTREAM_MAC, dst=PORT_MAC[1]) / IPv6(src=UPSTREAM6, dst=dst)
+                 / payload)
+
+
+@pytest.mark.parametrize("dst", ["2001:db8:0:10::", "2001:db8:0:11::", "2001:db8:0:13::",
+                                 "ff02::1", "ff02::2"])
+def test_echo_to_an_anycast_or_multicast_address_is_answered_from_the_port(router, dst):
+    """RFC 4291 2.6.1 (Subnet-Router anycast), 2.8 (groups a router joins); RFC 4443 4.2:
+    the reply comes from a unicast address of the interface the request arrived on."""
+    from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
+
+    out = router.forward([from_upstream6(dst, ICMPv6EchoRequest(id=4, seq=2, data=b"hi"))],
+                         1).out
+    reply = Ether(out[1][0])
+    assert (reply[IPv6].src, reply[IPv6].dst) == ("2001:db8:0:11::1", UPSTREAM6)
+    assert (reply[ICMPv6EchoReply].id, reply[ICMPv6EchoReply].seq) == (4, 2)
+
+
+@pytest.mark.parametrize("dst", ["ff01::1", "ff02::fb", "ff05::1:3", "ff0e::1", "ff15::42"])
+def test_multicast_is_never_forwarded(router, dst):
+    """RFC 4291 2.7: no multicast routing here, so no scope leaves by the unicast table."""
+    from scapy.layers.inet6 import IPv6ExtHdrHopByHop
+
+    for payload in (UDP(sport=1, dport=2), IPv6ExtHdrHopByHop() / UDP(sport=1, dport=2)):
+        assert router.forward([from_upstream6(dst, payload)], 1).out == {}
