@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import math
 import tomllib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from importlib import resources
@@ -243,6 +245,36 @@ class SystemSpec:
             raise SystemConfigError(f"{chip.where}: {err}") from None
         cfg.ports = self.chip_ports(name)
         return cfg
+
+    def place_manifest(self, name: str, manifest: Manifest) -> Manifest:
+        """``manifest`` (hand-written or linked) as chip ``name`` runs it: the system's
+        chip config, its overrides over the manifest's, and the system's ports."""
+        chip = self.chip(name)
+        if len(manifest.ports) not in (0, chip.ports):
+            raise SystemConfigError(f"{chip.where}: {manifest.path} is for "
+                                    f"{len(manifest.ports)} ports, the chip has {chip.ports}")
+        cfg = self.chip_config(name)
+        overrides = copy.deepcopy(manifest.overrides)
+        for section, values in chip.overrides.items():
+            overrides.setdefault(section, {}).update(values)
+        return dataclasses.replace(manifest, chip=_resolve(chip.config, self.folder),
+                                   ports=list(cfg.ports), overrides=overrides)
+
+    def unconnected(self, name: str) -> list[int]:
+        """The transmit sides of chip ``name``'s ports that lead nowhere (no external
+        line, no link): what a chip sends there is lost, and ``System`` counts it."""
+        used = {p.tx for p in self.ports} | {lk.src for lk in self.links}
+        return [i for i in range(self.chip(name).ports) if Endpoint(name, i) not in used]
+
+    def chip_port_of(self, name: str, external: str) -> int | None:
+        """The port of chip ``name`` that stands for external port ``external`` in a
+        next-hop table: the one that transmits its line, else the one that receives it,
+        else None (the chip does not touch that line)."""
+        ext = self.external(external)
+        for end in (ext.tx, ext.rx):
+            if end is not None and end.chip == name:
+                return end.port
+        return None
 
     def interface_loads(self) -> list[InterfaceLoad]:
         """Per chip and direction, what its one MSF interface would carry (lines at their
@@ -683,7 +715,8 @@ class System:
     """
 
     def __init__(self, spec: SystemSpec, chips: Mapping[str, Chip],
-                 runs: Mapping[str, LoadedRun] | None = None, record: bool = False) -> None:
+                 runs: Mapping[str, LoadedRun] | None = None, record: bool = False,
+                 threads: int = 1) -> None:
         missing = [c.name for c in spec.chips if c.name not in chips]
         if missing:
             raise SystemConfigError(f"{spec.source}: no Chip given for {', '.join(missing)}")
@@ -717,6 +750,16 @@ class System:
                 collector = _Collector()
                 self.chips[port.tx.chip].attach_sink(port.tx.port, collector)
                 self._out.append((port, collector, self._cycles(port.framer.tx_delay_ns)))
+        # chip ports whose transmit side leads nowhere: what is sent there is lost, counted
+        self._nowhere = [(f"{name}:{port}", _Collector()) for name in self.chips
+                         for port in spec.unconnected(name)]
+        for key, collector in self._nowhere:
+            name, _, port = key.partition(":")
+            self.chips[name].attach_sink(int(port), collector)
+        self.unconnected = {key: 0 for key, _ in self._nowhere}
+        if threads < 1:
+            raise SystemConfigError(f"threads must be >= 1, got {threads}")
+        self.threads = threads
         step = min((lk.latency - lk.fast_rx_max for lk in self.links), default=None)
         if step is not None and step < 1:
             raise SystemConfigError(f"{spec.source}: a link latency below "
@@ -730,7 +773,8 @@ class System:
     # ---- building
     @classmethod
     def from_manifests(cls, spec: SystemSpec, manifests: Mapping[str, Manifest | str | Path],
-                       *, seed: int | None = None, record: bool = False) -> System:
+                       *, seed: int | None = None, record: bool = False,
+                       threads: int = 1) -> System:
         """Each chip loaded from a run manifest (hand-written or linked), with the
         system's chip config, overrides and ports in place of the manifest's."""
         runs: dict[str, LoadedRun] = {}
@@ -739,17 +783,9 @@ class System:
                 raise SystemConfigError(f"{chip.where}: no manifest given for chip {chip.name!r}")
             given = manifests[chip.name]
             manifest = given if isinstance(given, Manifest) else parse_manifest(given)
-            if len(manifest.ports) not in (0, chip.ports):
-                raise SystemConfigError(f"{chip.where}: {manifest.path} is for "
-                                  f"{len(manifest.ports)} ports, the chip has {chip.ports}")
-            cfg = spec.chip_config(chip.name)
-            overrides = copy.deepcopy(manifest.overrides)
-            for section, values in chip.overrides.items():
-                overrides.setdefault(section, {}).update(values)
-            placed = dataclasses.replace(manifest, chip=_resolve(chip.config, spec.folder),
-                                         ports=list(cfg.ports), overrides=overrides)
-            runs[chip.name] = build_from_manifest(placed, seed=seed)
-        return cls(spec, {n: r.chip for n, r in runs.items()}, runs, record)
+            runs[chip.name] = build_from_manifest(spec.place_manifest(chip.name, manifest),
+                                                  seed=seed)
+        return cls(spec, {n: r.chip for n, r in runs.items()}, runs, record, threads)
 
     def _cycles(self, ns: float) -> int:
         return round(ns * 1e-9 * self.clock_hz)
@@ -781,20 +817,42 @@ class System:
         a step); returns the cycles run."""
         start = self.now
         end = start + cycles
-        while self.now < end:
-            horizon = min(self.now + self.step, end)
-            for name, chip in self.chips.items():
-                if name in self._free:  # nothing comes in: it may run ahead, in chunks
-                    if horizon > chip.now:
-                        ahead = min(chip.now + NO_LINK_STEP_CYCLES, end)
-                        chip.run(cycles=max(horizon, ahead) - chip.now)
-                elif horizon > chip.now:
-                    chip.run(cycles=horizon - chip.now)
-            self.now = horizon
-            self._exchange()
-            if until is not None and until(self):
-                break
+        pool = ThreadPoolExecutor(self.threads) if self._parallel() else None
+        collecting = gc.isenabled()
+        gc.disable()  # once for all threads (Chip.run's own switch is not thread-aware)
+        try:
+            while self.now < end:
+                horizon = min(self.now + self.step, end)
+                jobs = []
+                for name, chip in self.chips.items():
+                    if name in self._free:  # nothing comes in: it may run ahead, in chunks
+                        if horizon > chip.now:
+                            ahead = min(chip.now + NO_LINK_STEP_CYCLES, end)
+                            jobs.append((chip, max(horizon, ahead) - chip.now))
+                    elif horizon > chip.now:
+                        jobs.append((chip, horizon - chip.now))
+                if pool is None or len(jobs) < 2:
+                    for chip, run in jobs:
+                        chip.run(cycles=run)
+                else:
+                    for future in [pool.submit(chip.run, cycles=run) for chip, run in jobs]:
+                        future.result()
+                self.now = horizon
+                self._exchange()
+                if until is not None and until(self):
+                    break
+        finally:
+            if pool is not None:
+                pool.shutdown()
+            if collecting:
+                gc.enable()
         return self.now - start
+
+    def _parallel(self) -> bool:
+        """Whether a step runs its chips on ``threads`` host threads: only when no link
+        couples them (each chip's run is then independent of the others', so the result is
+        the serial one, bit for bit; ``Chip.run`` releases the GIL inside the core)."""
+        return self.threads > 1 and not self.links and len(self.chips) > 1
 
     def run_until_out(self, frames: int, max_cycles: int) -> int:
         """Run until ``frames`` frames have left the external ports (or ``max_cycles``)."""
@@ -804,6 +862,8 @@ class System:
         return sum(c.frames_out for c in self.port_counters.values())
 
     def _exchange(self) -> None:
+        for key, collector in self._nowhere:
+            self.unconnected[key] += len(collector.take())
         for port, collector, delay in self._out:
             frames = collector.take()
             self.port_counters[port.name].frames_out += len(frames)
@@ -834,6 +894,8 @@ class System:
             "chips": {name: chip.counters() for name, chip in self.chips.items()},
             "links": {lk.spec.name: dataclasses.asdict(lk.counters) for lk in self.links},
             "ports": {name: dataclasses.asdict(c) for name, c in self.port_counters.items()},
+            # frames sent to a chip port whose transmit side leads nowhere ("chip:port")
+            "unconnected": dict(self.unconnected),
         }
 
     def link_records(self, name: str) -> list[LinkRecord]:

@@ -69,8 +69,6 @@ from typing import Any, Protocol, runtime_checkable
 from npkit.bench.lab.device import Device, DeviceProxy, Trial, TrialResult
 from npkit.bench.lab.devices import (
     MTU,
-    ChipOptions,
-    CompiledChipDevice,
     example_path,
 )
 from npkit.bench.lab.errors import LabConfigError
@@ -83,6 +81,7 @@ from npkit.bench.lab.search import (
     throughput_by_length,
 )
 from npkit.bench.lab.sweep import Progress, Where, run_tasks
+from npkit.bench.lab.system_device import DEFAULT_SYSTEM, system_device
 from npkit.bench.tester import (
     IMIX_SIZES,
     IMIX_WEIGHTS,
@@ -265,19 +264,25 @@ class NpfPreset:
     port_kinds: tuple[str, ...]
     routes: SampledRoutes
     config: NpfConfig
+    system: str = DEFAULT_SYSTEM  # sim/systems name or path; SINGLE_SYSTEM: one chip
+    threads: int = 1  # host threads for the chips of a system (System(threads=...))
 
 
 MIN_TRIAL_PS = 10_000_000_000  # 10 ms: the methodology's shortest trial (issue 12)
 
 
-def preset(name: str = "ixp2800-npf", quick: bool = False, **changes: Any) -> NpfPreset:
+def preset(name: str = "ixp2800-npf", quick: bool = False, *, system: str | None = None,
+           threads: int = 1, **changes: Any) -> NpfPreset:
     """``ixp2800-npf``: 2 x OC-192 POS full duplex, 135,432 IPv4 routes sampled from the real
     table and 1,200 IPv6, 2,000 / 400 exercised, as in the 2003 report; trials of 10 ms,
     every throughput confirmed by 3 trials, and the IPv4 40-byte and IPv4 IMIX throughput
     also searched with 0.1, 1, 3 and 10 ms trials (convergence against trial length).
     ``quick`` keeps a run to minutes: three sizes, 0.1 ms trials confirmed by 2, a 2 %
     search resolution, convergence of IPv4 40 B over 25, 50 and 100 us -- figures from
-    short trials, which the report says."""
+    short trials, which the report says.  ``system``: the simulated system
+    (``sim/systems`` name or a path; default the published two-chip ``dual-ixp2800-npf``,
+    ``single-ixp2800`` the single chip the lab ran before); ``threads``: host threads for
+    its chips."""
     if name != "ixp2800-npf":
         raise LabConfigError(f"unknown NPF preset {name!r}: use ixp2800-npf")
     config = NpfConfig(preset=name, trial_ps=MIN_TRIAL_PS, confirm_trials=3,
@@ -291,7 +296,8 @@ def preset(name: str = "ixp2800-npf", quick: bool = False, **changes: Any) -> Np
                          updates_per_measurement=200, confirm_trials=2,
                          convergence_trial_ps=(25_000_000, 50_000_000, 100_000_000),
                          convergence_cases=("ipv4:40",))
-    return NpfPreset(name, ("oc192pos", "oc192pos"), SampledRoutes(), replace(config, **changes))
+    return NpfPreset(name, ("oc192pos", "oc192pos"), SampledRoutes(), replace(config, **changes),
+                     system or DEFAULT_SYSTEM, threads)
 
 
 # --------------------------------------------------------------------------- results
@@ -817,14 +823,15 @@ def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
 
 def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
                where: Where | None = None, progress: Progress | None = None,
-               device: Device | None = None, **changes: Any) -> NpfResult:
-    """A preset's suite on the compiled router on the simulated chip (or ``device``)."""
-    chosen = preset(name, quick, seed=seed, **changes)
+               device: Device | None = None, system: str | None = None, threads: int = 1,
+               **changes: Any) -> NpfResult:
+    """A preset's suite on the compiled router on the simulated system (or ``device``)."""
+    chosen = preset(name, quick, seed=seed, system=system, threads=threads, **changes)
     setup: dict[str, Any] = {"preset": chosen.name, "quick": quick}
     if device is None:
         device = chip_device(chosen)
         setup |= {"port_kinds": list(chosen.port_kinds), "routes": asdict(chosen.routes),
-                  "routes_origin": chosen.routes.origin()}
+                  "routes_origin": chosen.routes.origin(), "system": chosen.system}
     dut = device
     return run_npf(dut, chosen.config, where, progress, setup)
 
@@ -833,18 +840,19 @@ POS_MTU = 4470  # the usual POS interface MTU: the NPF sizes reach 1518 IP bytes
 
 
 def chip_device(npf: NpfPreset, mtu: int | None = None, **options: Any) -> Device:
-    """The compiled router on the simulated chip with the preset's ports and tables (the
-    sampled tables stand in for the chip devices' generated ``RouteConfig``).  POS ports
-    run examples/pos_router with next-hop MTU ``POS_MTU`` (POS links carry 1518-byte IP
-    packets, which the Ethernet MTU of 1500 would send to the slow path) unless ``source``
-    / ``mtu`` say otherwise.  The device is an ``UpdatableDevice``."""
+    """The compiled router on the preset's simulated system with its ports and tables (the
+    sampled tables stand in for the chip devices' generated ``RouteConfig``): a
+    ``SystemChipDevice`` (every chip of the system runs the router), or for
+    ``single-ixp2800`` the single chip the lab ran before (``CompiledChipDevice``).  POS
+    ports run examples/pos_router with next-hop MTU ``POS_MTU`` (POS links carry
+    1518-byte IP packets, which the Ethernet MTU of 1500 would send to the slow path)
+    unless ``source`` / ``mtu`` say otherwise.  The device is an ``UpdatableDevice``."""
     pos = all(k == "oc192pos" for k in npf.port_kinds)
-    chip_options = ChipOptions(port_kinds=npf.port_kinds, routes=npf.routes,  # type: ignore
-                               next_hop_mtu=mtu or (POS_MTU if pos else MTU))
     if pos:
         options = {"source": example_path("pos_router", "pos_router.mbl"),
                    "entry": "pos_router", **options}
-    return CompiledChipDevice(chip_options, **options)
+    return system_device(npf.port_kinds, npf.routes, mtu or (POS_MTU if pos else MTU),
+                         npf.system, npf.threads, **options)
 
 
 __all__ = [

@@ -86,8 +86,11 @@ LOSS_MEANINGS: tuple[tuple[str, str], ...] = (
     ("engine.dropped", "the forwarding engine's queue was full"),
     ("output.dropped", "an output queue was full"),
     ("in_flight_at_end", "still inside the device when the trial ended"),
+    ("loss.unconnected", "a chip of the system sent it to a port whose transmit side leads "
+     "to no line"),
 )
-LOSS_PREFIXES = ("drop", "rx", "exception", "engine", "output", "in_flight_at_end", "fault")
+LOSS_PREFIXES = ("drop", "rx", "exception", "engine", "output", "in_flight_at_end", "fault",
+                 "loss")
 SATURATED = 0.9
 
 
@@ -108,7 +111,7 @@ def explain(at: dict[str, float], above: dict[str, float]) -> str:
         named = ", ".join(f"{k} = {v:,.0f}{_meaning(k)}" for k, v in sorted(losses.items()))
         parts.append(f"in the lowest trial that lost frames: {named}")
     busy = sorted(((v, k) for k, v in at.items() if k.endswith("busy_fraction")
-                   and not k.startswith("fwd.")), reverse=True)
+                   and ".fwd." not in f".{k}"), reverse=True)
     if busy:
         top = ", ".join(f"{k.removesuffix('.busy_fraction')} {v:.0%}" for v, k in busy[:4])
         parts.append(f"busiest at the throughput load: {top}")

@@ -4,6 +4,7 @@
                         [--seed N] [--device compiled|router4] [--tests throughput,latency]
                         [--scheduler local|ADDRESS] [--workers N]
     npkit bench npf [--preset ixp2800-npf] [--quick] [--out DIR] [--seed N]
+                    [--system dual-ixp2800-npf|single-ixp2800|FILE] [--threads N]
                     [--scheduler local|ADDRESS] [--workers N]
     npkit bench report RESULTS.json [--out DIR]
 
@@ -201,17 +202,23 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
 @click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option("--scheduler", help="'local' (a LocalCluster) or a scheduler address")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--system", "system", default="dual-ixp2800-npf", show_default=True,
+              help="simulated system: a sim/systems name or a system TOML "
+                   "(single-ixp2800: both ports on one chip)")
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="host threads for the chips of a system (same results as 1)")
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
-        workers: int) -> None:
-    """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated chip."""
+        workers: int, system: str, threads: int) -> None:
+    """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
     from npkit.bench.lab import npf as suite
     from npkit.bench.lab.report import write_report
 
-    setup = suite.preset(preset, quick, seed=seed)
+    setup = suite.preset(preset, quick, seed=seed, system=system, threads=threads)
     total = len(suite.cases(suite.chip_device(setup), setup.config))
     where = _where(scheduler, workers)
     with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
-        result = suite.run_preset(preset, quick, seed, where, done)
+        result = suite.run_preset(preset, quick, seed, where, done, system=system,
+                                  threads=threads)
     files = write_report(result, out_dir, _command())
     click.echo(f"results: {files.json}\nreport:  {files.markdown}"
                + (f" (+ {files.html.name})" if files.html else ""))

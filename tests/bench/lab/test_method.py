@@ -306,7 +306,8 @@ def test_the_chip_device_counts_dram_bytes_per_forwarded_packet() -> None:
     16-byte units) was at least written to DRAM once and read back once."""
     import dataclasses
 
-    chosen = npf.preset("ixp2800-npf", quick=True)
+    # the single chip (the two-chip system's per-chip figures: test_system_device.py)
+    chosen = npf.preset("ixp2800-npf", quick=True, system="single-ixp2800")
     chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
     device = npf.chip_device(chosen)
     config = small_npf(trial_ps=10_000_000, settle_ps=30_000_000)

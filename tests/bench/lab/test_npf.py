@@ -248,8 +248,9 @@ def test_the_report_puts_the_published_figures_beside_ours(tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def chip():
-    # the compiled POS router on 2 x OC-192 POS, generated tables
-    chosen = npf.preset("ixp2800-npf", quick=True)
+    # the compiled POS router on one chip with 2 x OC-192 POS, generated tables (the dual
+    # system: tests/bench/lab/test_system_device.py)
+    chosen = npf.preset("ixp2800-npf", quick=True, system="single-ixp2800")
     chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
     return npf.chip_device(chosen)
 

@@ -1,0 +1,279 @@
+"""The compiled router on a simulated *system* (``npkit.runtime.system``): several chips,
+the tester's ports being the system's external ports (docs/system.md, docs/lab.md).
+
+``SystemChipDevice`` is a ``CompiledChipDevice`` whose trials run on a ``System`` built from
+a system file (``dual-ixp2800-npf``: two IXP2800s, chip ``east`` receives pos0 and transmits
+pos1, ``west`` receives pos1 and transmits pos0).  Every chip runs the same compiled router
+with the same route tables; only the next-hop table's port field differs per chip: next
+hop *h* leaves on external port ``h % ports``, and each chip's table names the chip port
+that stands for that line on it (``SystemSpec.chip_port_of``: the port that transmits it,
+else the one that receives it).  A frame a chip sends to a port whose transmit side leads
+nowhere (east's chip port 0 in the dual system: pos0 is transmitted by west) is counted as
+a named loss, ``loss.unconnected (<chip> port <p>)``, never silently dropped.
+
+Per trial the counters carry, per chip, the same flat counters a single chip gives
+(``devices.chip_counters``) prefixed with the chip's name (``east.me4.busy_fraction``,
+``west.dram1.bytes``, ``east.port1.tx_frames``), the chip's drops by reason with the chip
+named (``drop.no_route (east)``, ``rx.rx_dropped_rbuf_full0 (west)``),
+and unprefixed summaries: ``fwd.busy_fraction`` of the chip whose forwarding MEs are the
+busiest, ``fwd.instructions_per_frame`` over the whole system, ``sim.cycles`` and
+``sim.instructions``.  ``unit_use.dram_bytes_per_packet`` reports the worst chip.
+
+``threads`` > 1 runs the chips of a system with no chip-to-chip link on that many host
+threads (``System(threads=...)``): the same frames and counters as the serial run, bit for
+bit (tests/bench/lab/test_system_device.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from fractions import Fraction
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npkit.bench.lab.device import Trial, TrialResult
+from npkit.bench.lab.devices import (
+    STEP_CYCLES,
+    ChipOptions,
+    CompiledChipDevice,
+    _cycle,
+    _Loaded,
+    _mean_of,
+    chip_counters,
+    next_hop_macs,
+)
+from npkit.bench.lab.errors import LabConfigError
+from npkit.bench.tester import Analyzer, Traffic, generate
+from npkit.bench.tester.chip import received, sources
+from npkit.bench.tester.media import PS_PER_S
+from npkit.runtime.system import System, SystemConfigError, SystemSpec
+from npkit.sim.packets import ListSink
+
+DEFAULT_SYSTEM = "dual-ixp2800-npf"
+SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
+
+
+class _OnlyMemory:
+    """A NativeProgram seen through one memory: ``link.build.memory_specs`` of it gives
+    that memory's manifest entries only."""
+
+    def __init__(self, native: Any, name: str) -> None:
+        self.native = native
+        self.name = name
+
+    def region(self, name: str) -> Any:
+        if name == self.name:  # a copy: the next chip's table is written over the region
+            return np.array(self.native.region(name), dtype=np.uint32)
+        return np.zeros(0, dtype=np.uint32)
+
+
+class SystemChipDevice(CompiledChipDevice):
+    """The compiled router on every chip of a system (``system``: a shipped name or a
+    path), the tester on the system's external ports."""
+
+    name = "system"
+
+    def __init__(self, options: ChipOptions | None = None, *,
+                 system: str | Path = DEFAULT_SYSTEM, threads: int = 1,
+                 **compiled: Any) -> None:
+        super().__init__(options, **compiled)
+        self.system = str(system)
+        self.threads = threads
+        try:
+            spec = SystemSpec.load(self.system)
+        except SystemConfigError as err:
+            raise LabConfigError(str(err)) from None
+        kinds = tuple(p.kind for p in spec.ports)
+        if kinds != tuple(self.options.port_kinds):
+            raise LabConfigError(f"system {spec.name}: external ports "
+                                 f"{', '.join(kinds)}; the device was given "
+                                 f"{', '.join(self.options.port_kinds)}")
+        missing = [p.name for p in spec.ports if p.rx is None or p.tx is None]
+        if missing:
+            raise LabConfigError(f"system {spec.name}: external port {missing[0]} does not "
+                                 "both receive and transmit; the lab's ports are full duplex")
+        self.spec = spec
+        self.name = f"{self.name}:{spec.name}"
+
+    def _config_state(self) -> dict[str, Any]:
+        return {**super()._config_state(), "system": self.system, "threads": self.threads}
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.spec
+        return {**super().describe(), "device": "compiled-system", "system": spec.name,
+                "chips": [c.name for c in spec.chips],
+                "wiring": {p.name: {"rx": str(p.rx), "tx": str(p.tx),
+                                    "framer": p.framer.kind,
+                                    "rx_delay_ns": p.framer.rx_delay_ns,
+                                    "tx_delay_ns": p.framer.tx_delay_ns}
+                           for p in spec.ports},
+                "threads": self.threads}
+
+    # ---- set-up, once per device
+    def chip_port_map(self, chip: str) -> dict[int, int]:
+        """External port index -> the chip port its next hops name on ``chip``; a line
+        the chip does not touch goes to a port whose transmit side leads nowhere."""
+        nowhere = self.spec.unconnected(chip)
+        out = {}
+        for index, ext in enumerate(self.spec.ports):
+            port = self.spec.chip_port_of(chip, ext.name)
+            if port is None:
+                if not nowhere:
+                    raise LabConfigError(f"system {self.spec.name}: chip {chip} has no port "
+                                         f"for {ext.name} and none that leads nowhere")
+                port = nowhere[0]
+            out[index] = port
+        return out
+
+    @cached_property
+    def chip_loadables(self) -> dict[str, Any]:
+        """Per chip, the linked manifest with the tables' words (as ``loadable``) and that
+        chip's next-hop table, placed on the system's chip (``SystemSpec.place_manifest``).
+        Built once; the NativeProgram is then dropped."""
+        from npkit.link.build import memory_specs
+
+        linked = self.linked
+        native = self.native
+        shared = [m for m in memory_specs(linked.program, native)
+                  if m.where != "memory nexthops"]
+        out = {}
+        for chip in self.spec.chips:
+            ports = self.chip_port_map(chip.name)
+            for hop in range(self.options.routes.next_hops):
+                dmac, smac = next_hop_macs(hop)
+                native.write("nexthops", hop, {"dmac": dmac, "smac": smac,
+                                               "port": ports[self.tables.port_of(hop)],
+                                               "mtu": self.options.next_hop_mtu})
+            hops = memory_specs(linked.program, _OnlyMemory(native, "nexthops"))
+            manifest = replace(linked, memory=[*linked.memory, *shared, *hops])
+            out[chip.name] = self.spec.place_manifest(chip.name, manifest)
+        self.__dict__.pop("native", None)
+        return out
+
+    def _set_up(self) -> None:
+        self.reference  # noqa: B018 (builds the tables too)
+        self.chip_loadables  # noqa: B018
+
+    # ---- a trial
+    def run(self, trial: Trial) -> TrialResult:
+        self.prepare()
+        traffic = generate(trial.streams, self.ports)
+        return self.run_traffic(trial, traffic)
+
+    def load(self) -> tuple[System, dict[str, _Loaded]]:
+        """A fresh system: every chip built from its manifest, with the tables."""
+        from npkit.runtime.compiled import CompiledRun
+
+        runs = {name: CompiledRun(manifest, seed=self.options.chip_seed)
+                for name, manifest in self.chip_loadables.items()}
+        system = System(self.spec, {n: r.chip for n, r in runs.items()},
+                        threads=self.threads)
+        return system, {n: self._loaded(r) for n, r in runs.items()}
+
+    def run_traffic(self, trial: Trial, traffic: Traffic) -> TrialResult:
+        system, loaded = self.load()
+        models = self.ports
+        names = [p.name for p in self.spec.ports]
+        for port, source in sources(traffic).items():
+            system.attach_source(names[port], source)
+        sinks = {i: ListSink() for i in range(len(names))}
+        for index, sink in sinks.items():
+            system.attach_sink(names[index], sink)
+        last_ps = max((r.time_ps + models[r.port].wire_ps(len(r.data))
+                       for recs in traffic.ports.values() for r in recs), default=Fraction(0))
+        during = _run_until_done(system, loaded, sinks, traffic.count(), last_ps,
+                                 trial.settle_ps)
+        counters = system_counters(system, loaded, during)
+        clock = system.clock_hz
+        frames = [f for port in sorted(sinks) for f in sinks[port].frames]
+        rx = received(frames, clock)
+        analyzer = Analyzer(models, self.reference, self.options.latency_bin_ps)
+        report = analyzer.analyze(traffic.records(), rx)
+        return TrialResult(report, traffic, rx, counters, round(system.now * PS_PER_S / clock))
+
+
+def _run_until_done(system: System, loaded: Mapping[str, _Loaded],
+                    sinks: Mapping[int, ListSink], offered: int, last_ps: Fraction,
+                    settle_ps: int) -> dict[str, Any]:
+    """As ``devices._run_until_done``, for every chip of the system; the system's counters
+    at the end of the traffic."""
+    clock = system.clock_hz
+    traffic_end, deadline = _cycle(last_ps, clock), _cycle(last_ps + settle_ps, clock)
+
+    def drain() -> None:
+        for one in loaded.values():
+            one.drain()
+
+    while system.now < traffic_end:
+        system.run(min(STEP_CYCLES, traffic_end - system.now))
+        drain()
+    during = system.counters()
+    while system.now < deadline:
+        out = sum(len(s.frames) for s in sinks.values())
+        settled = sum(one.settled() for one in loaded.values()) + \
+            sum(system.unconnected.values())
+        if out + settled >= offered:
+            break
+        system.run(min(STEP_CYCLES, deadline - system.now))
+        drain()
+    system.close_sinks()
+    return during
+
+
+def system_counters(system: System, loaded: Mapping[str, _Loaded],
+                    during: dict[str, Any]) -> dict[str, float]:
+    """The flat counters of a system trial (module docstring)."""
+    out: dict[str, float] = {}
+    final = system.counters()
+    fwd_busiest: tuple[float, float] = (-1.0, 0.0)
+    fwd_instructions = 0
+    tx_frames = 0
+    instructions = 0
+    for name, one in loaded.items():
+        span = during["chips"][name]
+        flat = chip_counters(span, span["cycles"])
+        busy = _mean_of(flat, one.fwd_mes, "busy_fraction")
+        stall = _mean_of(flat, one.fwd_mes, "stall_fraction")
+        flat["fwd.busy_fraction"] = busy
+        flat["fwd.stall_fraction"] = stall
+        fwd_busiest = max(fwd_busiest, (busy, stall))
+        end = final["chips"][name]
+        flat.update({k: v for k, v in chip_counters(end, end["cycles"]).items()
+                     if k.startswith("port") or k.endswith((".commands", ".bytes",
+                                                          ".instructions"))})
+        chip_fwd = sum(end["mes"][m]["instructions"] for m in one.fwd_mes)
+        chip_tx = sum(p["tx_frames"] for p in end["ports"])
+        flat["fwd.instructions_per_frame"] = chip_fwd / chip_tx if chip_tx else 0.0
+        fwd_instructions += chip_fwd
+        tx_frames += chip_tx
+        instructions += end["run"]["instructions_retired"]
+        out.update({f"{name}.{k}": v for k, v in flat.items()})
+        out.update({f"{k} ({name})": v for k, v in one.finish().items()})
+    for key, count in system.unconnected.items():
+        chip, _, port = key.partition(":")
+        out[f"loss.unconnected ({chip} port {port})"] = count
+    out["fwd.busy_fraction"], out["fwd.stall_fraction"] = fwd_busiest
+    connected = tx_frames - sum(system.unconnected.values())
+    out["fwd.instructions_per_frame"] = fwd_instructions / connected if connected else 0.0
+    out["sim.cycles"] = system.now
+    out["sim.instructions"] = instructions
+    return out
+
+
+def system_device(port_kinds: tuple[str, ...], routes: Any, mtu: int, system: str | Path,
+                  threads: int = 1, **compiled: Any) -> CompiledChipDevice:
+    """The compiled router for ``npf.chip_device``: ``SINGLE_SYSTEM`` is the lab's single
+    chip (``CompiledChipDevice``: no framer delays, today's figures), any other system a
+    ``SystemChipDevice``."""
+    options = ChipOptions(port_kinds=port_kinds, routes=routes, next_hop_mtu=mtu)
+    if str(system) == SINGLE_SYSTEM:
+        return CompiledChipDevice(options, **compiled)
+    return SystemChipDevice(options, system=system, threads=threads, **compiled)
+
+
+__all__ = ["DEFAULT_SYSTEM", "SINGLE_SYSTEM", "SystemChipDevice", "system_counters",
+           "system_device"]

@@ -1,0 +1,104 @@
+"""The compiled router on the published two-chip system (bench/lab/system_device.py): the
+tester's ports are the system's external ports, every frame crosses the chip that receives
+its input line, what a chip sends to a port leading nowhere is a named loss, and the chips
+on two host threads give the serial run's frames and counters."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from npkit.bench.lab import npf
+from npkit.bench.lab.errors import LabConfigError
+from npkit.bench.lab.system_device import SystemChipDevice
+from npkit.bench.lab.unit_use import dram_bytes_per_packet, dram_bytes_per_packet_by_chip
+from npkit.bench.tester import Sizes
+from npkit.runtime.system import SystemSpec
+
+TRIAL = dict(trial_ps=10_000_000, settle_ps=30_000_000)
+
+
+def _device(system: str = "dual-ixp2800-npf", threads: int = 1):
+    chosen = npf.preset("ixp2800-npf", quick=True, system=system, threads=threads)
+    chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
+    return npf.chip_device(chosen), dataclasses.replace(chosen.config, **TRIAL)
+
+
+@pytest.fixture(scope="module")
+def dual():
+    return _device()
+
+
+def test_the_preset_runs_on_the_two_chip_system_by_default() -> None:
+    assert npf.preset("ixp2800-npf").system == "dual-ixp2800-npf"
+    device, _ = _device()
+    assert isinstance(device, SystemChipDevice)
+    described = device.describe()
+    assert described["chips"] == ["east", "west"]
+    assert described["wiring"]["pos0"] == {"rx": "east:0", "tx": "west:1",
+                                           "framer": "ixf18101", "rx_delay_ns": 500,
+                                           "tx_delay_ns": 500}
+    single, _ = _device("single-ixp2800")
+    assert not isinstance(single, SystemChipDevice)  # today's single chip, unchanged
+    with pytest.raises(LabConfigError, match="no such preset or file"):
+        _device("no-such-system")
+
+
+def test_next_hops_name_the_chip_port_of_each_line() -> None:
+    device, _ = _device()
+    # east: pos0 comes in on its port 0 (its transmit side leads nowhere), pos1 leaves
+    # on its port 1; west the other way round
+    assert device.chip_port_map("east") == {0: 0, 1: 1}
+    assert device.chip_port_map("west") == {0: 1, 1: 0}
+    spec = SystemSpec.load("dual-ixp2800-npf")
+    assert spec.unconnected("east") == [0] and spec.unconnected("west") == [0]
+
+
+def test_duplex_traffic_crosses_one_chip_each_way(dual) -> None:
+    device, config = dual
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    trials = npf.make_trials(device, config, "ipv4", label, sizes)
+    result = device.run(trials.at(20))
+    total = result.report.total
+    assert total.received == total.sent > 0 and result.report.errors == 0
+    counters = result.counters
+    # each chip received one line and transmitted the other's frames
+    for chip in ("east", "west"):
+        assert counters[f"{chip}.port0.rx_frames"] == counters[f"{chip}.port1.tx_frames"] > 0
+        assert counters[f"{chip}.port1.rx_frames"] == counters[f"{chip}.port0.tx_frames"] == 0
+    assert counters["east.port0.rx_frames"] + counters["west.port0.rx_frames"] == total.sent
+    # the framers' 500 + 500 ns are in every frame's latency, beside two 40-byte wire times
+    assert total.latency.min_ps > 1_000_000 + 2 * 40_000
+    per_chip = dram_bytes_per_packet_by_chip(counters)
+    assert set(per_chip) == {"east", "west"}
+    assert dram_bytes_per_packet(counters) == max(per_chip.values())
+    assert counters["loss.unconnected (east port 0)"] == 0
+
+
+def test_a_frame_towards_a_line_the_chip_does_not_transmit_is_a_named_loss(dual) -> None:
+    device, config = dual
+    # pos1 -> pos1: west receives pos1 but transmits only pos0; its next hops for pos1 name
+    # its port 0, whose transmit side leads nowhere
+    trials = npf.make_trials(device, config, "ipv4", "64", Sizes.fixed(64, "ip"),
+                             flows=((1, 1),))
+    result = device.run(trials.at(10))
+    total = result.report.total
+    assert total.sent > 0 and total.received == 0
+    assert result.counters["loss.unconnected (west port 0)"] == total.lost == total.sent
+
+
+def test_two_threads_give_the_serial_frames_and_counters() -> None:
+    serial, config = _device(threads=1)
+    threaded, _ = _device(threads=2)
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    for load in (30, 100):
+        results = []
+        for device in (serial, threaded):
+            trials = npf.make_trials(device, config, "ipv4", label, sizes)
+            results.append(device.run(trials.at(load)))
+        one, two = results
+        assert [(r.port, r.time_ps, r.data) for r in one.received] == \
+            [(r.port, r.time_ps, r.data) for r in two.received]
+        assert one.counters == two.counters and one.sim_ps == two.sim_ps
+    assert one.report.total.received > 0
