@@ -815,7 +815,8 @@ class NativeProgram:
         largest frame, so a batch ends early when the next frame would make it larger.  One
         65,535-byte frame among a million small ones costs a few short batches, never
         frames x largest frame; memory stays bounded whatever the input's length."""
-        return self.run_mpackets((packet, port, 0) for packet, port in frames)
+        whole = MEDIA_SOP | MEDIA_EOP  # a frame given whole is one mpacket (receive stages)
+        return self.run_mpackets((packet, port, whole) for packet, port in frames)
 
     def run_media(self, frames: Iterable[tuple[bytes, int]],
                   element_bytes: int = 128) -> Iterator[tuple[int, Verdict]]:
@@ -843,8 +844,9 @@ class NativeProgram:
 
     def run_mpackets(self, items: Iterable[tuple[bytes, int, int]]) -> Iterator[Verdict]:
         """(bytes, in_port, status) in, one verdict per item out, in order.  `status` is the
-        receive status a receive stage sees (MEDIA_SOP | MEDIA_EOP bits; 0 for a pipeline
-        without one): mpackets of different ports may interleave, as on the chip."""
+        receive status a receive stage sees (MEDIA_SOP | MEDIA_EOP bits; run and run_stream
+        give both: a whole frame): mpackets of different ports may interleave, as on the
+        chip."""
         batch: list[tuple[bytes, int, int]] = []
         widest = self._min_slot
         for packet, port, status in items:

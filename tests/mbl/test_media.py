@@ -191,3 +191,13 @@ def test_interleaved_ports_are_gathered_independently(pos_pair, sizes, order):
     expected = plain.run(frames, [k % 2 for k in range(len(frames))])
     assert [got[k] for k in range(len(frames))] == expected
     assert media.buffers_free() == media.pool.count
+
+
+def test_whole_frames_through_run_are_one_mpacket_each(pos_pair):
+    """run()/run_stream() (npkit run, the lab) give a receive stage each frame as one
+    mpacket: the media pipeline then needs no buffer and matches the plain router."""
+    plain, media = pos_pair
+    frames = pos_frames()
+    ports = [k % 2 for k in range(len(frames))]
+    assert media.run(frames, ports) == plain.run(frames, ports)
+    assert media.buffers_free() == media.pool.count
