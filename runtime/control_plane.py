@@ -114,16 +114,30 @@ class ControlPlane:
     # ---- routes ----
     def add_route(self, prefix: str, next_hop: int) -> None:
         family, network, length = parse_prefix(prefix)
-        if self.nexthops.get(next_hop) is None:
-            raise ValueError(f"route {prefix}: next hop {next_hop} is not in the next-hop "
-                             "table (add the neighbour / next hop first)")
+        self._check_next_hop(prefix, next_hop)
         self.routes.add(family, network, length, next_hop)
+
+    def _check_next_hop(self, prefix: object, next_hop: int | None) -> None:
+        """A route must name a next hop the table holds: an index past the nexthops memory
+        would alias another next hop's record in the data plane (issue 16)."""
+        if next_hop is None or not 0 <= next_hop < self.nexthops.size \
+                or self.nexthops.get(next_hop) is None:
+            raise ValueError(f"route {prefix}: next hop {next_hop} is not in the next-hop "
+                             f"table (0..{self.nexthops.size - 1}; add the neighbour / next "
+                             "hop first)")
 
     def delete_route(self, prefix: str) -> None:
         family, network, length = parse_prefix(prefix)
         self.routes.delete(family, network, length)
 
     def apply(self, updates: Iterable[RouteUpdate]) -> int:
+        """Apply route changes in order; every added route's next hop is checked first, so
+        a bad one changes nothing."""
+        updates = list(updates)
+        for u in updates:
+            if u.op == "add":
+                kind = ipaddress.IPv4Network if u.family == 4 else ipaddress.IPv6Network
+                self._check_next_hop(kind((u.network, u.length), strict=False), u.next_hop)
         return self.routes.apply(updates)
 
 

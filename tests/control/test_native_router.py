@@ -149,3 +149,19 @@ def test_multicast_is_never_forwarded(router, dst):
 
     for payload in (UDP(sport=1, dport=2), IPv6ExtHdrHopByHop() / UDP(sport=1, dport=2)):
         assert router.forward([from_upstream6(dst, payload)], 1).out == {}
+
+
+@pytest.mark.parametrize("index", [1024, 1025, 4096, 65535])
+def test_a_next_hop_index_past_the_table_is_refused_not_aliased(router, index):
+    """Issue 16: index 1025 used to alias next hop 1 (the trie keeps 16 bits, the
+    nexthops memory has 1024 records)."""
+    from npkit.runtime.route_manager import RouteUpdate
+
+    probe = from_host("11.1.2.3")
+    before = router.forward([probe], 0).out
+    with pytest.raises(ValueError, match=f"next hop {index} is not in the next-hop table"):
+        router.control.add_route("11.0.0.0/8", index)
+    with pytest.raises(ValueError, match=f"11.0.0.0/8: next hop {index}"):
+        router.control.apply([RouteUpdate("add", 4, 0x0B000000, 8, 1),
+                              RouteUpdate("add", 4, 0x0B000000, 8, index)])
+    assert router.forward([probe], 0).out == before                  # nothing was applied
