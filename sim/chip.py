@@ -118,6 +118,27 @@ class _TxCount:
     per_port: dict[int, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ChipSnapshot:
+    """The state of a ``Chip`` at ``Chip.snapshot()``: the core's (every ME, context,
+    register, memory word, unit, pending event, the media model with its queued frames,
+    every counter) and the façade's (frames transmitted so far, the images loaded).
+
+    Immutable and reusable: ``Chip.restore`` puts it back as often as wanted, into the chip
+    that took it.  ``held_bytes`` is the host memory it holds."""
+
+    core: Any = field(repr=False)  # npkit.sim._core.Snapshot
+    chip_id: int
+    cycle: int
+    tx_total: int
+    tx_per_port: tuple[tuple[int, int], ...]
+    images: tuple[tuple[int, Any], ...] = field(repr=False)
+
+    @property
+    def held_bytes(self) -> int:
+        return int(self.core.held_bytes)
+
+
 TX_FRAME_FIELDS = ("port", "first_bit_cycle", "last_bit_cycle", "data", "time_ns")
 MakeTxFrame = Callable[[int, int, int, bytes, int], TxFrame]
 
@@ -232,6 +253,39 @@ class Chip:
 
     def image_on(self, me: int) -> ImageLike | None:
         return self._images.get(self.config.check_me(me))
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> ChipSnapshot:
+        """A copy of the whole simulated state, to ``restore`` later (docs/sim-core.md,
+        "Snapshot and restore").
+
+        Cheap for big memories: the SRAM channels and DRAM are written once into in-memory
+        files (zero pages skipped) and the live memories are then mapped copy-on-write onto
+        them, so until the next restore they share every page the simulation does not
+        write.  Attached sources are not part of a snapshot (an iterator cannot be wound
+        back): take it with the frames to come already offered (``offer_frames``) or with
+        no source attached, and attach sources after a restore."""
+        return ChipSnapshot(self._core.snapshot(), id(self), self.now, self._tx.total,
+                            tuple(sorted(self._tx.per_port.items())),
+                            tuple(sorted(self._images.items())))
+
+    def restore(self, snap: ChipSnapshot) -> None:
+        """Put the chip back into the state of ``snap``, a snapshot this chip took.
+
+        Every memory word, register, context, unit, event, queued or transmitting frame and
+        counter is as it was at the snapshot, and running on gives the same frames and
+        counters as running on from the snapshot did.  A restore costs the pages written
+        since (the kernel drops them), not the size of the memories; numpy views of the
+        memories stay valid.  Sources attached are detached (their frames fed since the
+        snapshot are gone from the chip; attach new ones); sinks stay attached.  The trace
+        setting and the spans collected are left as they are."""
+        if snap.chip_id != id(self):
+            raise ValueError("restore: the snapshot was taken of another chip")
+        self._core.restore(snap.core)
+        self._tx = _TxCount(snap.tx_total, dict(snap.tx_per_port))
+        self._images = dict(snap.images)
+        self._feeds.clear()
+        self._arrived_cache = {}
 
     # ------------------------------------------------------------------ memories
     def sram(self, channel: int) -> np.ndarray:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "host_memory.hpp"
 #include "isa_gen.hpp"
 
 namespace npkit {
@@ -37,19 +38,18 @@ struct LocalFault : std::runtime_error {
 [[noreturn]] void fault(const char* kind, const std::string& msg);
 
 // ------------------------------------------------------------------ zeroed host memory
-// calloc'd so that untouched pages of the big memories cost nothing.
-struct FreeDeleter { void operator()(void* p) const { std::free(p); } };
+// mmap'd (host_memory.hpp) so that untouched pages of the big memories cost nothing and a
+// snapshot can share the pages with the live memory copy-on-write.
 template <class T>
 struct Memory {
-  std::unique_ptr<T, FreeDeleter> data;
+  HostMemory host;
   size_t size = 0;  // elements
   void allocate(size_t n) {
-    data.reset(static_cast<T*>(std::calloc(n ? n : 1, sizeof(T))));
-    if (!data) throw std::bad_alloc();
+    host.allocate(n * sizeof(T));
     size = n;
   }
-  T* get() const { return data.get(); }
-  T& operator[](size_t i) const { return data.get()[i]; }
+  T* get() const { return reinterpret_cast<T*>(host.bytes()); }
+  T& operator[](size_t i) const { return get()[i]; }
 };
 
 // ------------------------------------------------------------------ predecoded instructions
@@ -292,6 +292,8 @@ struct TraceInterval { int me, ctx; CtxState state; uint64_t start, end; };
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
 
 // ------------------------------------------------------------------ the chip
+struct ChipSnapshot;
+
 class Chip : public MediaHost {
  public:
   Chip(ChipConfig cfg, uint64_t seed);
@@ -300,6 +302,13 @@ class Chip : public MediaHost {
   Chip& operator=(const Chip&) = delete;
 
   const ChipConfig& config() const { return cfg_; }
+
+  // A copy of the whole simulated state, and putting it back (snapshot.cpp; docs/sim-core.md,
+  // "Snapshot and restore").  snapshot() maps the big memories copy-on-write onto the
+  // snapshot's images (same contents, same addresses).  restore() takes a snapshot of this
+  // chip only; the trace setting and the trace intervals not yet taken are left as they are.
+  std::shared_ptr<const ChipSnapshot> snapshot();
+  void restore(const ChipSnapshot& snap);
 
   void load(int me, const std::vector<uint64_t>& words, int ctx_mode);
   [[gnu::noinline]] std::string run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
@@ -374,6 +383,10 @@ class Chip : public MediaHost {
 
  private:
   friend struct Dispatch;
+  friend struct ChipSnapshot;
+  // Every member below is either simulated state, which NPKIT_CHIP_VALUE_STATE (after the
+  // class) or snapshot.cpp copies, or configuration/observation: a new member goes in one
+  // of the two.
   void run_me(ME& m);
   void run_burst(ME& m, uint64_t end, uint64_t limit);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
@@ -454,6 +467,29 @@ class Chip : public MediaHost {
   void q_enqueue(int ch, uint32_t q, uint32_t handle);   // faults (LocalFault) on bad handles
   uint32_t q_dequeue(int ch, uint32_t q);
   Media& media_ref() { return *media_; }
+};
+
+// ------------------------------------------------------------------ snapshots
+// The members of Chip a snapshot copies as values.  Not here: cfg_ (fixed at construction),
+// loaded_ (pointers into mes_, rebuilt from loaded_pos_), the memories and the media model
+// (held as MemoryImages and a Media copy), tracing_ and trace_ (observation).
+#define NPKIT_CHIP_VALUE_STATE(X)                                                          \
+  X(mes_) X(run_key_) X(loaded_pos_) X(runnable_) X(sram_) X(dram_) X(scratch_unit_)      \
+  X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
+  X(seq_) X(media_sigs_) X(now_) X(burst_end_) X(burst_stop_) X(cut_me_) X(cut_end_)       \
+  X(retired_) X(last_progress_time_) X(last_progress_retired_)
+
+// An immutable copy of a chip's simulated state (Chip::snapshot).
+struct ChipSnapshot {
+  const Chip* owner = nullptr;
+#define NPKIT_SNAPSHOT_FIELD(member) decltype(Chip::member) member;
+  NPKIT_CHIP_VALUE_STATE(NPKIT_SNAPSHOT_FIELD)
+#undef NPKIT_SNAPSHOT_FIELD
+  std::vector<std::shared_ptr<const MemoryImage>> sram_mem;
+  std::shared_ptr<const MemoryImage> dram_mem, scratch_mem;
+  std::unique_ptr<Media> media;
+  // host bytes the snapshot holds beyond the chip itself (images' pages, copies)
+  size_t held_bytes() const;
 };
 
 // State changes are on the hot path (every swap, wake-up and pick): inline.

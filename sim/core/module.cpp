@@ -49,6 +49,11 @@ struct Core {
   std::unique_ptr<Chip> chip;
 };
 
+// A chip snapshot as Python sees it: opaque, immutable, shareable.
+struct Snapshot {
+  std::shared_ptr<const ChipSnapshot> state;
+};
+
 std::vector<uint64_t> words_from(py::handle obj, int me) {
   std::vector<uint64_t> out;
   if (py::isinstance<py::array>(obj)) {
@@ -366,7 +371,18 @@ PYBIND11_MODULE(_core, m) {
              d["condition_codes"] = py::make_tuple(c.z, c.n, c.c, c.v);
              return d;
            },
-           py::arg("me"), py::arg("ctx"));
+           py::arg("me"), py::arg("ctx"))
+      .def("snapshot",
+           [](py::object self) { return Snapshot{chip_of(self).snapshot()}; },
+           "A copy of the whole simulated state (docs/sim-core.md, \"Snapshot and restore\").")
+      .def("restore",
+           [](py::object self, const Snapshot& snap) { chip_of(self).restore(*snap.state); },
+           py::arg("snapshot"), "Put back a snapshot this chip took.");
+
+  py::class_<Snapshot>(m, "Snapshot", "The state of a Core at Core.snapshot(); immutable.")
+      .def_property_readonly("cycle", [](const Snapshot& s) { return s.state->now_; })
+      .def_property_readonly("held_bytes", [](const Snapshot& s) { return s.state->held_bytes(); },
+                             "Host bytes the snapshot holds (memory images, copies).");
 
   bind_media(m);
 }
