@@ -1,11 +1,16 @@
 """Host time per frame of the tester's parts on one ``ixp2800-npf --quick`` trial.
 
-    python -m npkit.bench.tester.profile [--size 40] [--traffic ipv4] [--runs 3]
+    python -m npkit.bench.tester.profile [--size 40] [--traffic ipv4] [--runs 3] [--python]
+                                         [--streaming]
 
 builds the preset's device (2 x OC-192 POS, pos_router, the sampled tables), makes the
 IPv4 40-byte trial at 100 % and times generation, the chip run (feed, ``Chip.run``, drain)
 and the analysis separately (``time.perf_counter``, mean of ``--runs``), printing each
-part per trial and per frame sent (docs/performance.md, "Tester").
+part per trial and per frame sent (docs/performance.md, "Tester").  ``--python`` also
+times the pure-Python generator and analyzer (``generate_python``, ``analyze_python``) on
+the same trial; ``--streaming`` also runs the trial as ``chip.stream_trial`` does (C++
+batches in, frames analysed as they leave, nothing held) and checks its report equals
+the held one.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=40, help="IP bytes (0: IMIX)")
     parser.add_argument("--traffic", default="ipv4", choices=("ipv4", "ipv6", "mixed"))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--python", action="store_true")
+    parser.add_argument("--streaming", action="store_true")
     args = parser.parse_args(argv)
 
     npf = preset(quick=True)
@@ -40,6 +47,11 @@ def main(argv: list[str] | None = None) -> None:
         spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
         return out
 
+    # the reference's tables for the C++ analysis are built on its first use (once per
+    # device, as in a lab run): build them before the clock starts
+    from npkit.bench.tester.fast_analysis import compiled
+
+    compiled(device.reference, device.ports)
     sent = received = 0
     for _ in range(args.runs):
         traffic = clock("generation", generate, trial.streams, device.ports)
@@ -47,13 +59,56 @@ def main(argv: list[str] | None = None) -> None:
         rx, _, _ = clock("run (feed + Chip.run + drain)", devices._run_trial, loaded, traffic,
                          trial.settle_ps, device.ports)
         analyzer = Analyzer(device.ports, device.reference, device.options.latency_bin_ps)
-        clock("analysis", analyzer.analyze, traffic.records(), rx)
+        report = clock("analysis", analyzer.analyze, traffic.records(), rx)
         sent, received = traffic.count(), len(rx)
+        if args.python:
+            from npkit.bench.tester.generator import generate_python
+
+            clock("generation, pure Python", generate_python, trial.streams, device.ports)
+            clock("analysis, pure Python", analyzer.analyze_python, traffic.records(), rx)
+        if args.streaming:
+            streamed = clock("streaming: whole trial", _streaming, device, trial)
+            if streamed != report:
+                raise SystemExit("the streamed report differs from the held one")
     print(f"{args.traffic} {args.size or 'IMIX'} B at 100 %: {sent} frames sent, "
           f"{received} received; mean of {args.runs}")
     for name, seconds in spent.items():
         mean = seconds / args.runs
         print(f"  {name:32s} {mean * 1e3:8.1f} ms  {mean / max(1, sent) * 1e6:7.2f} us/frame")
+
+
+def _streaming(device: Any, trial: Any) -> Any:
+    """The trial with ``stream_trial``: run in steps, flushing the sink after each, until
+    the sources are done and ``settle_ps`` has passed after the last bit sent."""
+    from npkit.bench.lab.devices import STEP_CYCLES
+    from npkit.bench.tester.chip import stream_trial
+    from npkit.bench.tester.media import PS_PER_S
+
+    loaded = device._load()
+    chip = loaded.chip
+    streaming = stream_trial(chip, trial.streams, device.ports, device.reference,
+                             device.options.latency_bin_ps)
+    clock = chip.config.clock_hz
+    deadline = None
+    while deadline is None or chip.now < deadline:
+        loaded.step(STEP_CYCLES)
+        loaded.drain()
+        streaming.sink.flush(chip.now)
+        if deadline is None and all(not feed.frames_left() for feed in [_Feeds(chip)]):
+            end = streaming.exhausted_last_bit_ps + trial.settle_ps
+            deadline = int(-(-end * clock // PS_PER_S))
+    chip.close_sinks()
+    return streaming.report()
+
+
+class _Feeds:
+    """Whether a chip's attached sources have all been taken to their end."""
+
+    def __init__(self, chip: Any) -> None:
+        self.chip = chip
+
+    def frames_left(self) -> bool:
+        return any(not feed.exhausted for feed in self.chip._feeds.values())
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "analyzer.hpp"
+#include "pyint.hpp"
 
 namespace py = pybind11;
 
@@ -123,7 +124,8 @@ bool Analysis::expect(int port, int family, const uint8_t* link, size_t link_len
   int out = ref_->hop_port[hop];
   e.expected_port = static_cast<int16_t>(out);
   // the forwarded IP packet: TTL / hop limit - 1, the IPv4 header checksum recomputed
-  std::vector<uint8_t> fwd(ip, ip + ip_len);
+  std::vector<uint8_t>& fwd = scratch_;  // reused: no allocation per frame
+  fwd.assign(ip, ip + ip_len);
   if (v4) {
     size_t header = size_t(ip[0] & 0xF) * 4;
     fwd[8] = uint8_t(ttl - 1);
@@ -256,12 +258,7 @@ void Analysis::received(int port, int64_t time_ps, const uint8_t* data, size_t s
 // ------------------------------------------------------------------------ Python
 namespace {
 
-u128 big(py::handle value) {
-  std::string bytes = value.attr("to_bytes")(16, "big").cast<std::string>();
-  u128 out = 0;
-  for (unsigned char c : bytes) out = (out << 8) | c;
-  return out;
-}
+u128 big(py::handle value) { return to_u128(value); }
 
 Reference reference_of(const py::dict& spec) {
   Reference r;

@@ -92,6 +92,7 @@ class Analysis {
   std::shared_ptr<const Reference> ref_;
   std::unordered_map<int, StreamState> streams_;
   std::vector<int> order_;  // stream ids in the order first sent
+  mutable std::vector<uint8_t> scratch_;  // the forwarded packet being hashed
 };
 
 uint64_t hash_bytes(const uint8_t* p, size_t n, uint64_t seed);

@@ -9,19 +9,13 @@
 
 #include "analyzer.hpp"
 #include "generator.hpp"
+#include "pyint.hpp"
 
 namespace py = pybind11;
+using tester::to_u128;
 using tester::u128;
 
 namespace {
-
-u128 to_u128(py::handle value) {
-  py::object raw = value.attr("to_bytes")(16, "big");
-  std::string bytes = raw.cast<std::string>();
-  u128 out = 0;
-  for (unsigned char c : bytes) out = (out << 8) | c;
-  return out;
-}
 
 std::array<uint8_t, 6> mac(py::handle value) {
   std::string bytes = value.cast<std::string>();
