@@ -98,6 +98,8 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
         dispatch.append(("WINDOW_QW", window_bytes // 8))
     if runtime.fwd_mes_per_port > 2:        # more than one upstream record in a turn
         dispatch.append(("FWD_CHAIN_LONG", 1))
+    if runtime.fwd_mes_per_port > 4:        # more than three: fwd.uc's slots $3..$6
+        dispatch.append(("FWD_CHAIN_LONGER", 1))
     ports = len(runtime.rx_rings)
     if ports > 1 and ports & (ports - 1) == 0:   # out_port < PORTS: one shift test
         dispatch.append(("PORTS_SHIFT", ports.bit_length() - 1))
@@ -105,6 +107,8 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
     rx_rings = [r for r in runtime.rings if r.where.startswith("RX")]
     dispatch += [(f"RX_EMPTY_{r.number - lay.rx_ring_base}", f"SCR_Ring{r.number}_Empty")
                  for r in rx_rings]
+    if len(rx_rings) % 2:  # fwd.uc names the rings in pairs; no ME has the odd one's index
+        dispatch.append((f"RX_EMPTY_{len(rx_rings)}", f"SCR_Ring{rx_rings[-1].number}_Empty"))
     for name, value in defines:
         lines.append(f"#define {name} {value:#x}" if isinstance(value, int) else
                      f"#define {name} {value}")

@@ -35,6 +35,7 @@ from .manifest import ImageSpec, Manifest
 from .plan import (
     BAD_PORT,
     FOUR_PORTS,
+    MAX_FWD_MES_ONE_RX,
     NO_VERDICT,
     RuntimeLayout,
     memory_map,
@@ -144,14 +145,16 @@ def _stages(program: Program, entry: str) -> tuple[str, ...]:
 def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
               platform: Platform | str = DEFAULT_PLATFORM,
               build_dir: str | Path | None = None, fwd_mes_per_port: int | None = None,
-              meta: MetaSetup | None = None) -> Manifest:
+              meta: MetaSetup | None = None, rx_ports: int | None = None) -> Manifest:
     """Link a compiled body (the back end's .uc fragment) for `platform`'s ports (or the
     ones the pipeline declares), `fwd_mes_per_port` forwarding MEs per input port (default
     the platform's; a chain that keeps the port's order).  `build_dir` keeps the generated
     files (layout.h, body.uc, rx.uc, fwd.uc, tx.uc); by default they go to a temporary
     folder.  `meta`: the body's metadata set-up (`meta_setup(wir)`; default: the one that
-    suits any body).  Raises LinkError (layout), CompileError (a declaration the platform
-    cannot meet) or the assembler's AsmError."""
+    suits any body).  `rx_ports=1`: only port 0 receives (a chip of the dual system:
+    one chain of up to MAX_FWD_MES_ONE_RX forwarding MEs; docs/link.md).  Raises LinkError
+    (layout), CompileError (a declaration the platform cannot meet) or the assembler's
+    AsmError."""
     platform = as_platform(platform)
     if window_bytes % 8 or not 0 <= window_bytes <= WINDOW_MAX_BYTES:
         raise LinkError(f"header window of {window_bytes} bytes: 0..{WINDOW_MAX_BYTES}, "
@@ -162,12 +165,17 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
     placements = memory_map(program)
     channel_bytes = sram_channel_bytes(placements, cfg)
     per_port = platform.fwd_mes_per_port if fwd_mes_per_port is None else fwd_mes_per_port
-    if per_port > platform.max_fwd_mes_per_port:
+    one_rx = rx_ports is not None and rx_ports < ports
+    if one_rx and per_port > MAX_FWD_MES_ONE_RX:
+        raise LinkError(f"fwd_mes_per_port={per_port} with one receive port: "
+                        f"1..{MAX_FWD_MES_ONE_RX} (the dispatch loop tests at most "
+                        f"{MAX_FWD_MES_ONE_RX} RX rings)")
+    if not one_rx and per_port > platform.max_fwd_mes_per_port:
         raise LinkError(f"fwd_mes_per_port={per_port}: platform {platform.name} allows at most "
                         f"{platform.max_fwd_mes_per_port} ({len(platform.ports)} ports on "
                         f"{platform.mes} MEs, and the media stages' rings)")
     runtime = plan_runtime(program, ports, cfg, channel_bytes, per_port,
-                           platform.descriptor_align)
+                           platform.descriptor_align, rx_ports)
     used = len(runtime.rx_mes) + len(runtime.fwd_mes) + len(runtime.tx_mes)
     if used > platform.mes:
         raise LinkError(f"{used} MEs needed ({ports} ports, {per_port} forwarding MEs a port) "
@@ -205,14 +213,15 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
 
 def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PLATFORM, *,
          build_dir: str | Path | None = None,
-         fwd_mes_per_port: int | None = None) -> Manifest:
+         fwd_mes_per_port: int | None = None, rx_ports: int | None = None) -> Manifest:
     """Link one compiled entry (`compile_me(program, entry)`).  A body that overflows the
     control store is a CompileError at the entry's MBL declaration (the assembler's
     message would point into the generated body)."""
     try:
         return link_body(program, build.body.uc, build.body.window_bytes, pipeline=build.entry,
                          platform=platform, build_dir=build_dir,
-                         fwd_mes_per_port=fwd_mes_per_port, meta=meta_setup(build.wir))
+                         fwd_mes_per_port=fwd_mes_per_port, meta=meta_setup(build.wir),
+                         rx_ports=rx_ports)
     except AsmError as e:
         overflow = next((d for d in e.diagnostics
                          if d.message.startswith("control store overflow")), None)

@@ -20,6 +20,13 @@ TX rings 8 + q, exception ring 12; 64 buffers per port (the scratch holds 4 x 2 
 4 x 256 TX and 512 exception words, not the 5,120 words 128 buffers need), two ports'
 freelists per SRAM channel (queues 0, 1) and a TBUF partition of 16 elements per port.
 These rules are the media stages' (rx_eth.uc, tx_eth.uc): another media pair brings its own.
+
+One receive port (`rx_ports=1`, two ports: a chip of the dual system receives one line and
+transmits the other; docs/link.md, "One receive port"): ME 0 receives port 0 (no receive ME
+for port 1), MEs 1 .. N forward it (one chain of N), the transmit MEs follow on an even ME
+(tx_eth.uc: port = ME & 1).  N <= 8 (MAX_FWD_MES_ONE_RX): the dispatch loop tests at most 8
+RX rings (fwd.uc's ring_tests), and the N rings must fit ring numbers 0..3 (N <= 4) or
+7..15 past the TX rings 4, 5 and the exception ring 6.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ FOUR_PORTS = 4
 MAX_FWD_MES_PER_PORT_4 = 2          # 4 receive + 4 transmit + 4 N forwarding MEs <= 16
 FWD_MES_PER_PORT = 4                # the default: the most the chip's scratch holds rings for
 MAX_FWD_MES_PER_PORT = 4            # 2N + 3 rings of 16; N RX rings of 256 words per port
+MAX_FWD_MES_ONE_RX = 8              # one receive port: fwd.uc tests at most 8 RX rings
+ONE_RX_FWD_FIRST_ME = 1             # one receive port: ME 0 receives, the chain starts at 1
 CONTEXTS = 8
 LM_WORDS_PER_CONTEXT = 32           # 16 metadata words (LM_ADDR_1) + 16 spill (LM_ADDR_0)
 LM_SHARED_WORDS = 16                # the forwarding ME's shared count (fwd.uc), aligned
@@ -147,12 +156,13 @@ def ring_numbers(ports: int, per_port: int, lay: Layout) -> Layout:
 
 
 def _place_scratch(placements: tuple[ProgramMemory, ...], cfg: ChipConfig, ports: int,
-                   reasons: int, lay: Layout, per_port: int
+                   reasons: int, lay: Layout, per_port: int, rx_ports: int | None = None
                    ) -> tuple[list[RingSpec], dict]:
-    """Rings after the program's scratch memories, then the counters."""
+    """Rings after the program's scratch memories (RX rings for the first `rx_ports`
+    ports, default all), then the counters."""
     word = _align(_align(_space_end(placements, "scratch"), 4) // 4, 16)
     rings = []
-    for p in range(ports):
+    for p in range(ports if rx_ports is None else rx_ports):
         for i in range(per_port):
             rings.append(RingSpec(lay.rx_ring_base + per_port * p + i, word,
                                        lay.rx_ring_words,
@@ -197,9 +207,18 @@ def four_port_layout(cfg: ChipConfig, per_port: int) -> Layout:
         exc_ring_words=FOUR_PORTS * bufs * lay.exc_entry_words)
 
 
-def _check_mapping(ports: int, per_port: int) -> None:
+def _check_mapping(ports: int, per_port: int, rx_ports: int | None = None) -> None:
     if ports not in (2, FOUR_PORTS):
         raise LinkError(f"{ports} ports: the linker maps 2 or 4 (the media stages' layouts)")
+    if rx_ports is not None and rx_ports != ports:
+        if (ports, rx_ports) != (2, 1):
+            raise LinkError(f"rx_ports={rx_ports} on {ports} ports: the linker maps all "
+                            "ports, or port 0 alone of two")
+        if not 1 <= per_port <= MAX_FWD_MES_ONE_RX:
+            raise LinkError(f"fwd_mes_per_port={per_port} with one receive port: "
+                            f"1..{MAX_FWD_MES_ONE_RX} (the dispatch loop tests at most "
+                            f"{MAX_FWD_MES_ONE_RX} RX rings)")
+        return
     if ports == FOUR_PORTS and per_port != MAX_FWD_MES_PER_PORT_4:
         raise LinkError(f"fwd_mes_per_port={per_port} on 4 ports: only 2 (16 MEs: 4 receive "
                         "+ 4 transmit + 4 x 2 forwarding; rx_eth.uc puts port p on rings "
@@ -210,19 +229,23 @@ def _check_mapping(ports: int, per_port: int) -> None:
 
 
 def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: int,
-                 per_port: int = FWD_MES_PER_PORT, align: int = DESC_ALIGN) -> RuntimeLayout:
+                 per_port: int = FWD_MES_PER_PORT, align: int = DESC_ALIGN,
+                 rx_ports: int | None = None) -> RuntimeLayout:
     """The runtime's structures for `ports` ports (2 or 4), `per_port` forwarding MEs per
-    input port, buffer descriptors on `align`-byte boundaries."""
-    _check_mapping(ports, per_port)
+    input port, buffer descriptors on `align`-byte boundaries; `rx_ports=1`: only port 0
+    of two receives (the module docstring's "one receive port")."""
+    _check_mapping(ports, per_port, rx_ports)
+    one_rx = rx_ports is not None and rx_ports < ports
+    receiving = 1 if one_rx else ports
     placements = memory_map(program)
     four = ports == FOUR_PORTS
-    base = four_port_layout(cfg, per_port) if four else ring_numbers(ports, per_port,
+    base = four_port_layout(cfg, per_port) if four else ring_numbers(receiving, per_port,
                                                                       LAYOUT)
     channels = ports // 2 if four else ports     # 4 ports: two freelists a channel
     first, desc_base = _place_descriptors(placements, cfg, channel_bytes, channels, ports,
                                           base, align)
     rings, counters = _place_scratch(placements, cfg, ports, len(program.reasons.ids), base,
-                                     per_port)
+                                     per_port, receiving)
     freelists = tuple(
         FreelistSpec(channel=first + (p // 2 if four else p),
                      queue=p % 2 if four else base.freelist_queue,
@@ -239,15 +262,16 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
         exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
         cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],
         cnt_rx_too_long=counters["cnt_rx_too_long"], cnt_tx_race=counters["cnt_tx_race"])
-    fwd_first = base.fwd_first_me if four else FWD_FIRST_ME
-    fwd_end = fwd_first + ports * per_port
+    fwd_first = base.fwd_first_me if four else ONE_RX_FWD_FIRST_ME if one_rx else FWD_FIRST_ME
+    fwd_end = fwd_first + receiving * per_port
     # tx_eth.uc: port = ME & 1 (2 ports); 4 ports: ME 12..15, hardware 0x14..0x17, & 3
     tx_first = base.tx_first_me if four else max(TX_FIRST_ME, fwd_end + fwd_end % 2)
     rx_rings = tuple(tuple(base.rx_ring_base + per_port * p + i for i in range(per_port))
-                     for p in range(ports))
-    return RuntimeLayout(layout, tuple(rings), freelists, counters["drop_cnt_base"],
+                     if p < receiving else () for p in range(ports))
+    rx_mes = tuple(range(ports)) if four else RX_MES[:receiving]
+    return RuntimeLayout(dataclasses.replace(layout, fwd_first_me=fwd_first), tuple(rings),
+                         freelists, counters["drop_cnt_base"],
                          len(program.reasons.ids) + 2, _place_local(placements, cfg),
-                         tuple(range(fwd_first, fwd_end)), tuple(range(ports)) if four
-                         else RX_MES, tuple(range(tx_first, tx_first + ports)), per_port,
-                         rx_rings)
+                         tuple(range(fwd_first, fwd_end)), rx_mes,
+                         tuple(range(tx_first, tx_first + ports)), per_port, rx_rings)
 

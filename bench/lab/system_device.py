@@ -54,6 +54,7 @@ from npkit.runtime.system import System, SystemConfigError, SystemSpec
 from npkit.sim.packets import ListSink
 
 DEFAULT_SYSTEM = "dual-ixp2800-npf"
+ONE_RX_FWD_MES = 4  # forwarding MEs of a one-receive-port chip: docs/link.md, the table
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
 
@@ -79,10 +80,13 @@ class SystemChipDevice(CompiledChipDevice):
 
     def __init__(self, options: ChipOptions | None = None, *,
                  system: str | Path = DEFAULT_SYSTEM, threads: int = 1,
-                 **compiled: Any) -> None:
+                 chip_fwd_mes: int | None = None, **compiled: Any) -> None:
         super().__init__(options, **compiled)
         self.system = str(system)
         self.threads = threads
+        # forwarding MEs of a chip that receives one port (plan.py, "one receive port");
+        # a chip that receives every port keeps fwd_mes_per_port
+        self.chip_fwd_mes = ONE_RX_FWD_MES if chip_fwd_mes is None else chip_fwd_mes
         try:
             spec = SystemSpec.load(self.system)
         except SystemConfigError as err:
@@ -100,7 +104,20 @@ class SystemChipDevice(CompiledChipDevice):
         self.name = f"{self.name}:{spec.name}"
 
     def _config_state(self) -> dict[str, Any]:
-        return {**super()._config_state(), "system": self.system, "threads": self.threads}
+        return {**super()._config_state(), "system": self.system, "threads": self.threads,
+                "chip_fwd_mes": self.chip_fwd_mes}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a worker runs the very images this process linked for the chips (as ``linked``)
+        self.chip_loadables  # noqa: B018 (links every chip's program)
+        return {**super().__getstate__(), "chip_links": self.__dict__["_chip_links"]}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        links = state.pop("chip_links", None)
+        super().__setstate__(state)
+        if links is not None:
+            self.__dict__["_chip_links"] = links
 
     def describe(self) -> dict[str, Any]:
         spec = self.spec
@@ -111,7 +128,40 @@ class SystemChipDevice(CompiledChipDevice):
                                     "rx_delay_ns": p.framer.rx_delay_ns,
                                     "tx_delay_ns": p.framer.tx_delay_ns}
                            for p in spec.ports},
-                "threads": self.threads}
+                "threads": self.threads,
+                "chip_mapping": {c.name: self.chip_mapping(c.name) for c in spec.chips}}
+
+    def receives_one_port(self, chip: str) -> bool:
+        """Whether ``chip`` receives on its port 0 alone (a chip of the dual system)."""
+        ports = {p.rx.port for p in self.spec.ports if p.rx is not None and p.rx.chip == chip}
+        ports |= {lk.dst.port for lk in self.spec.links if lk.dst.chip == chip}
+        return ports == {0} and self.spec.chip(chip).ports == 2
+
+    def chip_mapping(self, chip: str) -> dict[str, Any]:
+        """How ``chip``'s program is linked: its platform, receive ports, forwarding MEs."""
+        one = self.receives_one_port(chip)
+        return {"platform": self.spec.chip(chip).platform, "rx_ports": 1 if one else None,
+                "fwd_mes_per_port": self.chip_fwd_mes if one else self.fwd_mes_per_port}
+
+    @cached_property
+    def me_build(self) -> Any:
+        """The entry compiled for the MEs, once for every chip's link."""
+        from npkit.compiler.me import compile_me
+
+        return compile_me(self.program, self.entry)
+
+    def chip_linked(self, chip: str) -> Any:
+        """The program linked for ``chip`` (one link per distinct mapping)."""
+        from npkit.link import link, load_platform
+
+        how = self.chip_mapping(chip)
+        key = tuple(sorted(how.items()))
+        cache = self.__dict__.setdefault("_chip_links", {})
+        if key not in cache:
+            cache[key] = link(self.program, self.me_build, load_platform(how["platform"]),
+                              fwd_mes_per_port=how["fwd_mes_per_port"],
+                              rx_ports=how["rx_ports"])
+        return cache[key]
 
     # ---- set-up, once per device
     def chip_port_map(self, chip: str) -> dict[int, int]:
@@ -136,12 +186,12 @@ class SystemChipDevice(CompiledChipDevice):
         Built once; the NativeProgram is then dropped."""
         from npkit.link.build import memory_specs
 
-        linked = self.linked
         native = self.native
-        shared = [m for m in memory_specs(linked.program, native)
-                  if m.where != "memory nexthops"]
         out = {}
         for chip in self.spec.chips:
+            linked = self.chip_linked(chip.name)
+            shared = [m for m in memory_specs(linked.program, native)
+                      if m.where != "memory nexthops"]
             ports = self.chip_port_map(chip.name)
             for hop in range(self.options.routes.next_hops):
                 dmac, smac = next_hop_macs(hop)

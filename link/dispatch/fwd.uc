@@ -410,6 +410,25 @@ up_slots:                               // four instructions each (the jump's st
     br[up_next#], defer[1]
     scratch[put, $2, a1, TX_RING_BASE, 1]
     nop
+#ifdef FWD_CHAIN_LONGER
+    // chains of 5..8 MEs (one receive port, npkit.link plan.py): up to 7 records a turn
+    alu[$3, a0, AND~, TAG_MASK]
+    br[up_next#], defer[1]
+    scratch[put, $3, a1, TX_RING_BASE, 1]
+    nop
+    alu[$4, a0, AND~, TAG_MASK]
+    br[up_next#], defer[1]
+    scratch[put, $4, a1, TX_RING_BASE, 1]
+    nop
+    alu[$5, a0, AND~, TAG_MASK]
+    br[up_next#], defer[1]
+    scratch[put, $5, a1, TX_RING_BASE, 1]
+    nop
+    alu[$6, a0, AND~, TAG_MASK]
+    br[up_next#], defer[1]
+    scratch[put, $6, a1, TX_RING_BASE, 1]
+    nop
+#endif
 #endif
 
 // an exception record (a0, a1) to the exception ring, at once; then b5 ? apply_done : up_next
