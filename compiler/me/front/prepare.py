@@ -17,7 +17,7 @@ from npkit.compiler.mbl.passes import optimize, target_machine
 from npkit.compiler.mbl.sema import Program
 
 from .. import wir
-from .errors import FrontError
+from .errors import FrontError, unsupported
 
 # LLVM's full-unroll size limit (its default, 300 at -O2, leaves the 14-step IPv6 trie walk
 # rolled).  A process-wide LLVM option; only loop-unroll passes read it.
@@ -102,6 +102,7 @@ class Prepared:
 
 def prepare(program: Program, entry: str | None = None) -> Prepared:
     chosen = choose_entry(program, entry)
+    _reject_receive_stages(program, chosen)
     module = lower(program)
     if chosen.kind == "pipeline":
         for stage in program.pipelines[chosen.name].stages:
@@ -109,6 +110,22 @@ def prepare(program: Program, entry: str | None = None) -> Prepared:
     ref = optimize(module)
     unroll(ref)
     return Prepared(ref, ref.get_function(chosen.symbol), chosen, _locator(ref))
+
+
+def _reject_receive_stages(program: Program, chosen) -> None:
+    """A receive stage runs once per mpacket with its status (docs/datapath.md); the
+    dispatch that gives it that does not exist yet, and the forwarding dispatch would run it
+    on whole frames with no status (SOP and EOP both clear), unlike the native target."""
+    blocks = [st.block for st in program.pipelines[chosen.name].stages] \
+        if chosen.kind == "pipeline" else [chosen.name]
+    for block in blocks:
+        where = program.media_use.get(block, {}).get("rx")
+        if where is not None:
+            raise unsupported(f"block {block} is a receive stage (media.sop/eop/consume, "
+                              "buffer.store/attach): the ME backend does not compile "
+                              "receive stages yet", where, program.sources,
+                              "docs/datapath.md, \"Not done yet\": the receive-stage "
+                              "dispatch; the native target runs it")
 
 
 def _locator(ref: llvm.ModuleRef) -> Callable[[llvm.ValueRef], wir.Loc | None]:

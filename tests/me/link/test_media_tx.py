@@ -72,3 +72,19 @@ def test_the_transmit_stage_runs_on_the_chip_as_natively(compiled) -> None:
     assert counted == [len(result.frames(q)) for q in (0, 1)] and min(counted) > 0
     chip = run.read_memory("tx_frames")
     assert [int(chip[q]) for q in (0, 1)] == counted
+
+
+def test_a_receive_stage_is_refused_at_its_line() -> None:
+    """Until the receive-stage dispatch exists (docs/datapath.md, "Not done yet"), the ME
+    backend refuses a receive stage where it first uses a receive operation, instead of
+    running it on whole frames with an empty status."""
+    from npkit.compiler.mbl import CompileError
+
+    source = 'block r { if media.sop() { media.consume(); } forward(1); }\n' \
+             "pipeline p { stage s = r; }\n"
+    program = compile_source(source, "rx.mbl")
+    with pytest.raises(CompileError) as info:
+        compile_me(program, "p")
+    (d,) = info.value.diagnostics
+    assert (d.kind, d.location.line, d.location.column) == ("unsupported", 1, 14)
+    assert "block r is a receive stage" in d.message
