@@ -517,17 +517,14 @@ class ExceptionHandler:
         return Emit(nh.port, ethernet_frame(nh.dmac, nh.smac, ethertype, packet))
 
     def _error4(self, pkt: _Input, ip: IPv4Info, name: str,
-                build: Callable[..., Built], src: int | None = None) -> list[Emit]:
-        """An ICMP error about `ip`; from `src` if given (an error about a datagram for
-        the router comes from the address it was sent to, as Linux does), else from
-        RFC 1812 4.3.2.4's choice."""
+                build: Callable[..., Built]) -> list[Emit]:
         reason = suppress4(ip.packet, link_dst=pkt.link_dst, local_broadcasts=self.broadcasts4)
         if reason:
             return self._done(f"suppressed.{reason}")
         back = self._route_back(4, ip.src)
         if back is None:
             return self._done("suppressed.no_route_back")
-        src = src if src is not None else self._source4(back.port, pkt.in_port)
+        src = self._source4(back.port, pkt.in_port)
         if src is None:
             return self._done("suppressed.no_source_address")
         if self.limiter is not None and not self.limiter.allow(4, pkt.now_ns):
@@ -557,9 +554,9 @@ class ExceptionHandler:
         return self._done(f"sent.icmp6.{name}", [self._emit(back, ETHERTYPE_IPV6, built.packet)])
 
     def _unreachable4(self, pkt: _Input, ip: IPv4Info, code: int, name: str,
-                      mtu: int = 0, src: int | None = None) -> list[Emit]:
+                      mtu: int = 0) -> list[Emit]:
         return self._error4(pkt, ip, name, lambda src, **kw:
-                            dest_unreachable4(ip.packet, src, code, mtu=mtu, **kw), src)
+                            dest_unreachable4(ip.packet, src, code, mtu=mtu, **kw))
 
     def _unreachable6(self, pkt: _Input, ip: IPv6Info, code: int, name: str) -> list[Emit]:
         return self._error6(pkt, ip, ICMP6_DEST_UNREACHABLE, code, name, lambda src, **kw:
@@ -702,14 +699,13 @@ class ExceptionHandler:
             return self._done("sent.icmp4.echo_reply",
                               [self._emit(back, ETHERTYPE_IPV4, built.packet)])
         if ip.protocol == IPPROTO_UDP:
-            return self._unreachable4(pkt, ip, UNREACH_PORT, "unreachable_port", src=ip.dst)
+            return self._unreachable4(pkt, ip, UNREACH_PORT, "unreachable_port")
         if ip.protocol == IPPROTO_TCP:
             return self._done("consumed.tcp")
         if ip.protocol == IPPROTO_IGMP:
             return self._done("consumed.igmp")
         # RFC 1122 3.2.2.1: a protocol the router does not implement
-        return self._unreachable4(pkt, ip, UNREACH_PROTOCOL, "unreachable_protocol",
-                                  src=ip.dst)
+        return self._unreachable4(pkt, ip, UNREACH_PROTOCOL, "unreachable_protocol")
 
     # -- IPv6 codes
 

@@ -166,14 +166,14 @@ def _link_layer(mk: _Maker) -> None:
 def _special4(mk: _Maker) -> None:
     """RFC 1812 5.3.7 / RFC 5771 / RFC 6890: special-use IPv4 sources and destinations."""
     sources = ("0.0.0.0", "0.1.2.3", "127.0.0.1", "224.0.0.5", "239.1.1.1", "240.0.0.1",
-               "255.255.255.255", "192.0.2.127", "192.0.2.0", "169.254.1.1", "100.64.0.1",
+               "255.255.255.255", "192.0.2.127", "169.254.1.1", "100.64.0.1",
                "192.0.2.1", "198.51.100.1")
     for src in sources:
         mk.v4("special_source4", 0, IP(src=src, dst=VIA4[2].format(7)) / _udp(mk))
         mk.v4("special_source4", 0, IP(src=src, dst=VIA4[2].format(8), ttl=1) / _udp(mk))
     dests = ("0.0.0.0", "0.1.2.3", "127.0.0.1", "224.0.0.1", "224.0.0.5", "224.0.1.1",
              "232.1.1.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
-             "192.0.2.127", "192.0.2.0", "203.0.113.255", "203.0.113.0", "169.254.1.1",
+             "192.0.2.127", "203.0.113.255", "169.254.1.1",
              "100.64.0.1", "192.0.2.255")
     for dst in dests:
         mk.v4("special_destination4", 0, IP(src=HOST4[0][0], dst=dst) / _udp(mk))
@@ -266,9 +266,9 @@ def _mtu(mk: _Maker) -> None:
     """MTU on forwarded packets (DF set and clear, IPv6) and on the router's own replies."""
     for size in (1281, 1400, 1480, 1500, 3000, 8000):
         for df in (0, 2):
-            mk.v4("mtu_forward", 1, IP(src=HOST4[1][0], dst=VIA4[3].format(size % 250),
+            mk.v4("mtu_forward", 1, IP(src=HOST4[1][0], dst=VIA4[3].format(size % 250 + 1),
                                        flags=df) / _udp(mk, size - 28, size - 28))
-            mk.v4("mtu_forward", 1, IP(src=HOST4[1][0], dst=VIA4[2].format(size % 250),
+            mk.v4("mtu_forward", 1, IP(src=HOST4[1][0], dst=VIA4[2].format(size % 250 + 1),
                                        flags=df) / _udp(mk, size - 28, size - 28))
         mk.v6("mtu_forward", 1, IPv6(src=HOST6[1][0], dst=VIA6[2].format(size))
               / _udp(mk, size - 48, size - 48))
@@ -314,7 +314,7 @@ def _unreachable_protocol(mk: _Maker) -> None:
 def _echo(mk: _Maker) -> None:
     """Echo to every address class the router owns, from every port with a neighbour."""
     for port in HOST4:
-        for target in (*ROUTER4.values(), "192.0.2.127", "255.255.255.255", "192.0.2.0"):
+        for target in (*ROUTER4.values(), "192.0.2.127", "255.255.255.255"):
             mk.v4("echo4", port, IP(src=HOST4[port][0], dst=target)
                   / ICMP(type=8, seq=port) / Raw(mk.pad(0, 64)))
     for port in HOST6:

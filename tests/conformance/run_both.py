@@ -9,14 +9,14 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # as a script and under pytest
+
+from differential import Out, canonical, compare, is_noise  # noqa: E402
+from linux_router import LinuxRouter  # noqa: E402
+from probes import Probe, probes  # noqa: E402
 
 from npkit.runtime.control_plane import NativeRouter  # noqa: E402
 from npkit.runtime.router_config import RouterConfig  # noqa: E402
-from tests.conformance.differential import Out, canonical, compare, is_noise  # noqa: E402
-from tests.conformance.linux_router import LinuxRouter  # noqa: E402
-from tests.conformance.probes import Probe, probes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "examples/router/control.toml"

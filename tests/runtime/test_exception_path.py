@@ -456,8 +456,8 @@ def test_udp_to_the_router_gets_port_unreachable(handler, tmp_path):
 
 @pytest.mark.parametrize("proto", [89, 99, 253])
 def test_a_protocol_the_router_lacks_gets_protocol_unreachable(handler, tmp_path, proto):
-    """RFC 1122 3.2.2.1: Destination Unreachable code 2, from the address it was sent to
-    (as Linux answers)."""
+    """RFC 1122 3.2.2.1: Destination Unreachable code 2 (from the outgoing port's address,
+    RFC 1812 4.3.2.4)."""
     original = from_host4(bytes(8), dst="192.0.2.1", proto=proto)
     emits = run(handler, Exc.for_router, original)
     ip = the_icmp4(emits, original)
