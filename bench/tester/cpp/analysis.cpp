@@ -173,8 +173,7 @@ void Analysis::sent(int port, int64_t time_ps, const uint8_t* data, size_t size,
   }
   if (record_seq < 0) throw std::invalid_argument("negative sequence number");
   size_t seq = static_cast<size_t>(record_seq);
-  if (seq >= s.sent.size()) s.sent.resize(std::max(seq + 1, s.sent.size() * 3 / 2));
-  SentEntry& e = s.sent[seq];
+  SentEntry& e = s.sent.at(seq);
   if (e.flags & PRESENT)
     throw std::invalid_argument("stream " + std::to_string(record_stream) + " seq " +
                                 std::to_string(record_seq) + " was sent twice");
@@ -198,9 +197,10 @@ void Analysis::received(int port, int64_t time_ps, const uint8_t* data, size_t s
   }
   auto it = streams_.find(p.stream);
   SentEntry* e = nullptr;
-  if (it != streams_.end() && static_cast<size_t>(p.seq) < it->second.sent.size() &&
-      (it->second.sent[size_t(p.seq)].flags & PRESENT))
-    e = &it->second.sent[size_t(p.seq)];
+  if (it != streams_.end()) {
+    e = it->second.sent.find(size_t(p.seq));
+    if (e != nullptr && !(e->flags & PRESENT)) e = nullptr;
+  }
   if (e == nullptr) {
     (p.crc_ok ? unknown : corrupted_unattributed)++;
     return;
@@ -344,8 +344,9 @@ class PyAnalysis {
     for (int id : analysis_->order()) {
       const StreamState& s = analysis_->stream(id);
       int64_t lost = 0, filtered = 0;
-      for (const SentEntry& e : s.sent)
+      s.sent.each([&](const SentEntry& e) {
         if ((e.flags & PRESENT) && !(e.flags & ARRIVED)) (e.expected_port < 0 ? filtered : lost)++;
+      });
       const Latency& l = s.latency;
       py::dict d;
       d["stream"] = id;

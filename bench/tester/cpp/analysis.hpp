@@ -1,5 +1,5 @@
 // The analyzer's per-frame bookkeeping in C++ (bench/tester/analyzer.py gives the
-// definitions; fast_analyzer.py is the Python face).  Per sent frame it keeps 24 bytes: send
+// definitions; fast_analysis.py is the Python face).  Per sent frame it keeps 24 bytes: send
 // time, ports, length, the expected output port and a 64-bit hash of the expected link
 // header and IP packet (the frames themselves are not kept).
 #pragma once
@@ -57,9 +57,35 @@ struct Latency {
   std::map<int64_t, int64_t> histogram;
 };
 
+// A stream's sent frames by sequence number, in blocks allocated as sequence numbers come
+// (no reallocation: a second of 40-byte frames never holds two copies of the table).
+class SentTable {
+ public:
+  static constexpr size_t BLOCK = 1 << 16;
+  SentEntry* find(size_t seq) const {
+    size_t b = seq / BLOCK;
+    return b < blocks_.size() && blocks_[b] ? &blocks_[b][seq % BLOCK] : nullptr;
+  }
+  SentEntry& at(size_t seq) {
+    size_t b = seq / BLOCK;
+    if (b >= blocks_.size()) blocks_.resize(b + 1);
+    if (!blocks_[b]) blocks_[b] = std::make_unique<SentEntry[]>(BLOCK);
+    return blocks_[b][seq % BLOCK];
+  }
+  template <typename F>
+  void each(F&& visit) const {
+    for (const auto& block : blocks_)
+      if (block)
+        for (size_t i = 0; i < BLOCK; i++) visit(block[i]);
+  }
+
+ private:
+  std::vector<std::unique_ptr<SentEntry[]>> blocks_;
+};
+
 struct StreamState {
   int id = 0;
-  std::vector<SentEntry> sent;  // by sequence number
+  SentTable sent;  // by sequence number
   int64_t n_sent = 0, received = 0, duplicates = 0, reordered = 0, misrouted = 0,
           corrupted = 0;
   int64_t next_expected = 0;
