@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -183,23 +184,33 @@ class MultibitTrie:
 
 FIB4_MEMORY = "fib4_trie"  # the memory names microblocks/lpm.mbl declares
 FIB6_MEMORY = "fib6_trie"
+POPTRIE4_MEMORY = "fib4_poptrie"  # microblocks/lpm_poptrie.mbl: npkit.runtime.poptrie
+POPTRIE6_MEMORY = "fib6_poptrie"
 
 
 @dataclass
 class RouteTables:
-    """The IPv4 and IPv6 tries of one program (either may be absent)."""
+    """The IPv4 and IPv6 tables of one program (either may be absent): 16-8-8 tries
+    (MultibitTrie, memories fib4_trie / fib6_trie) or Poptries (npkit.runtime.poptrie.Poptrie,
+    memories fib4_poptrie / fib6_poptrie); both have build, add, delete, lookup, bytes_used."""
 
-    v4: MultibitTrie | None
-    v6: MultibitTrie | None
+    v4: Any
+    v6: Any
 
     @classmethod
     def attach(cls, region: Callable[[str], np.ndarray | None]) -> RouteTables:
         """Bind to a program's trie memories; `region(name)` returns a memory's words or
         None when the program lacks it (NativeProgram.region(name, missing_ok=True))."""
-        def trie(shape: TrieShape, name: str) -> MultibitTrie | None:
+        from npkit.runtime.poptrie import POPTRIE4, POPTRIE6, Poptrie  # it builds on this
+
+        def trie(shape: TrieShape, name: str, poptrie_shape, poptrie_name: str):
             words = region(name)
-            return None if words is None else MultibitTrie(shape, words)
-        return cls(trie(IPV4, FIB4_MEMORY), trie(IPV6, FIB6_MEMORY))
+            if words is not None:
+                return MultibitTrie(shape, words)
+            words = region(poptrie_name)  # microblocks/lpm_poptrie.mbl
+            return None if words is None else Poptrie(poptrie_shape, words)
+        return cls(trie(IPV4, FIB4_MEMORY, POPTRIE4, POPTRIE4_MEMORY),
+                   trie(IPV6, FIB6_MEMORY, POPTRIE6, POPTRIE6_MEMORY))
 
     @classmethod
     def of(cls, native) -> RouteTables:
@@ -213,7 +224,7 @@ class RouteTables:
                 trie.build(routes)
             elif routes:
                 raise LpmError(f"the program has no {name} memory for these routes "
-                               f"(import microblocks/lpm.mbl)")
+                               f"(import microblocks/lpm.mbl or lpm_poptrie.mbl)")
 
 
 def route_columns(routes: dict[tuple[int, int], int],
