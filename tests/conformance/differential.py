@@ -102,3 +102,32 @@ def compare(probes: Sequence[object], linux: Sequence[Iterable[Out]],
         if a != b or not all(o.checksums_ok for o in a + b):
             diffs.append(Difference(probe, a, b))
     return diffs
+
+
+ICMP4_ERRORS = {3, 4, 5, 11, 12}
+ICMP6_ERRORS = {1, 2, 3, 4}
+
+
+def marker(frame: bytes) -> int | None:
+    """The probe marker a frame carries (tests/conformance/probes.py): the echo identifier
+    of an echo reply, the IPv4 Identification / IPv6 flow label of the packet an ICMP error
+    quotes, else the frame's own; None for a frame that carries none."""
+    ip = frame[ETH:]
+    if frame[12:14] == b"\x08\x00" and len(ip) >= 20:
+        ihl = (ip[0] & 0xF) * 4
+        if ip[9] == 1 and len(ip) >= ihl + 8 and not struct.unpack_from("!H", ip, 6)[0] & 0x1FFF:
+            kind = ip[ihl]
+            if kind == 0:
+                return struct.unpack_from("!H", ip, ihl + 4)[0]
+            if kind in ICMP4_ERRORS and len(ip) >= ihl + 8 + 20:
+                return struct.unpack_from("!H", ip, ihl + 8 + 4)[0]
+        return struct.unpack_from("!H", ip, 4)[0]
+    if frame[12:14] == b"\x86\xdd" and len(ip) >= 40:
+        if ip[6] == 58 and len(ip) >= 48:
+            kind = ip[40]
+            if kind == 129:
+                return struct.unpack_from("!H", ip, 44)[0]
+            if kind in ICMP6_ERRORS and len(ip) >= 48 + 4:
+                return struct.unpack_from("!I", ip, 48)[0] & 0xFFFFF
+        return struct.unpack_from("!I", ip, 0)[0] & 0xFFFFF
+    return None

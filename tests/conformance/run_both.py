@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # as a script and under pytest
 
-from differential import Out, canonical, compare, is_noise  # noqa: E402
+from differential import Out, canonical, compare, is_noise, marker  # noqa: E402
 from linux_router import LinuxRouter  # noqa: E402
 from probes import Probe, probes  # noqa: E402
 
@@ -77,3 +77,32 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+CHIP_PLATFORM = "ixp2800-4x10gbe"         # the config's 4 ports
+CHIP_MAX_FRAME = 1514                     # larger frames are dropped at receive (issue 16)
+
+
+def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
+              ) -> list[list[Out]]:
+    """The compiled router on the simulated chip with its control plane in the XScale
+    model: every probe offered at once (`load` x line rate per port); frames are paired
+    with probes by their marker (differential.marker), each probe's sorted by port."""
+    from npkit.runtime.compiled_router import CompiledRouter, link_router
+
+    own = router_addresses(config)
+    router = CompiledRouter(linked=link_router(ROUTER, CHIP_PLATFORM))
+    router.configure(config)
+    router.control.exceptions.limiter = None
+    frames: dict[int, list[bytes]] = {}
+    for p in items:
+        frames.setdefault(p.port, []).append(p.frame)
+    result = router.forward(frames, load=load)
+    index = {p.marker: i for i, p in enumerate(items)}
+    answers: list[list[Out]] = [[] for _ in items]
+    for port in sorted(result.out):
+        for tx in result.out[port]:
+            i = index.get(marker(tx.data))
+            if i is not None:
+                answers[i].append(canonical(port, tx.data, own))
+    return answers
