@@ -5,7 +5,8 @@
 
 builds the preset's device (2 x OC-192 POS, pos_router, the sampled tables), makes the
 IPv4 40-byte trial at 100 % and times generation, the chip run (feed, ``Chip.run``, drain)
-and the analysis separately (``time.perf_counter``, mean of ``--runs``), printing each
+and the analysis separately (host CPU, ``time.process_time``: steadier than wall time
+on a shared machine; mean of ``--runs``), printing each
 part per trial and per frame sent (docs/performance.md, "Tester").  ``--python`` also
 times the pure-Python generator and analyzer (``generate_python``, ``analyze_python``) on
 the same trial; ``--streaming`` also runs the trial as ``chip.stream_trial`` does (C++
@@ -42,9 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     spent: dict[str, float] = {}
 
     def clock(name: str, work: Callable[..., Any], *call: Any) -> Any:
-        start = time.perf_counter()
+        start = time.process_time()
         out = work(*call)
-        spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+        spent[name] = spent.get(name, 0.0) + time.process_time() - start
         return out
 
     # the reference's tables for the C++ analysis are built on its first use (once per
