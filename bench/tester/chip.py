@@ -7,7 +7,8 @@ only converts: its send times (ps) become ``RxFrame.time_s``, and the chip's ``T
 cycle.  The chip starts a frame at the first whole cycle at or after ``floor(time_s *
 clock)``, so a measured latency may differ from the device's own by under one cycle.
 
-**Streaming** (nothing held for a whole trial): ``stream_trial`` attaches a ``BatchSource``
+**Streaming** (nothing held for a whole trial): ``stream_trial`` (one chip; ``streaming``
+gives the parts unattached, for a system's external ports) attaches a ``BatchSource``
 per port -- the C++ generator's frames a batch at a time, each batch registered with a
 ``FastAnalysis`` as the chip takes it -- and one ``AnalysisSink`` for every port, which
 hands the chip's transmitted frames to the same analysis whenever the caller says the
@@ -180,18 +181,14 @@ class StreamingTrial:
         return self.analysis.report()
 
 
-def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str | PortModel],
-                 expect: Any, bin_ps: int = 100_000, keep: bool = False,
-                 batch_frames: int = BATCH_FRAMES, check_ports: bool = True
-                 ) -> StreamingTrial:
-    """Attach ``streams`` to ``chip`` for a streaming trial judged by ``expect`` (a
-    ``PassThrough`` or ``RouteReference``): run the chip, call ``trial.sink.flush(chip.now)``
-    as often as memory asks (every run step is fine), then ``trial.report()``."""
+def streaming(streams: Iterable[Stream], ports: Mapping[int, str | PortModel], expect: Any,
+              clock_hz: float, bin_ps: int = 100_000, keep: bool = False,
+              batch_frames: int = BATCH_FRAMES) -> StreamingTrial:
+    """The parts of a streaming trial, not yet attached: a ``BatchSource`` per tester port
+    and the one ``AnalysisSink`` (``clock_hz``: the chip clock its cycles count) -- for a
+    system of chips, attach them to its external ports; ``stream_trial`` does it for one
+    chip.  ``expect`` must be a ``PassThrough`` or ``RouteReference``."""
     models, by_port = check_streams(streams, ports)
-    if check_ports:
-        problems = port_mismatches(chip.config.ports, models)
-        if problems:
-            raise ValueError("tester and chip ports disagree:\n  " + "\n  ".join(problems))
     tables = compiled(expect, models)
     if tables is None:
         raise ValueError("streaming analysis needs a PassThrough or RouteReference "
@@ -202,12 +199,29 @@ def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str |
         analysis.sent_batch(batch.port, batch.times_ps, batch.datas, batch.streams,
                             batch.seqs)
 
-    sources = {}
     ordered = [s for p in sorted(by_port) for s in by_port[p]]
-    for port, port_batches in batches(ordered, models, batch_frames).items():
-        sources[port] = BatchSource(port_batches, register, model=models[port])
-        chip.attach_source(port, sources[port])
-    sink = AnalysisSink(analysis, chip.config.clock_hz, keep)
+    sources = {port: BatchSource(port_batches, register, model=models[port])
+               for port, port_batches in batches(ordered, models, batch_frames).items()}
+    return StreamingTrial(sources, AnalysisSink(analysis, clock_hz, keep), analysis)
+
+
+def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str | PortModel],
+                 expect: Any, bin_ps: int = 100_000, keep: bool = False,
+                 batch_frames: int = BATCH_FRAMES, check_ports: bool = True
+                 ) -> StreamingTrial:
+    """Attach ``streams`` to ``chip`` for a streaming trial judged by ``expect`` (a
+    ``PassThrough`` or ``RouteReference``): run the chip, call ``trial.sink.flush(chip.now)``
+    as often as memory asks (every run step is fine), then ``trial.report()``."""
+    streams = list(streams)
+    if check_ports:
+        models, _ = check_streams(streams, ports)
+        problems = port_mismatches(chip.config.ports, models)
+        if problems:
+            raise ValueError("tester and chip ports disagree:\n  " + "\n  ".join(problems))
+    trial = streaming(streams, ports, expect, chip.config.clock_hz, bin_ps, keep,
+                      batch_frames)
+    for port in sorted(trial.sources):
+        chip.attach_source(port, trial.sources[port])
     for port in range(len(chip.config.ports)):
-        chip.attach_sink(port, sink)
-    return StreamingTrial(sources, sink, analysis)
+        chip.attach_sink(port, trial.sink)
+    return trial
