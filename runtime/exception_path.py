@@ -249,6 +249,25 @@ def fragment_ipv4(packet: bytes, mtu: int) -> list[bytes]:
     return pieces
 
 
+def fragment_ipv6(packet: bytes, mtu: int, ident: int) -> list[bytes]:
+    """A packet the router generated (no extension headers), in fragments of at most `mtu`
+    bytes (RFC 8200 4.5): each a Fragment header (Identification `ident`) and a multiple
+    of 8 bytes of the payload, the last with M = 0."""
+    room = (mtu - 40 - 8) // 8 * 8
+    if room <= 0:
+        raise ValueError(f"MTU {mtu} leaves no room for a fragment")
+    payload, next_header, pieces = packet[40:], packet[6], []
+    for start in range(0, len(payload), room):
+        chunk = payload[start:start + room]
+        more = int(start + room < len(payload))
+        header = bytearray(packet[:40])
+        header[4:6] = struct.pack("!H", 8 + len(chunk))
+        header[6] = 44
+        pieces.append(bytes(header) + struct.pack("!BBHI", next_header, 0,
+                                                  start | more, ident) + chunk)
+    return pieces
+
+
 # ---------------------------------------------------------------- IPv6 Hop-by-Hop options
 
 @dataclass(frozen=True)
@@ -418,6 +437,7 @@ class ExceptionHandler:
                                      for i in p.ipv4 if i.network.prefixlen < 31)
         self.counters: Counter[str] = Counter()
         self._ident = 0
+        self._ident6 = 0
         self._dispatch: dict[int, Callable[[_Input], list[Emit]]] = {
             Exc.ttl_expired: self._ttl_expired, Exc.no_route: self._no_route,
             Exc.options: self._options, Exc.for_router: self._for_router,
@@ -696,8 +716,14 @@ class ExceptionHandler:
             back = self._route_back(4, ip.src)
             if back is None:
                 return self._done("suppressed.no_route_back")
+            # RFC 791 / RFC 1122 3.3.3: a reply larger than the way back's MTU (the request
+            # may have come over a larger one) leaves in fragments, as any host's would
+            pieces = fragment_ipv4(built.packet, back.mtu) if 68 <= back.mtu < len(
+                built.packet) else [built.packet]
+            if len(pieces) > 1:
+                self.counters["fragments_out"] += len(pieces)
             return self._done("sent.icmp4.echo_reply",
-                              [self._emit(back, ETHERTYPE_IPV4, built.packet)])
+                              [self._emit(back, ETHERTYPE_IPV4, piece) for piece in pieces])
         if ip.protocol == IPPROTO_UDP:
             return self._unreachable4(pkt, ip, UNREACH_PORT, "unreachable_port")
         if ip.protocol == IPPROTO_TCP:
@@ -816,8 +842,13 @@ class ExceptionHandler:
             back = self._route_back(6, ip.src)
             if back is None:
                 return self._done("suppressed.no_route_back")
+            pieces = [built.packet]
+            if 1280 <= back.mtu < len(built.packet):      # RFC 8200 4.5, 5: the source
+                self._ident6 = (self._ident6 + 1) & 0xFFFFFFFF  # fragments its own packets
+                pieces = fragment_ipv6(built.packet, back.mtu, self._ident6)
+                self.counters["fragments_out"] += len(pieces)
             return self._done("sent.icmp6.echo_reply",
-                              [self._emit(back, ETHERTYPE_IPV6, built.packet)])
+                              [self._emit(back, ETHERTYPE_IPV6, piece) for piece in pieces])
         if upper.protocol == IPPROTO_UDP:
             return self._unreachable6(pkt, ip, UNREACH6_PORT, "port_unreachable")
         if upper.protocol == IPPROTO_TCP:

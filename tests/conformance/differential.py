@@ -6,8 +6,9 @@ a canonical form before comparing (docs/conformance.md, "What is compared"):
 * Ethernet padding is dropped: veth does not pad short frames to 60 bytes, our ports do.
   Bytes after the IP length that are not that padding (a trailer) are kept and compared.
 * In ICMP messages the router *generates* (errors and echo replies, from one of its
-  addresses) the IPv4 Identification is set to 0 and the header checksum recomputed: Linux
-  draws it at random (RFC 6864 allows any value).  Both checksums are checked first.
+  addresses) the IPv4 Identification is set to 0 and the header checksum recomputed, and
+  so is the Identification of an IPv6 Fragment header in them: Linux draws both at random
+  (RFC 6864, RFC 7739 allow any value).  Both checksums are checked first.
 
 Everything else -- ports, the bytes of forwarded packets, TTL / hop limit, checksums,
 ICMP type/code and the quoted bytes -- must be equal.
@@ -59,7 +60,8 @@ def canonical(port: int, frame: bytes, router_addresses: frozenset[bytes]) -> Ou
         header = bytes(body[ETH:ETH + ihl])
         ok = internet_checksum(header) == 0
         if body[ETH + 9] == 1 and bytes(body[ETH + 12:ETH + 16]) in router_addresses:
-            ok = ok and internet_checksum(bytes(body[ETH + ihl:])) == 0
+            if not struct.unpack_from("!H", body, ETH + 6)[0] & 0x3FFF:   # not a fragment
+                ok = ok and internet_checksum(bytes(body[ETH + ihl:])) == 0
             body[ETH + 4:ETH + 6] = b"\0\0"
             body[ETH + 10:ETH + 12] = b"\0\0"
             body[ETH + 10:ETH + 12] = struct.pack("!H", internet_checksum(
@@ -67,8 +69,11 @@ def canonical(port: int, frame: bytes, router_addresses: frozenset[bytes]) -> Ou
     elif ethertype == b"\x86\xdd" and len(frame) >= ETH + 40:
         end = ETH + 40 + struct.unpack_from("!H", frame, ETH + 4)[0]
         body, extra = bytearray(frame[:end]), frame[end:]
-        if body[ETH + 6] == 58 and bytes(body[ETH + 8:ETH + 24]) in router_addresses:
-            ok = _icmp6_sum(bytes(body[ETH:])) == 0
+        if bytes(body[ETH + 8:ETH + 24]) in router_addresses:
+            if body[ETH + 6] == 58:
+                ok = _icmp6_sum(bytes(body[ETH:])) == 0
+            elif body[ETH + 6] == 44 and len(body) >= ETH + 48:   # a fragment of our own:
+                body[ETH + 44:ETH + 48] = bytes(4)                # Linux draws the ident
     else:
         body, extra = bytearray(frame), b""
     if len(frame) <= 60 and not any(extra):

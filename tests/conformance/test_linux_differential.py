@@ -70,10 +70,6 @@ def _reassembly(d: Difference) -> bool:
     return d.probe.cls == "fragments_local" and not d.ours
 
 
-def _reply_mtu(d: Difference) -> bool:
-    return d.probe.cls == "mtu_reply" and len(d.ours) == 1 and len(d.linux) > 1
-
-
 def _timestamp_clock(d: Difference) -> bool:
     """Same frames but the Timestamp option's value (a clock reading, RFC 791)."""
     ip = _ip(d)
@@ -174,7 +170,6 @@ def _fcs_sized_trailer(d: Difference) -> bool:
 KNOWN = (
     Known("Frames for another station's MAC", _other_station),
     Known("Reassembly", _reassembly),
-    Known("Replies larger than the egress MTU", _reply_mtu),
     Known("Timestamp values", _timestamp_clock),
     Known("Parameter Problem pointer for a bad option length", _option_pointer),
     Known("Options in replies", _options_in_replies),

@@ -165,3 +165,41 @@ def test_a_next_hop_index_past_the_table_is_refused_not_aliased(router, index):
         router.control.apply([RouteUpdate("add", 4, 0x0B000000, 8, 1),
                               RouteUpdate("add", 4, 0x0B000000, 8, index)])
     assert router.forward([probe], 0).out == before                  # nothing was applied
+
+
+def test_an_echo_reply_larger_than_the_way_back_leaves_in_fragments(router):
+    """RFC 791: the request came over port 1 (MTU 9000), the reply to 172.16.0.9 leaves
+    by port 3 (MTU 1280); scapy reassembles the pieces into the whole reply."""
+    from scapy.layers.inet import defragment
+
+    request = bytes(Ether(src="02:00:00:00:11:02", dst=PORT_MAC[1])
+                    / IP(src="172.16.0.9", dst="198.51.100.1", id=3)
+                    / ICMP(type=8, id=5, seq=6) / (bytes(range(256)) * 8))
+    out = router.forward([request], 1).out
+    pieces = [Ether(f) for f in out[3]]
+    assert len(pieces) == 2 and all(len(p[IP]) <= 1280 for p in pieces)
+    (whole,) = defragment([p[IP] for p in pieces])
+    assert whole[ICMP].type == 0 and (whole[ICMP].id, whole[ICMP].seq) == (5, 6)
+    assert bytes(whole[ICMP].payload) == bytes(range(256)) * 8
+
+
+def test_an_echo6_reply_larger_than_the_way_back_leaves_in_fragments(router):
+    """RFC 8200 4.5 / 5: from port 1 (MTU 9000) to a host behind port 2 (MTU 1500)."""
+    from scapy.layers.inet6 import (
+        ICMPv6EchoReply,
+        ICMPv6EchoRequest,
+        IPv6,
+        IPv6ExtHdrFragment,
+        defragment6,
+    )
+
+    request = bytes(Ether(src=UPSTREAM_MAC, dst=PORT_MAC[1])
+                    / IPv6(src="2001:db8:100::9", dst="2001:db8:0:11::1")
+                    / ICMPv6EchoRequest(id=7, seq=8, data=bytes(range(256)) * 12))
+    out = router.forward([request], 1).out
+    pieces = [Ether(f)[IPv6] for f in out[2]]
+    assert len(pieces) == 3 and all(len(p) <= 1500 for p in pieces)
+    assert len({p[IPv6ExtHdrFragment].id for p in pieces}) == 1
+    whole = defragment6(pieces)
+    reply = IPv6(bytes(whole))[ICMPv6EchoReply]
+    assert (reply.id, reply.seq, reply.data) == (7, 8, bytes(range(256)) * 12)
