@@ -22,6 +22,24 @@ class BodyABI:
     signals: tuple[int, ...] = tuple(range(1, 11))  # 1..10
     spill_words: int = 16                           # *l$index0[0..15]
     window_max_bytes: int = WINDOW_MAX_BYTES
+    xfer_regs: int = 16                             # SRAM transfer registers $0..xfer_regs-1
+    # Where the header window is (docs/datapath.md, "The receive stage on the chip"): None,
+    # in the DRAM transfer registers (`$$k`, read from DRAM by the dispatch, the changed
+    # quadwords written back by the body); a number w, in local memory `*l$index0[w + k]`
+    # (filled by the dispatch from the RBUF, read and written there by the body, sent to the
+    # TBUF by the dispatch)
+    header_lm_word: int | None = None
+
+    def header_word(self, k: int) -> str:
+        """The operand that holds header word k."""
+        if self.header_lm_word is None:
+            return f"$${k}"
+        return f"*l$index0[{self.header_lm_word + k}]"
+
+
+# The compiled data path's body (docs/datapath.md): the window in local memory after the two
+# spill words, $14 and $15 left to the receive status the MSF autopushes at any time.
+LM_WINDOW_ABI = BodyABI(spill_words=2, xfer_regs=14, header_lm_word=2)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import wir
+from ..abi import BodyABI
 from .compares import def_counts
 from .hdrwrite import HeaderPlan
 
@@ -41,7 +42,8 @@ class Step:
     reads_cc: bool = False
 
 
-def fixed_operands(fn: wir.Function, plan: HeaderPlan) -> dict[int, str]:
+def fixed_operands(fn: wir.Function, plan: HeaderPlan,
+                   abi: BodyABI | None = None) -> dict[int, str]:
     """Registers defined once by a read of a header/metadata word the body never changes
     (header words written straight to `$$` out included: `$$k` in keeps the old value):
     the transfer register / local memory word itself is the operand."""
@@ -49,9 +51,12 @@ def fixed_operands(fn: wir.Function, plan: HeaderPlan) -> dict[int, str]:
     hdr_written = {i.word for b in fn.blocks for i in b.instrs if isinstance(i, wir.HdrWrite)}
     meta_written = {i.word for b in fn.blocks for i in b.instrs if isinstance(i, wir.MetaWrite)}
     fixed: dict[int, str] = {}
+    # a window in local memory is read into registers: the words change in place, and a
+    # second local-memory operand would meet the metadata's in one instruction
+    in_dram = abi is None or abi.header_lm_word is None
     for b in fn.blocks:
         for i in b.instrs:
-            if isinstance(i, wir.HdrRead) and defs[i.dst.id] == 1 and \
+            if isinstance(i, wir.HdrRead) and defs[i.dst.id] == 1 and in_dram and \
                     (i.word not in hdr_written or i.word in plan.direct):
                 fixed[i.dst.id] = f"$${i.word}"
             elif isinstance(i, wir.MetaRead) and defs[i.dst.id] == 1 and \

@@ -21,8 +21,12 @@ class HeaderPlan:
     written_at_ret: dict[str, frozenset[int]]  # Ret block -> words some path to it wrote
 
 
-def plan_header_writes(fn: wir.Function) -> HeaderPlan:
+def plan_header_writes(fn: wir.Function, in_place: bool = False) -> HeaderPlan:
+    """`in_place`: the window is in local memory, where a read sees the last write, so every
+    written word is direct and no return writes anything back."""
     words = frozenset(i.word for b in fn.blocks for i in b.instrs if isinstance(i, wir.HdrWrite))
+    if in_place:
+        return HeaderPlan(words, {})
     maybe, must = _written_on_entry(fn, words)
     direct = set(words)
     at_ret: dict[str, frozenset[int]] = {}

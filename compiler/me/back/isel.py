@@ -101,7 +101,8 @@ class Selector:
         # early reads (prefetch.py) keep their signals and transfer registers throughout
         self.slots = slots or {}
         self.slot_signals = {s.signal for s in self.slots.values()}
-        self.xfer_limit = XFER_REGS - sum(len(s.xfer) for s in self.slots.values())
+        self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
+        self.header_in_lm = abi.header_lm_word is not None
         self.vregs: dict[int, VReg] = {}
         self.next_vreg = 0
         self.labels = self._block_labels()
@@ -113,8 +114,8 @@ class Selector:
                                    if isinstance(i, wir.HdrWrite)})
         self.meta_written = {i.word for b in fn.blocks for i in b.instrs
                              if isinstance(i, wir.MetaWrite)}
-        self.plan = plan_header_writes(fn)
-        self.fixed = fixed_operands(fn, self.plan)
+        self.plan = plan_header_writes(fn, in_place=self.header_in_lm)
+        self.fixed = fixed_operands(fn, self.plan, abi)
         self.byte_tests = byte_tests or {}      # bytetests.py, run before compares.py
         self.byte_values = self._byte_values()
         self.halfword_tests = self._halfword_tests()
@@ -382,7 +383,7 @@ class Selector:
         """At a return: the quadwords covering the header words some path here wrote go
         back to DRAM (direct words are in $$ out already when written; the others are
         copied, unchanged words from $$ in)."""
-        if not written:
+        if not written or self.header_in_lm:   # local memory: the dispatch sends it
             return
         lo, hi = min(written) // 2 * 2, max(written) // 2 * 2 + 1
         for j in range(lo, hi + 1):
@@ -443,16 +444,17 @@ class Selector:
     def _sel_HdrRead(self, ins: wir.HdrRead, folds: Folds, _: str | None) -> None:
         if ins.dst.id in self.fixed:
             return
-        src = self.hdr_vregs.get(ins.word, f"$${ins.word}")
+        src = self.hdr_vregs.get(ins.word, self.abi.header_word(ins.word))
         self.move(self._dst(ins.dst), src)
 
     def _sel_HdrWrite(self, ins: wir.HdrWrite, folds: Folds, _: str | None) -> None:
+        word = self.abi.header_word(ins.word)
         if ins.word not in self.plan.direct:
             self.move(self.hdr_vregs[ins.word], ins.src)
         elif isinstance(ins.src, int) and ins.src > IMM_MAX:
-            self.move(f"$${ins.word}", self.reg_value(ins.src))
-        else:           # no read of the word follows: straight to the out register
-            self.move(f"$${ins.word}", ins.src)
+            self.move(word, self.reg_value(ins.src))
+        else:           # no read of the word follows (or it is in local memory): in place
+            self.move(word, ins.src)
 
     def _sel_MetaRead(self, ins: wir.MetaRead, folds: Folds, _: str | None) -> None:
         if ins.dst.id not in self.fixed:

@@ -77,7 +77,7 @@ class Pass:
 
 
 def _prefetch(c: Compilation) -> None:
-    hoisted = hoist_reads(c.fn, c.abi.signals)
+    hoisted = hoist_reads(c.fn, c.abi.signals, c.abi.xfer_regs)
     c.fn, c.slots = hoisted.fn, hoisted.slots
 
 
@@ -95,7 +95,8 @@ def _layout(c: Compilation) -> None:
 
 
 def _bytetests(c: Compilation) -> None:
-    c.byte_tests = find_byte_tests(c.fn, fixed_operands(c.fn, plan_header_writes(c.fn)))
+    plan = plan_header_writes(c.fn, in_place=c.abi.header_lm_word is not None)
+    c.byte_tests = find_byte_tests(c.fn, fixed_operands(c.fn, plan, c.abi))
 
 
 def _compares(c: Compilation) -> None:

@@ -105,8 +105,10 @@ class _Candidate:
     issue_after: int
 
 
-def hoist_reads(fn: wir.Function, signals: tuple[int, ...]) -> Hoisted:
-    """The function with early reads; `signals` are the body's, the slots take the last."""
+def hoist_reads(fn: wir.Function, signals: tuple[int, ...],
+                xfer_regs: int = XFER_REGS) -> Hoisted:
+    """The function with early reads; `signals` are the body's, the slots take the last, and
+    the transfer registers below `xfer_regs` from the top."""
     cfg = _Cfg(fn)
     written = {i.space for b in fn.blocks for i in b.instrs
                if isinstance(i, wir.MemWrite | wir.MemAdd)}
@@ -120,7 +122,7 @@ def hoist_reads(fn: wir.Function, signals: tuple[int, ...]) -> Hoisted:
         return Hoisted(fn)
     blocks = {b.label: dataclasses.replace(b, instrs=list(b.instrs)) for b in fn.blocks}
     slots: dict[int, Slot] = {}
-    top = XFER_REGS
+    top = xfer_regs
     # insert from the back of each block so earlier indices stay valid
     for slot, cand in sorted(enumerate(chosen), key=lambda sc: (-sc[1].index,
                                                                  -sc[1].issue_after)):
