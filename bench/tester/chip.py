@@ -14,7 +14,7 @@ per port -- the C++ generator's frames a batch at a time, each batch registered 
 hands the chip's transmitted frames to the same analysis whenever the caller says the
 chip's time has passed them (``AnalysisSink.flush``), keeping only per-port counts (and
 the frames themselves only when asked: ``keep=True``).  The report is the one
-``Analyzer.analyze`` gives on the held records (``tests/bench/test_tester_fast.py``).
+``Analyzer.analyze`` gives on the held records (``tests/bench/test_tester_chip.py``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ checks it on the drawn addresses.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from npkit.bench.tester.media import (
     frame_bytes,
     ip_bytes,
 )
-from npkit.bench.tester.packet import _FILLER, smallest_ip
+from npkit.bench.tester.packet import FILLER, mac_bytes, smallest_ip
 from npkit.bench.tester.stream import FixedDestinations, Stream
 
 BATCH_FRAMES = 65_536  # frames per batch: ~3 MB of 40-byte frames, bounded whatever the run
@@ -124,17 +125,9 @@ def _destinations(dest: Any) -> tuple[str, Any]:
     return "set", [list(ranges) for ranges in dest.free]
 
 
-def _mac(text: str) -> bytes:
-    from npkit.bench.tester.generator import _mac as parse_mac
-
-    return parse_mac(text)
-
-
 def port_generator(model: PortModel, streams: list[Stream]) -> Any | None:
     """The C++ generator of one port's ``streams`` (in their order on the port), or None
     when the schedule would not fit (then the Python generator makes them)."""
-    import ipaddress
-
     per_stream = [_intervals(s, model) for s in streams]
     denominator = 1
     for table in per_stream:
@@ -170,9 +163,9 @@ def port_generator(model: PortModel, streams: list[Stream]) -> Any | None:
             "end": None if s.duration_ps is None else (s.start_ps + s.duration_ps) * denominator,
             "count": s.count, "pos": s.framing == "pos", "transport": _TRANSPORT[s.transport],
             "sport": s.sport, "dport": s.dport, "src4": int(ipaddress.IPv4Address(s.src4)),
-            "src6": int(ipaddress.IPv6Address(s.src6)), "dst_mac": _mac(s.dst_mac),
-            "src_mac": _mac(s.src_mac)})
-    return _fast.PortGenerator(denominator, specs, _FILLER)
+            "src6": int(ipaddress.IPv6Address(s.src6)), "dst_mac": mac_bytes(s.dst_mac),
+            "src_mac": mac_bytes(s.src_mac)})
+    return _fast.PortGenerator(denominator, specs, FILLER)
 
 
 def port_batches(port: int, generator: Any, limit: int = BATCH_FRAMES) -> Iterator[Batch]:

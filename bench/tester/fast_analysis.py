@@ -23,10 +23,10 @@ from fractions import Fraction
 from typing import Any
 
 from npkit.bench.tester import _fast
-from npkit.bench.tester.analyzer import COUNTS, Latency, Report, RxRecord, StreamStats
 from npkit.bench.tester.generator import TxRecord
 from npkit.bench.tester.media import PS_PER_S, PortModel
 from npkit.bench.tester.reference import PassThrough, RouteReference
+from npkit.bench.tester.results import COUNTS, Report, RxRecord, StreamStats
 
 _CACHE = "_fast_tables"  # where a RouteReference keeps its tables (see the module doc)
 
@@ -159,4 +159,4 @@ def _totals(report: Report) -> None:
     report.total.corrupted += report.corrupted_unattributed
 
 
-__all__ = ["FastAnalysis", "Latency", "compiled"]
+__all__ = ["FastAnalysis", "compiled"]

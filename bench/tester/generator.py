@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from npkit.bench.tester import fast
 from npkit.bench.tester.media import (
     ETH_MAX_FRAME,
     POS_MAX_IP,
@@ -28,7 +29,7 @@ from npkit.bench.tester.media import (
     ip_bytes,
     port_model,
 )
-from npkit.bench.tester.packet import PacketSpec, build_ip, frame, smallest_ip
+from npkit.bench.tester.packet import PacketSpec, build_ip, frame, mac_bytes, smallest_ip
 from npkit.bench.tester.stream import Stream
 
 
@@ -70,7 +71,7 @@ class _StreamHeaders:
     def of(cls, stream: Stream) -> _StreamHeaders:
         src = {4: int(ipaddress.IPv4Address(stream.src4)),
                6: int(ipaddress.IPv6Address(stream.src6))}
-        return cls(src, _mac(stream.dst_mac), _mac(stream.src_mac))
+        return cls(src, mac_bytes(stream.dst_mac), mac_bytes(stream.src_mac))
 
 
 @dataclass(frozen=True)
@@ -98,13 +99,6 @@ class Traffic:
             latest = max((r.time_ps + wire[len(r.data)] for r in records), default=last)
             last = max(last, latest)
         return last
-
-
-def _mac(text: str) -> bytes:
-    parts = text.split(":")
-    if len(parts) != 6:
-        raise ValueError(f"bad MAC address {text!r}: expected six hex bytes")
-    return bytes(int(p, 16) for p in parts)
 
 
 def _plan(stream: Stream, model: PortModel, order: int) -> Iterator[_Planned]:
@@ -196,8 +190,6 @@ def generate(streams: Iterable[Stream], ports: Mapping[int, str | PortModel]) ->
     """The frames of ``streams`` on ``ports`` (port -> kind "10gbe"/"1gbe"/"oc192pos" or a
     PortModel), per port in sending order.  Made by the C++ generator (``fast``) when every
     stream of a port allows it, else by ``generate_python``; the frames are the same."""
-    from npkit.bench.tester import fast
-
     models, by_port = check_streams(streams, ports)
     out = {}
     for port, port_streams in by_port.items():

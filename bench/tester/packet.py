@@ -53,7 +53,7 @@ PROTO_RAW = 253  # RFC 3692 experimental
 IPV4_HEADER, IPV6_HEADER, UDP_HEADER = 20, 40, 8
 TTL = 64
 # payload filler: pseudo-random bytes sliced at an offset per packet (built once, immutable)
-_FILLER = random.Random("npkit-tester-filler").randbytes(9216 + 256)
+FILLER = random.Random("npkit-tester-filler").randbytes(9216 + 256)
 
 
 def smallest_ip(family: int, transport: Transport = "auto") -> int:
@@ -80,7 +80,7 @@ def signature_payload(stream: int, seq: int, time_ps: int, length: int) -> bytes
         raise ValueError(f"send time {time_ps} ps outside 0..2**48-1")
     head = MAGIC + struct.pack("!HI", stream, seq) + time_ps.to_bytes(6, "big")
     start = (stream * 31 + seq) & 0xFF
-    filler = _FILLER[start:start + length - SIGNATURE_BYTES]
+    filler = FILLER[start:start + length - SIGNATURE_BYTES]
     crc = zlib.crc32(filler, zlib.crc32(head))
     return head + struct.pack("!I", crc) + filler
 
@@ -143,6 +143,14 @@ def build_ip(spec: PacketSpec) -> bytes:
         return ipv4_header(spec.src, spec.dst, protocol, transport_len, ttl=TTL,
                            ident=spec.seq) + payload
     return ipv6_header(spec.src, spec.dst, protocol, transport_len, hop_limit=TTL) + payload
+
+
+def mac_bytes(text: str) -> bytes:
+    """The six bytes of a MAC address written ``02:00:00:00:00:01``."""
+    parts = text.split(":")
+    if len(parts) != 6:
+        raise ValueError(f"bad MAC address {text!r}: expected six hex bytes")
+    return bytes(int(p, 16) for p in parts)
 
 
 def link_header(framing: Framing, family: int, dst_mac: bytes = b"", src_mac: bytes = b"") -> bytes:

@@ -1,7 +1,7 @@
 """Host time per frame of the tester's parts on one ``ixp2800-npf --quick`` trial.
 
-    python -m npkit.bench.tester.profile [--size 40] [--traffic ipv4] [--runs 3] [--python]
-                                         [--streaming]
+    python -m npkit.bench.tester_profile [--size 40] [--traffic ipv4] [--runs 3] [--python]
+                                        [--streaming]
 
 builds the preset's device (2 x OC-192 POS, pos_router, the sampled tables), makes the
 IPv4 40-byte trial at 100 % and times generation, the chip run (feed, ``Chip.run``, drain)
