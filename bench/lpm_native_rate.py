@@ -1,0 +1,97 @@
+"""Native lookup and forwarding rates per core: 16-8-8 trie against Poptrie, real table.
+
+    python -m npkit.bench.lpm_native_rate [--packets 1000000] [--runs 5] [--table PATH]
+
+The same seeded destinations (uniform inside uniform prefixes of the real 2024 table) go
+through, one JIT batch call each (bench/native_fwd.py's driver), median of --runs:
+
+* lookup only: tests/mbl/programs/lpm_probe.mbl (16-8-8, microblocks/lpm.mbl) and
+  tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6;
+* forwarding, IPv4, the router pipeline (examples/router/router.mbl) with each: the
+  Poptrie router is the router's sources with lpm.mbl replaced by lpm_poptrie.mbl (in a
+  temporary copy), so it is the same forwarding code over the other structure.
+
+A benchmark, not a test.  Results go to docs/performance.md, "Route lookup structures".
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+from npkit.bench.native_fwd import (
+    DEFAULT_TABLE,
+    REPO,
+    ROUTER,
+    Batch,
+    destinations,
+    load_router,
+    median_rate,
+    udp_frame,
+)
+from npkit.compiler.mbl import compile_file
+from npkit.compiler.mbl.native import NativeProgram
+from npkit.runtime.lpm import RouteTables
+from npkit.runtime.routes import read_routes
+
+PROBES = {"16-8-8": REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl",
+          "Poptrie": REPO / "tests" / "runtime" / "programs" / "lpm_poptrie_probe.mbl"}
+
+
+def poptrie_router(root: Path) -> Path:
+    shutil.copytree(REPO / "microblocks", root / "microblocks")
+    shutil.copy(REPO / "microblocks" / "lpm_poptrie.mbl", root / "microblocks" / "lpm.mbl")
+    (root / "examples" / "router").mkdir(parents=True)
+    shutil.copy(ROUTER, root / "examples" / "router")
+    return root / "examples" / "router" / "router.mbl"
+
+
+def v6_destinations(routes, count: int, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    prefixes = sorted(routes.v6)
+    out = []
+    for _ in range(count):
+        net, length = prefixes[rng.randrange(len(prefixes))]
+        out.append(net | (rng.getrandbits(128) & ((1 << (128 - length)) - 1)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument("--packets", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=2024)
+    args = parser.parse_args(argv)
+    routes = read_routes(args.table)
+    dsts = destinations(routes, args.packets, args.seed)
+    keys4 = Batch.of([d.to_bytes(4, "big") for d in dsts])
+    keys6 = Batch.of([d.to_bytes(16, "big")
+                      for d in v6_destinations(routes, args.packets, args.seed)])
+    frames = Batch.of([udp_frame(d) for d in dsts])
+    print(f"{args.packets} destinations in random prefixes, median of {args.runs} runs")
+    for name, path in PROBES.items():
+        program = compile_file(path)
+        for block, batch, label in (("probe4", keys4, "IPv4"), ("probe6", keys6, "IPv6")):
+            probe = NativeProgram(program, block, prefetch=False)
+            RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
+                                       routes.v6 if label == "IPv6" else {})
+            rate, found = median_rate(probe, batch, args.runs)
+            print(f"lookup only, {label}, {name}: {rate / 1e6:.1f} M lookups/s "
+                  f"({100 * found:.1f} % found)", flush=True)
+            del probe
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(Path(tmp)))):
+            native = NativeProgram(compile_file(source), "router")
+            load_router(native, routes)
+            rate, forwarded = median_rate(native, frames, args.runs)
+            print(f"forward IPv4, router pipeline, {name}: {rate / 1e6:.1f} Mpps "
+                  f"({100 * forwarded:.1f} % forwarded)", flush=True)
+            del native
+
+
+if __name__ == "__main__":
+    main()
