@@ -257,3 +257,31 @@ def test_other_expectations_use_the_python_analyzer(dests) -> None:
     assert fast_analysis.compiled(analyzer.expect, analyzer.models) is None
     rx = [RxRecord(r.port, r.time_ps + 10, r.data) for r in records]
     assert analyzer.analyze(records, rx).errors == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(1, 10**6), family=st.sampled_from([4, 6, "mixed"]),
+       sizes=st.lists(st.integers(0, 1500), min_size=1, max_size=4),
+       weighted=st.booleans(), load=st.one_of(st.integers(1, 100), st.floats(0.5, 100.0)),
+       pps=st.one_of(st.none(), st.integers(1_000, 30_000_000)),
+       start=st.integers(0, 10**7), count=st.integers(1, 150),
+       framing=st.sampled_from(["pos", "ethernet"]),
+       transport=st.sampled_from(["auto", "udp", "raw"]), share=st.floats(0, 1),
+       streams_on_port=st.integers(1, 3))
+def test_random_streams_give_the_python_generators_frames(
+        dests, seed, family, sizes, weighted, load, pps, start, count, framing, transport,
+        share, streams_on_port) -> None:
+    weights = tuple(range(1, len(sizes) + 1)) if weighted else None
+    streams = [Stream(id=k + 1, port=0, destinations=dests, framing=framing, family=family,
+                      sizes=Sizes(tuple(sizes), weights, "ip", clamp=True),
+                      load_percent=None if pps else load, pps=pps, count=count + k,
+                      seed=seed, v6_share=share, start_ps=start * k, transport=transport)
+               for k in range(streams_on_port)]
+    kind = "oc192pos" if framing == "pos" else "10gbe"
+    try:
+        slow = generate_python(streams, {0: kind}).records()
+    except ValueError as err:  # a size the framing cannot carry: the same error
+        with pytest.raises(ValueError, match=str(err).split(" (")[0]):
+            generate(streams, {0: kind})
+        return
+    assert generate(streams, {0: kind}).records() == slow
