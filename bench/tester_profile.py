@@ -10,8 +10,8 @@ on a shared machine; mean of ``--runs``), printing each
 part per trial and per frame sent (docs/performance.md, "Tester").  ``--python`` also
 times the pure-Python generator and analyzer (``generate_python``, ``analyze_python``) on
 the same trial; ``--streaming`` also runs the trial as ``chip.stream_trial`` does (C++
-batches in, frames analysed as they leave, nothing held) and checks its report equals
-the held one.
+batches in through sources or ``Chip.offer_frames``, frames analysed as they leave,
+nothing held) and checks its report equals the held one.
 """
 
 from __future__ import annotations
@@ -68,9 +68,11 @@ def main(argv: list[str] | None = None) -> None:
             clock("generation, pure Python", generate_python, trial.streams, device.ports)
             clock("analysis, pure Python", analyzer.analyze_python, traffic.records(), rx)
         if args.streaming:
-            streamed = clock("streaming: whole trial", _streaming, device, trial)
-            if streamed != report:
-                raise SystemExit("the streamed report differs from the held one")
+            for offer, name in ((False, "streaming: whole trial, sources"),
+                                (True, "streaming: whole trial, offer_frames")):
+                streamed = clock(name, _streaming, device, trial, offer)
+                if streamed != report:
+                    raise SystemExit(f"{name}: the report differs from the held one")
     print(f"{args.traffic} {args.size or 'IMIX'} B at 100 %: {sent} frames sent, "
           f"{received} received; mean of {args.runs}")
     for name, seconds in spent.items():
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {name:32s} {mean * 1e3:8.1f} ms  {mean / max(1, sent) * 1e6:7.2f} us/frame")
 
 
-def _streaming(device: Any, trial: Any) -> Any:
+def _streaming(device: Any, trial: Any, offer: bool) -> Any:
     """The trial with ``stream_trial``: run in steps, flushing the sink after each, until
     the sources are done and ``settle_ps`` has passed after the last bit sent."""
     from npkit.bench.lab.devices import STEP_CYCLES
@@ -88,14 +90,17 @@ def _streaming(device: Any, trial: Any) -> Any:
     loaded = device._load()
     chip = loaded.chip
     streaming = stream_trial(chip, trial.streams, device.ports, device.reference,
-                             device.options.latency_bin_ps)
+                             device.options.latency_bin_ps, offer=offer)
     clock = chip.config.clock_hz
     deadline = None
     while deadline is None or chip.now < deadline:
+        if offer:
+            streaming.offer_until(chip, chip.now + STEP_CYCLES)
         loaded.step(STEP_CYCLES)
         loaded.drain()
         streaming.sink.flush(chip.now)
-        if deadline is None and all(not feed.frames_left() for feed in [_Feeds(chip)]):
+        fed = streaming.fed if offer else not _Feeds(chip).frames_left()
+        if deadline is None and fed:
             end = streaming.exhausted_last_bit_ps + trial.settle_ps
             deadline = int(-(-end * clock // PS_PER_S))
     chip.close_sinks()

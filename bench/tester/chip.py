@@ -19,10 +19,13 @@ the frames themselves only when asked: ``keep=True``).  The report is the one
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from npkit.bench.tester.analyzer import RxRecord
 from npkit.bench.tester.fast import BATCH_FRAMES, Batch, batches
@@ -117,6 +120,62 @@ class BatchSource:
 
 
 @dataclass
+class BatchFeed:
+    """One port's frames handed to the chip in batches through ``Chip.offer_frames`` (no
+    ``RxFrame`` per frame): ``offer_until(chip, cycle)`` offers every frame due by
+    ``cycle``.  A frame offered before its due cycle starts exactly as an attached source's
+    would (the core starts it at max(line free, due)), so call it before every run step
+    with the step's last cycle."""
+
+    port: int
+    batches: Iterator[Batch]
+    clock_hz: float
+    on_batch: Callable[[Batch], None] | None = None
+    model: PortModel | None = None
+    sent: int = 0
+    last_bit_ps: Fraction = Fraction(0)
+    exhausted: bool = False
+    _batch: Batch | None = None
+    _dues: list[int] = field(default_factory=list)
+    _next: int = 0
+
+    def _load(self) -> bool:
+        batch = next(self.batches, None)
+        if batch is None:
+            self.exhausted = True
+            return False
+        if self.on_batch is not None:
+            self.on_batch(batch)
+        # the chip's own rule for a source's frame: floor(time_s * clock), time_s the
+        # send time in seconds as a float (time_ps / 10**12, exact below 2**53 ps)
+        seconds = batch.times_ps.astype(np.float64) / PS_PER_S
+        self._dues = np.floor(seconds * self.clock_hz).astype(np.int64).tolist()
+        self._batch, self._next = batch, 0
+        self.sent += len(batch)
+        if self.model is not None and len(batch):
+            self.last_bit_ps = max(self.last_bit_ps, int(batch.times_ps[-1]) +
+                                   self.model.wire_ps(len(batch.datas[-1])))
+        return True
+
+    def offer_until(self, chip: Any, cycle: int) -> int:
+        """Offer the frames due by ``cycle``; how many."""
+        offered = 0
+        while not self.exhausted:
+            if self._batch is None or self._next >= len(self._dues):
+                if not self._load():
+                    break
+            dues, start = self._dues, self._next
+            end = bisect.bisect_right(dues, cycle, lo=start)
+            if end > start:
+                chip.offer_frames(self.port, self._batch.datas[start:end], dues[start:end])
+                offered += end - start
+                self._next = end
+            if end < len(dues):
+                break
+        return offered
+
+
+@dataclass
 class AnalysisSink:
     """One chip sink (``sim.packets.Sink``) for every port: transmitted frames wait here
     until ``flush(now_cycle)`` hands those whose last bit is before ``now_cycle`` to the
@@ -167,14 +226,25 @@ class StreamingTrial:
     sources: dict[int, BatchSource]
     sink: AnalysisSink
     analysis: FastAnalysis
+    feeds: dict[int, BatchFeed] = field(default_factory=dict)  # offer mode
 
     @property
     def sent(self) -> int:
-        return sum(s.sent for s in self.sources.values())
+        return sum(s.sent for s in [*self.sources.values(), *self.feeds.values()])
 
     @property
     def exhausted_last_bit_ps(self) -> Fraction:
-        return max((s.last_bit_ps for s in self.sources.values()), default=Fraction(0))
+        return max((s.last_bit_ps for s in [*self.sources.values(), *self.feeds.values()]),
+                   default=Fraction(0))
+
+    @property
+    def fed(self) -> bool:
+        """Offer mode: every port's frames have been offered."""
+        return all(f.exhausted for f in self.feeds.values())
+
+    def offer_until(self, chip: Any, cycle: int) -> int:
+        """Offer mode: every port's frames due by ``cycle`` (call before each run step)."""
+        return sum(self.feeds[p].offer_until(chip, cycle) for p in sorted(self.feeds))
 
     def report(self) -> Any:
         self.sink.flush()
@@ -183,11 +253,13 @@ class StreamingTrial:
 
 def streaming(streams: Iterable[Stream], ports: Mapping[int, str | PortModel], expect: Any,
               clock_hz: float, bin_ps: int = 100_000, keep: bool = False,
-              batch_frames: int = BATCH_FRAMES) -> StreamingTrial:
+              batch_frames: int = BATCH_FRAMES, offer: bool = False) -> StreamingTrial:
     """The parts of a streaming trial, not yet attached: a ``BatchSource`` per tester port
     and the one ``AnalysisSink`` (``clock_hz``: the chip clock its cycles count) -- for a
     system of chips, attach them to its external ports; ``stream_trial`` does it for one
-    chip.  ``expect`` must be a ``PassThrough`` or ``RouteReference``."""
+    chip.  ``expect`` must be a ``PassThrough`` or ``RouteReference``.  ``offer``: no
+    sources; ``BatchFeed``s offer the frames with ``Chip.offer_frames`` when the caller
+    calls ``offer_until`` before each run step (no ``RxFrame`` per frame)."""
     models, by_port = check_streams(streams, ports)
     tables = compiled(expect, models)
     if tables is None:
@@ -200,18 +272,25 @@ def streaming(streams: Iterable[Stream], ports: Mapping[int, str | PortModel], e
                             batch.seqs)
 
     ordered = [s for p in sorted(by_port) for s in by_port[p]]
+    made = batches(ordered, models, batch_frames)
+    sink = AnalysisSink(analysis, clock_hz, keep)
+    if offer:
+        feeds = {port: BatchFeed(port, port_batches, clock_hz, register, models[port])
+                 for port, port_batches in made.items()}
+        return StreamingTrial({}, sink, analysis, feeds)
     sources = {port: BatchSource(port_batches, register, model=models[port])
-               for port, port_batches in batches(ordered, models, batch_frames).items()}
-    return StreamingTrial(sources, AnalysisSink(analysis, clock_hz, keep), analysis)
+               for port, port_batches in made.items()}
+    return StreamingTrial(sources, sink, analysis)
 
 
 def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str | PortModel],
                  expect: Any, bin_ps: int = 100_000, keep: bool = False,
-                 batch_frames: int = BATCH_FRAMES, check_ports: bool = True
-                 ) -> StreamingTrial:
+                 batch_frames: int = BATCH_FRAMES, check_ports: bool = True,
+                 offer: bool = False) -> StreamingTrial:
     """Attach ``streams`` to ``chip`` for a streaming trial judged by ``expect`` (a
     ``PassThrough`` or ``RouteReference``): run the chip, call ``trial.sink.flush(chip.now)``
-    as often as memory asks (every run step is fine), then ``trial.report()``."""
+    as often as memory asks (every run step is fine), then ``trial.report()``.  With
+    ``offer``, call ``trial.offer_until(chip, chip.now + step)`` before each step."""
     streams = list(streams)
     if check_ports:
         models, _ = check_streams(streams, ports)
@@ -219,7 +298,7 @@ def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str |
         if problems:
             raise ValueError("tester and chip ports disagree:\n  " + "\n  ".join(problems))
     trial = streaming(streams, ports, expect, chip.config.clock_hz, bin_ps, keep,
-                      batch_frames)
+                      batch_frames, offer)
     for port in sorted(trial.sources):
         chip.attach_source(port, trial.sources[port])
     for port in range(len(chip.config.ports)):

@@ -70,9 +70,11 @@ def test_attach_refuses_mismatched_ports() -> None:
         attach(chip, traffic)
 
 
-def test_streaming_trial_reports_what_the_held_records_give() -> None:
-    """stream_trial (C++ batches in, frames analysed as they leave, nothing held) against
-    attach + received + Analyzer.analyze on the same streams and chip program."""
+@pytest.mark.parametrize("offer", [False, True])
+def test_streaming_trial_reports_what_the_held_records_give(offer: bool) -> None:
+    """stream_trial (C++ batches in -- through sources or Chip.offer_frames -- frames
+    analysed as they leave, nothing held) against attach + received + Analyzer.analyze on
+    the same streams and chip program."""
     from npkit.bench.tester.chip import stream_trial
 
     dests = {4: FixedDestinations.of("198.19.0.1", "198.19.0.2"),
@@ -96,10 +98,14 @@ def test_streaming_trial_reports_what_the_held_records_give() -> None:
     held = Analyzer(PORTS, expect).analyze(traffic.records(), rx)
 
     chip = load_manifest(manifest()).chip
-    trial = stream_trial(chip, streams, PORTS, expect, batch_frames=64, keep=True)
+    trial = stream_trial(chip, streams, PORTS, expect, batch_frames=64, keep=True,
+                         offer=offer)
     for _ in range(60):
+        if offer:
+            trial.offer_until(chip, chip.now + 20_000)
         chip.run(cycles=20_000)
         trial.sink.flush(chip.now)
+    assert trial.fed
     streamed = trial.report()
     assert trial.sent == traffic.count() == 1400
     assert sorted(trial.sink.kept, key=lambda r: (r.port, r.time_ps)) == \
