@@ -1,0 +1,286 @@
+// pool.uc -- docs/datapath.md's compiled data path: a pool of forwarding MEs per input port
+// receives, runs the compiled body and transmits each frame on one thread, the header never
+// leaving the thread (RBUF -> transfer registers -> local memory -> body -> transfer
+// registers -> TBUF).  No RX or TX MEs, no DRAM, no buffers.  The template is the
+// hand-written tests/me/link/xfer_path/xferpool.uc; the body ABI is compiler/me/abi.py's
+// LM_WINDOW_ABI (the window in *l$index0[2..15], $14/$15 left to the receive status).
+//
+// Included with two files on the include path:
+//   pool.h    POOL_FIRST_ME, POOL_MES (N MEs per input port: port p has MEs POOL_FIRST_ME
+//             + N p .. + N - 1, adjacent for NEXT_NEIGHBOR_SIGNAL, all in cluster 0),
+//             PORTS, TOK_BASE / CLAIM_BASE / VERDICT_CNT_BASE (scratch), DISPATCH_LM_BYTE,
+//             the META_* word numbers and VERDICT_FORWARD;
+//   body.uc   the compiled body (body_entry# ... br[body_exit#]).
+//
+// Per frame, each thread: status ($14, $15) -> msf[read] of 14 longwords of the element into
+// $0..$13, and while it runs the REG turn (re-register on the port's receive-thread
+// freelist: the MSF deals frames in registration order; the wrap word goes through $15,
+// free until I register) -> element freed -> window copied to local memory -> metadata
+// set up -> body -> ALLOC turn: a forward claims the next TBUF element of its output port
+// (scratch test_and_add in the turn, awaited after it), anything else takes an idle turn and
+// is counted in scratch by verdict -> wait for TBUF space (TX_SEQUENCE) -> window copied
+// local memory -> $0..$13 out -> msf[write] + control word.  The REG and ALLOC tokens pass
+// in the pool's cyclic order (ME-major, context-minor): SAME_ME_SIGNAL inside an ME,
+// NEXT_NEIGHBOR_SIGNAL to the next ME, a scratch wrap word from the last ME to the first.
+// Frames longer than 56 bytes (the window) are not handled yet (docs/datapath.md, "Not done
+// yet"): they are dropped with their claim-free idle turn and counted under verdict 7.
+//
+// Registers: the body owns a0..a11, b0..b11, signals 1..10, $0..$13; the dispatch keeps
+// a12..a15, b12..b15 and signals 11..15.
+
+#include "pool.h"
+
+#define ELEMENT_SHIFT 7
+#define TBUF_PART_ELEMENTS 32
+#define TBUF_PART_MASK 31
+#define FRAME_MAX 56                    // $0..$13
+#define VERDICT_TOO_LONG 7
+
+#define SIG_STATUS 11
+#define SIG_TOK_REG 12
+#define SIG_TOK_ALLOC 13
+#define SIG_IO 14
+#define SIG_TX 15         // TBUF writes, token wrap words
+
+#define XFER_STATUS 14
+
+#define flags a12         // bit 0: I take the tokens from the wrap word; bit 1: I pass by
+                          // NEXT_NEIGHBOR_SIGNAL; bit 2: I pass through the wrap word
+#define st1 a13           // status word 1 (the element), after the body the output port
+#define ret a14
+#define t_a a15
+#define tok_w b12         // scratch address of the port's REG wrap word (ALLOC: + 4)
+#define fl_csr b13        // the port's receive-thread freelist CSR
+#define nextctx b14       // (context + 1) & 7
+#define t_b b15
+
+
+init:
+    local_csr_rd[ACTIVE_CTX_STS]
+    immed[t_b, 0]                             // ME << 3 | ctx (cluster 0)
+    alu[t_a, t_b, AND, 7]                     // ctx
+    alu[nextctx, t_a, +, 1]
+    alu[nextctx, nextctx, AND, 7]
+    // metadata (LM_ADDR_1) at DISPATCH_LM_BYTE + 128 ctx, window and spill (LM_ADDR_0) 64 on
+    alu_shf[t_a, --, B, t_a, <<7]
+    immed[b2, DISPATCH_LM_BYTE]
+    alu[t_a, t_a, +, b2]
+    local_csr_wr[ACTIVE_LM_ADDR_1, t_a]
+    immed[b2, 64]
+    alu[t_a, t_a, +, b2]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t_a]
+    alu_shf[a1, --, B, t_b, >>3]              // ME
+    alu[a1, a1, -, POOL_FIRST_ME]             // pool ME index: N port + position
+    alu[a0, t_b, AND, 7]                      // ctx
+    immed[b0, 0]                              // port
+pos:
+    alu[--, a1, -, POOL_MES]
+    blt[pos_done#]
+    alu[a1, a1, -, POOL_MES]
+    br[pos#], defer[1]
+    alu[b0, b0, +, 1]
+pos_done:
+    alu[*l$index1[META_IN_PORT], --, B, b0]
+    alu[fl_csr, b0, +, MSF_RX_THREAD_FREELIST_BASE]
+    alu_shf[t_a, --, B, b0, <<3]
+    immed[tok_w, TOK_BASE]
+    alu[tok_w, tok_w, +, t_a]
+    alu[b1, --, B, a0]
+    alu_shf[t_b, b1, OR, a1, <<3]             // roles by position << 3 | ctx
+    immed[flags, 0]
+    alu[--, t_b, -, 0]
+    bne[not_first#]
+    immed[flags, 1]
+not_first:
+    alu[--, t_b, -, ((POOL_MES << 3) - 1)]
+    bne[not_wrap#]
+    alu[flags, flags, OR, 4]
+    br[roles_done#]
+not_wrap:
+    alu[--, b1, -, 7]
+    bne[roles_done#]
+    alu[flags, flags, OR, 2]
+roles_done:
+    // words 2..11 of the metadata are zeroed per frame; the first thread of the pool holds
+    // both tokens: they start in the wrap words
+    br_bclr[flags, 0, first_register#]
+    immed[$13, 1]
+    scratch[write, $13, tok_w, 0, 1], ctx_swap[SIG_TX]
+    scratch[write, $13, tok_w, 4, 1], ctx_swap[SIG_TX]
+first_register:
+    load_addr[ret, first_reg_taken#]
+    br[take_reg#]
+first_reg_taken:
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
+    load_addr[ret, rx_loop#]
+    br[pass_reg#]
+
+rx_loop:
+    ctx_arb[SIG_STATUS]
+    alu[st1, --, B, $15]
+    immed[t_b, 0xFFFF]
+    alu[t_a, t_b, AND, $14]                   // frame length
+    alu[*l$index1[META_LEN], --, B, t_a]
+    alu[t_a, t_b, AND, st1]
+    alu_shf[t_a, --, B, t_a, <<ELEMENT_SHIFT]
+    msf[read, $0, t_a, 0, 14], sig_done[SIG_IO]
+    load_addr[ret, reg_taken#]                // the REG turn while the window comes in
+    br[take_reg#]
+reg_taken:
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
+    load_addr[ret, reg_passed#]
+    br[pass_reg#]
+reg_passed:
+    ctx_arb[SIG_IO]
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+    alu[*l$index0[2], --, B, $0]
+    alu[*l$index0[3], --, B, $1]
+    alu[*l$index0[4], --, B, $2]
+    alu[*l$index0[5], --, B, $3]
+    alu[*l$index0[6], --, B, $4]
+    alu[*l$index0[7], --, B, $5]
+    alu[*l$index0[8], --, B, $6]
+    alu[*l$index0[9], --, B, $7]
+    alu[*l$index0[10], --, B, $8]
+    alu[*l$index0[11], --, B, $9]
+    alu[*l$index0[12], --, B, $10]
+    alu[*l$index0[13], --, B, $11]
+    alu[*l$index0[14], --, B, $12]
+    alu[*l$index0[15], --, B, $13]
+    immed[*l$index1[2], 0]
+    immed[*l$index1[3], 0]
+    immed[*l$index1[4], 0]
+    immed[*l$index1[5], 0]
+    immed[*l$index1[6], 0]
+    immed[*l$index1[7], 0]
+    immed[*l$index1[8], 0]
+    immed[*l$index1[9], 0]
+    immed[*l$index1[10], 0]
+    immed[*l$index1[11], 0]
+    alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
+    blt[body_entry#]
+    br[not_forward#], defer[1]
+    immed[*l$index1[META_VERDICT], VERDICT_TOO_LONG]
+
+#include "body.uc"
+
+body_exit:
+    alu[--, *l$index1[META_VERDICT], -, VERDICT_FORWARD]
+    bne[not_forward#]
+    alu[st1, --, B, *l$index1[META_OUT_PORT]]   // st1 from here: the output port
+    alu[--, st1, -, PORTS]
+    bcs[not_forward#]
+    load_addr[ret, alloc_taken#]
+    br[take_alloc#]
+alloc_taken:
+    immed[$13, 1]                             // one element a frame
+    immed[t_b, CLAIM_BASE]
+    alu_shf[t_b, t_b, +, st1, <<2]
+    scratch[test_and_add, $13, t_b, 0], sig_done[SIG_IO]
+    load_addr[ret, alloc_passed#]
+    br[pass_alloc#]
+alloc_passed:
+    ctx_arb[SIG_IO]
+    alu[ret, --, B, $13]                      // ret here: my element's sequence number
+    immed32[t_b, MSF_TX_SEQUENCE_BASE]
+    alu_shf[t_b, t_b, +, st1, <<2]
+space:
+    msf[read, $13, t_b, 0, 1], ctx_swap[SIG_IO]
+    alu[t_a, ret, -, $13]                     // claimed before me and not yet sent
+    alu[--, (TBUF_PART_ELEMENTS - 1), -, t_a]
+    blt[space#]
+    alu[$0, --, B, *l$index0[2]]
+    alu[$1, --, B, *l$index0[3]]
+    alu[$2, --, B, *l$index0[4]]
+    alu[$3, --, B, *l$index0[5]]
+    alu[$4, --, B, *l$index0[6]]
+    alu[$5, --, B, *l$index0[7]]
+    alu[$6, --, B, *l$index0[8]]
+    alu[$7, --, B, *l$index0[9]]
+    alu[$8, --, B, *l$index0[10]]
+    alu[$9, --, B, *l$index0[11]]
+    alu[$10, --, B, *l$index0[12]]
+    alu[$11, --, B, *l$index0[13]]
+    alu[$12, --, B, *l$index0[14]]
+    alu[$13, --, B, *l$index0[15]]
+    alu[t_a, ret, AND, TBUF_PART_MASK]
+    alu_shf[t_b, --, B, st1, <<5]             // the port's TBUF partition
+    alu[t_a, t_a, +, t_b]                     // element
+    immed32[t_b, MSF_TBUF_BASE]
+    alu_shf[t_b, t_b, +, t_a, <<ELEMENT_SHIFT]
+    msf[write, $0, t_b, 0, 14], ctx_swap[SIG_TX]
+    alu_shf[t_b, --, B, st1, <<16]
+    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
+    immed32[t_b, MSF_TBUF_CTL_BASE]
+    alu_shf[t_b, t_b, +, t_a, <<2]
+    msf[write, $14, t_b, 0, 1], ctx_swap[SIG_TX]
+    br[rx_loop#]
+
+// a drop, an exception, a bad port or a frame too long: counted by verdict, an idle turn
+not_forward:
+    alu[t_a, --, B, *l$index1[META_VERDICT]]
+    alu[t_a, t_a, AND, 7]
+    immed[t_b, VERDICT_CNT_BASE]
+    alu_shf[t_b, t_b, +, t_a, <<2]
+    scratch[incr, --, t_b, 0]
+    load_addr[ret, idle_taken#]
+    br[take_alloc#]
+idle_taken:
+    load_addr[ret, rx_loop#]
+    br[pass_alloc#]
+
+// ---------------------------------------------------------------- tokens (return to ret)
+take_reg:
+    br_bset[flags, 0, take_reg_w#]
+    ctx_arb[SIG_TOK_REG]
+    rtn[ret]
+take_reg_w:
+    immed[$15, 0]
+    scratch[swap, $15, tok_w, 0, 1], ctx_swap[SIG_TX]
+    alu[--, --, B, $15]
+    bne[took_reg_w#]
+    ctx_arb[voluntary]
+    br[take_reg_w#]
+took_reg_w:
+    rtn[ret]
+pass_reg:
+    alu_shf[t_a, nextctx, OR, SIG_TOK_REG, <<3]
+    br_bset[flags, 1, pass_reg_nn#]
+    br_bset[flags, 2, pass_reg_w#]
+    local_csr_wr[SAME_ME_SIGNAL, t_a]
+    rtn[ret]
+pass_reg_nn:
+    local_csr_wr[NEXT_NEIGHBOR_SIGNAL, t_a]
+    rtn[ret]
+pass_reg_w:
+    immed[$15, 1]
+    scratch[write, $15, tok_w, 0, 1], ctx_swap[SIG_TX]
+    rtn[ret]
+take_alloc:
+    br_bset[flags, 0, take_alloc_w#]
+    ctx_arb[SIG_TOK_ALLOC]
+    rtn[ret]
+take_alloc_w:
+    immed[$13, 0]
+    scratch[swap, $13, tok_w, 4, 1], ctx_swap[SIG_TX]
+    alu[--, --, B, $13]
+    bne[took_alloc_w#]
+    ctx_arb[voluntary]
+    br[take_alloc_w#]
+took_alloc_w:
+    rtn[ret]
+pass_alloc:
+    alu_shf[t_a, nextctx, OR, SIG_TOK_ALLOC, <<3]
+    br_bset[flags, 1, pass_alloc_nn#]
+    br_bset[flags, 2, pass_alloc_w#]
+    local_csr_wr[SAME_ME_SIGNAL, t_a]
+    rtn[ret]
+pass_alloc_nn:
+    local_csr_wr[NEXT_NEIGHBOR_SIGNAL, t_a]
+    rtn[ret]
+pass_alloc_w:
+    immed[$13, 1]
+    scratch[write, $13, tok_w, 4, 1], ctx_swap[SIG_TX]
+    rtn[ret]
