@@ -17,7 +17,9 @@ For IPv4 and IPv6 separately, from the real 2024 table (next hops by the documen
   walking the built words; counted for the analytic ones) and by traffic (destinations
   drawn uniformly inside uniformly drawn prefixes), as the share at <= 1, 2, 3, ... reads;
 * build time (host), and updates per second per prefix-length band for the built ones
-  (delete and re-add --updates prefixes of the band, each followed by reclaim).
+  (delete and re-add --updates prefixes of the band, each followed by reclaim; both keep
+  a write log, as the chip's shadow does) with the mean 32-bit words written to chip memory
+  per update.
 
 Reported as text; docs/lpm.md quotes it.  A benchmark, not a test.
 """
@@ -123,7 +125,8 @@ def update_rates(table, routes: Routes, bits: int, count: int, rng: random.Rando
             table.add(*key, routes[key])
             table.reclaim()
         seconds = time.perf_counter() - start
-        out.append(f"/{low}-/{high}: {2 * len(picked) / seconds:,.0f}/s")
+        words = len(table.take_log().indices) / (2 * len(picked))
+        out.append(f"/{low}-/{high}: {2 * len(picked) / seconds:,.0f}/s, {words:.1f} words")
     return ", ".join(out)
 
 
@@ -132,11 +135,13 @@ def family(name: str, routes: Routes, bits: int, args: argparse.Namespace) -> No
     n = len(routes)
     print(f"== {name}: {n} prefixes")
     shape = IPV4 if bits == 32 else IPV6
-    trie = MultibitTrie(shape, np.zeros(1 << 24, dtype=np.uint32))
+    trie = MultibitTrie(shape, np.zeros(1 << 24, dtype=np.uint32), log=True)
     seconds = timed(lambda: trie.build(routes))
+    trie.take_log()
     pshape = POPTRIE4 if bits == 32 else POPTRIE6
-    pop = Poptrie(pshape, np.zeros(1 << 23, dtype=np.uint32))
+    pop = Poptrie(pshape, np.zeros(1 << 23, dtype=np.uint32), log=True)
     pseconds = timed(lambda: pop.build(routes))
+    pop.take_log()
     addresses = traffic(routes, bits, args.traffic, rng)
 
     def report(label: str, size: float, by_prefix: Counter[int], by_traffic: Counter[int],

@@ -447,8 +447,13 @@ class Poptrie:
             self._log.append((index, value))
 
     def _write_block(self, offset: int, values: np.ndarray) -> None:
-        for i, value in enumerate(values.tolist()):
-            self._write(offset + i, value)
+        """A new block's words (nothing reads them before the barrier that links them)."""
+        target = self.words[offset:offset + len(values)]
+        if self.log:
+            changed = np.flatnonzero(target != values)
+            self._log.extend(zip((changed + offset).tolist(), values[changed].tolist(),
+                                 strict=True))
+        target[:] = values
 
     def _barrier(self) -> None:
         if self.log and (not self._barriers or self._barriers[-1] != len(self._log)):
