@@ -1,7 +1,7 @@
 """Host time per frame of the tester's parts on one ``ixp2800-npf --quick`` trial.
 
     python -m npkit.bench.tester_profile [--size 40] [--traffic ipv4] [--runs 3] [--python]
-                                        [--streaming]
+                                        [--streaming] [--trial-us N] [--only held|offer]
 
 builds the preset's device (2 x OC-192 POS, pos_router, the sampled tables), makes the
 IPv4 40-byte trial at 100 % and times generation, the chip run (feed, ``Chip.run``, drain)
@@ -11,7 +11,8 @@ part per trial and per frame sent (docs/performance.md, "Tester").  ``--python``
 times the pure-Python generator and analyzer (``generate_python``, ``analyze_python``) on
 the same trial; ``--streaming`` also runs the trial as ``chip.stream_trial`` does (C++
 batches in through sources or ``Chip.offer_frames``, frames analysed as they leave,
-nothing held) and checks its report equals the held one.
+nothing held) and checks its report equals the held one.  ``--only held|offer`` runs the
+trial (``--trial-us`` long) one way only and prints the peak memory after it.
 """
 
 from __future__ import annotations
@@ -33,13 +34,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--python", action="store_true")
     parser.add_argument("--streaming", action="store_true")
+    parser.add_argument("--trial-us", type=int, default=None,
+                        help="trial length (default: the --quick preset's 100 us)")
+    parser.add_argument("--only", choices=("held", "offer"), default=None,
+                        help="run one path only and print the peak memory (RSS) after it")
     args = parser.parse_args(argv)
 
     npf = preset(quick=True)
     device = chip_device(npf)
     device.prepare()
     sizes = Sizes.fixed(args.size) if args.size else Sizes.imix(clamp=True)
-    trial = make_trials(device, npf.config, args.traffic, str(args.size), sizes).at(100.0)
+    trials = make_trials(device, npf.config, args.traffic, str(args.size), sizes)
+    if args.trial_us is not None:
+        trials = trials.with_length(args.trial_us * 1_000_000)
+    trial = trials.at(100.0)
     spent: dict[str, float] = {}
 
     def clock(name: str, work: Callable[..., Any], *call: Any) -> Any:
@@ -53,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     from npkit.bench.tester.fast_analysis import compiled
 
     compiled(device.reference, device.ports)
+    if args.only is not None:
+        _only(args.only, device, trial)
+        return
     sent = received = 0
     for _ in range(args.runs):
         traffic = clock("generation", generate, trial.streams, device.ports)
@@ -78,6 +89,29 @@ def main(argv: list[str] | None = None) -> None:
     for name, seconds in spent.items():
         mean = seconds / args.runs
         print(f"  {name:32s} {mean * 1e3:8.1f} ms  {mean / max(1, sent) * 1e6:7.2f} us/frame")
+
+
+def _only(path: str, device: Any, trial: Any) -> None:
+    """One trial by one path (held records, or streamed through ``offer_frames``): frames,
+    host CPU and the process's peak resident memory afterwards."""
+    import resource
+
+    from npkit.bench.lab import devices
+    from npkit.bench.tester import Analyzer, generate
+
+    start = time.process_time()
+    if path == "held":
+        traffic = generate(trial.streams, device.ports)
+        rx, _, _ = devices._run_trial(device._load(), traffic, trial.settle_ps, device.ports)
+        analyzer = Analyzer(device.ports, device.reference, device.options.latency_bin_ps)
+        report = analyzer.analyze(traffic.records(), rx)
+    else:
+        report = _streaming(device, trial, offer=True)
+    cpu = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sent = report.total.sent
+    print(f"{path}: {sent:,} frames sent, {report.total.received:,} received; host CPU "
+          f"{cpu:.1f} s = {cpu / max(1, sent) * 1e6:.2f} us/frame; peak RSS {peak:,.0f} MB")
 
 
 def _streaming(device: Any, trial: Any, offer: bool) -> Any:

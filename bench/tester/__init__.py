@@ -11,8 +11,13 @@
     report = Analyzer(ports, RouteReference(...)).analyze(traffic.records(), rx_records)
 
 Modules: ``media`` (port kinds, sizes, exact wire time), ``packet`` (packets, signature),
-``destinations``, ``stream``, ``generator``, ``reference`` (expected output), ``analyzer``,
-``chip`` (the simulated chip adapter; imports npkit.sim).
+``destinations``, ``stream`` (streams, their phases), ``generator``, ``reference``
+(expected output), ``results`` (records and reports), ``analyzer``, ``chip`` (the simulated
+chip adapter, held or streamed; imports npkit.sim).  The per-frame work runs in C++
+(``_fast``, built from ``cpp/``): ``fast`` (generation in batches) and ``fast_analysis``
+(the analyzer's bookkeeping); ``generate`` and ``Analyzer.analyze`` use them and give what
+the pure-Python ``generate_python`` / ``Analyzer.analyze_python`` give (docs/lab.md, "The
+tester without Python per frame").
 """
 
 from npkit.bench.tester.analyzer import Analyzer, Latency, Report, RxRecord, StreamStats
