@@ -5,11 +5,15 @@
 // hand-written tests/me/link/xfer_path/xferpool.uc; the body ABI is compiler/me/abi.py's
 // LM_WINDOW_ABI (the window in *l$index0[2..15], $14/$15 left to the receive status).
 //
-// Included with two files on the include path:
+// npkit.link.pool (link/pool.py) assembles it with two files on the include path:
 //   pool.h    POOL_FIRST_ME, POOL_MES (N MEs per input port: port p has MEs POOL_FIRST_ME
 //             + N p .. + N - 1, adjacent for NEXT_NEIGHBOR_SIGNAL, all in cluster 0),
-//             PORTS, TOK_BASE / CLAIM_BASE / VERDICT_CNT_BASE (scratch), DISPATCH_LM_BYTE,
-//             the META_* word numbers and VERDICT_FORWARD;
+//             PORTS, ELEMENT_SHIFT, TBUF_PART_ELEMENTS / _SHIFT (a port's TBUF partition),
+//             scratch: TOK_BASE (two wrap words per input port), CLAIM_BASE (a claim
+//             counter per output port), POOL_EXC_WORD (exceptions per input port),
+//             DROP_CNT_BASE / DROP_REASON_MAX / BAD_PORT_INDEX (fwd.uc's drop counters),
+//             CNT_TOO_LONG (the media's rx_too_long per port), DISPATCH_LM_BYTE and the
+//             META_* / VERDICT_* numbers;
 //   body.uc   the compiled body (body_entry# ... br[body_exit#]).
 //
 // Per frame, each thread: status ($14, $15) -> msf[read] of 14 longwords of the element into
@@ -17,24 +21,22 @@
 // freelist: the MSF deals frames in registration order; the wrap word goes through $15,
 // free until I register) -> element freed -> window copied to local memory -> metadata
 // set up -> body -> ALLOC turn: a forward claims the next TBUF element of its output port
-// (scratch test_and_add in the turn, awaited after it), anything else takes an idle turn and
-// is counted in scratch by verdict -> wait for TBUF space (TX_SEQUENCE) -> window copied
-// local memory -> $0..$13 out -> msf[write] + control word.  The REG and ALLOC tokens pass
-// in the pool's cyclic order (ME-major, context-minor): SAME_ME_SIGNAL inside an ME,
-// NEXT_NEIGHBOR_SIGNAL to the next ME, a scratch wrap word from the last ME to the first.
-// Frames longer than 56 bytes (the window) are not handled yet (docs/datapath.md, "Not done
-// yet"): they are dropped with their claim-free idle turn and counted under verdict 7.
+// (scratch test_and_add in the turn, awaited after it), anything else takes an idle turn
+// and is counted (drops by reason as fwd.uc does, exceptions per input port) -> wait for
+// TBUF space (TX_SEQUENCE) -> window copied local memory -> $0..$13 out -> msf[write] +
+// control word.  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
+// context-minor): SAME_ME_SIGNAL inside an ME, NEXT_NEIGHBOR_SIGNAL to the next ME, a
+// scratch wrap word from the last ME to the first.  Frames longer than 56 bytes (the
+// window) are not handled yet (docs/datapath.md, "Not done yet"): counted under
+// CNT_TOO_LONG, an idle turn.  Exceptions do not reach the exception ring yet.
 //
 // Registers: the body owns a0..a11, b0..b11, signals 1..10, $0..$13; the dispatch keeps
 // a12..a15, b12..b15 and signals 11..15.
 
 #include "pool.h"
 
-#define ELEMENT_SHIFT 7
-#define TBUF_PART_ELEMENTS 32
-#define TBUF_PART_MASK 31
 #define FRAME_MAX 56                    // $0..$13
-#define VERDICT_TOO_LONG 7
+#define VERDICT_TOO_LONG 7              // not a verdict of the body: this dispatch's own
 
 #define SIG_STATUS 11
 #define SIG_TOK_REG 12
@@ -205,8 +207,8 @@ space:
     alu[$11, --, B, *l$index0[13]]
     alu[$12, --, B, *l$index0[14]]
     alu[$13, --, B, *l$index0[15]]
-    alu[t_a, ret, AND, TBUF_PART_MASK]
-    alu_shf[t_b, --, B, st1, <<5]             // the port's TBUF partition
+    alu[t_a, ret, AND, (TBUF_PART_ELEMENTS - 1)]
+    alu_shf[t_b, --, B, st1, <<TBUF_PART_SHIFT]   // the port's TBUF partition
     alu[t_a, t_a, +, t_b]                     // element
     immed32[t_b, MSF_TBUF_BASE]
     alu_shf[t_b, t_b, +, t_a, <<ELEMENT_SHIFT]
@@ -218,12 +220,39 @@ space:
     msf[write, $14, t_b, 0, 1], ctx_swap[SIG_TX]
     br[rx_loop#]
 
-// a drop, an exception, a bad port or a frame too long: counted by verdict, an idle turn
+// a drop, an exception, a bad port or a frame too long: counted, then an idle turn
 not_forward:
     alu[t_a, --, B, *l$index1[META_VERDICT]]
-    alu[t_a, t_a, AND, 7]
-    immed[t_b, VERDICT_CNT_BASE]
+    alu[--, t_a, -, VERDICT_DROP]
+    beq[count_drop#]
+    alu[--, t_a, -, VERDICT_EXCEPTION]
+    beq[count_exception#]
+    alu[--, t_a, -, VERDICT_TOO_LONG]
+    beq[count_too_long#]
+    alu[--, t_a, -, VERDICT_FORWARD]
+    bne[count_index#], defer[1]
+    immed[t_a, 0]                             // no verdict: reserved index 0
+    br[count_index#], defer[1]
+    immed[t_a, BAD_PORT_INDEX]                // a forward to a port that is not there
+count_drop:
+    alu[t_a, --, B, *l$index1[META_CODE]]
+    alu[--, DROP_REASON_MAX, -, t_a]
+    bcs[count_index#]                         // 0 <= code <= DROP_REASON_MAX
+    immed[t_a, 0]
+count_index:
+    immed[t_b, DROP_CNT_BASE]
+    br[counted#], defer[1]
     alu_shf[t_b, t_b, +, t_a, <<2]
+count_exception:
+    alu[t_a, --, B, *l$index1[META_IN_PORT]]
+    immed[t_b, POOL_EXC_WORD]
+    br[counted#], defer[1]
+    alu_shf[t_b, t_b, +, t_a, <<2]
+count_too_long:
+    alu[t_a, --, B, *l$index1[META_IN_PORT]]
+    immed[t_b, CNT_TOO_LONG]
+    alu_shf[t_b, t_b, +, t_a, <<2]
+counted:
     scratch[incr, --, t_b, 0]
     load_addr[ret, idle_taken#]
     br[take_alloc#]

@@ -4,33 +4,28 @@ the window in local memory (LM_WINDOW_ABI) and transmits it from the same thread
 TX ME, no DRAM.  Two OC-192 POS ports at line rate with 40-byte IPv4 packets (44-byte frames)
 built with scapy; the reference is the native target running the same MBL block: the chip
 sends exactly the frames the native target forwards, byte for byte, in arrival order per
-port, and counts the rest by verdict.  The linker does not map this yet (the test writes the
-build folder itself: pool.h, body.uc, the manifest); docs/datapath.md, "Not done yet".
+port, and counts the drops by reason and the exceptions per port as natively.  Linked by
+npkit.link.pool (link_pool), loaded by CompiledRun.
 
     .venv/bin/python -m pytest -q tests/me/link/test_pool_path.py -s
 """
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_source
-from npkit.compiler.mbl.types import META_FIELDS, META_VERDICT, VERDICT_FORWARD
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
-from npkit.runtime.loader import load_manifest
+from npkit.link import Manifest
+from npkit.link.pool import link_pool, pool_exceptions
+from npkit.runtime.compiled import CompiledRun
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
-REPO = Path(__file__).resolve().parents[3]
-POOL_UC = REPO / "link" / "dispatch" / "pool.uc"
 POOL_MES = 4                       # per input port
-TOK_BASE, CLAIM_BASE, VERDICT_CNT_BASE = 0x2100, 0x2200, 0x2300
-KINDS = ("none", "forward", "drop", "exception", "next", "consumed", "6", "too_long")
 
 # l2wire-like forwarding with a header rewrite: PPP checks, TTL and checksum, port ^ 1
 WIRE = """
@@ -51,23 +46,11 @@ block wire {
 """
 
 
-def build(tmp: Path) -> tuple[Path, NativeProgram]:
+def build() -> tuple[Manifest, NativeProgram]:
     program = compile_source(WIRE, "wire.mbl")
-    body = compile_me(program, "wire", LM_WINDOW_ABI).body
-    defines = {"POOL_FIRST_ME": 0, "POOL_MES": POOL_MES, "PORTS": 2, "TOK_BASE": TOK_BASE,
-               "CLAIM_BASE": CLAIM_BASE, "VERDICT_CNT_BASE": VERDICT_CNT_BASE,
-               "DISPATCH_LM_BYTE": 0, "META_IN_PORT": META_FIELDS["in_port"].word,
-               "META_LEN": META_FIELDS["len"].word,
-               "META_OUT_PORT": META_FIELDS["out_port"].word, "META_VERDICT": META_VERDICT,
-               "VERDICT_FORWARD": VERDICT_FORWARD}
-    (tmp / "pool.h").write_text("".join(f"#define {k} {v:#x}\n" for k, v in defines.items()))
-    (tmp / "body.uc").write_text(body.uc)
-    shutil.copy(POOL_UC, tmp / "pool.uc")
-    mes = list(range(2 * POOL_MES))
-    (tmp / "pool.toml").write_text(
-        'name = "pool"\nchip = "ixp2800"\nseed = 1\n\n[ports]\n0 = "oc192pos"\n'
-        f'1 = "oc192pos"\n\n[[image]]\nsource = "pool.uc"\nmes = {mes}\n')
-    return tmp / "pool.toml", NativeProgram(program, "wire")
+    manifest = link_pool(program, compile_me(program, "wire", LM_WINDOW_ABI),
+                         "ixp2800-2xoc192pos", mes_per_port=POOL_MES)
+    return manifest, NativeProgram(program, "wire")
 
 
 def frames(count: int, port: int) -> list[bytes]:
@@ -86,12 +69,12 @@ def frames(count: int, port: int) -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def pool_run(tmp_path_factory):
-    manifest, native = build(tmp_path_factory.mktemp("pool"))
+def pool_run():
+    manifest, native = build()
     count = 2000
     offered = {p: frames(count, p) for p in (0, 1)}
-    loaded = load_manifest(manifest)
-    chip = loaded.chip
+    run = CompiledRun(manifest)
+    chip = run.chip
     sinks = {p: ListSink() for p in (0, 1)}
     for p, fs in offered.items():
         chip.attach_source(p, ListSource([RxFrame(f) for f in fs]))    # back to back
@@ -101,25 +84,23 @@ def pool_run(tmp_path_factory):
                         if v.kind == "forward" and v.port == p] for p in (0, 1)}
     chip.run(packets=sum(map(len, expected_out.values())), cycles=20_000_000)
     chip.run(cycles=20_000)
-    return offered, verdicts, expected_out, sinks, chip
+    return manifest, run, offered, verdicts, expected_out, sinks
 
 
 def test_the_pool_forwards_what_the_native_target_forwards(pool_run) -> None:
-    offered, verdicts, expected_out, sinks, chip = pool_run
+    manifest, run, offered, verdicts, expected_out, sinks = pool_run
     for p in (0, 1):
         assert [f.data for f in sinks[p].frames] == expected_out[p]   # bytes and order
-    scratch = chip.scratch()
-    counted = {KINDS[k]: int(scratch[VERDICT_CNT_BASE // 4 + k]) for k in range(8)}
-    native = Counter(v.kind for vs in verdicts.values() for v in vs if v.kind != "forward")
-    assert {k: n for k, n in counted.items() if n} == dict(native)
-    counters = chip.counters()
-    for p in (0, 1):
-        assert counters["ports"][p]["rx_dropped_rbuf_full"] == 0
+    drops = Counter(v.reason for vs in verdicts.values() for v in vs if v.kind == "drop")
+    assert run.drop_counts() == dict(drops)
+    assert pool_exceptions(run.chip, manifest) == [
+        sum(v.kind == "exception" for v in verdicts[p]) for p in (0, 1)]
+    assert run.receive_drops() == {}          # no RBUF overflow, nothing too long
 
 
 def test_the_pool_moves_no_dram_byte(pool_run) -> None:
-    offered, _, expected_out, _, chip = pool_run
-    counters = chip.counters()
+    _, run, offered, _, expected_out, _ = pool_run
+    counters = run.chip.counters()
     dram = sum(ch["bytes"] for ch in counters["channels"]["dram"])
     frames_in = sum(map(len, offered.values()))
     per_me = {me["number"]: round((me["busy_cycles"] + me["stalled_cycles"]) / frames_in
