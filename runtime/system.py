@@ -695,6 +695,10 @@ class _Link:
                                                    waiting_bytes)
 
 
+def _runner(chip: Chip) -> Callable[[int], Any]:
+    return lambda cycles: chip.run(cycles=cycles)
+
+
 @dataclass
 class PortCounters:
     frames_in: int = 0  # fed to the chip port (after the framer)
@@ -716,7 +720,8 @@ class System:
 
     def __init__(self, spec: SystemSpec, chips: Mapping[str, Chip],
                  runs: Mapping[str, LoadedRun] | None = None, record: bool = False,
-                 threads: int = 1) -> None:
+                 threads: int = 1,
+                 advance: Mapping[str, Callable[[int], Any]] | None = None) -> None:
         missing = [c.name for c in spec.chips if c.name not in chips]
         if missing:
             raise SystemConfigError(f"{spec.source}: no Chip given for {', '.join(missing)}")
@@ -760,6 +765,10 @@ class System:
         if threads < 1:
             raise SystemConfigError(f"threads must be >= 1, got {threads}")
         self.threads = threads
+        # how a chip's time moves on: chip.run, or e.g. a control plane's run that replays
+        # the XScale model's work beside the chip (runtime.compiled_router)
+        self._advance: dict[str, Callable[[int], Any]] = {
+            name: (advance or {}).get(name) or _runner(chip) for name, chip in self.chips.items()}
         step = min((lk.latency - lk.fast_rx_max for lk in self.links), default=None)
         if step is not None and step < 1:
             raise SystemConfigError(f"{spec.source}: a link latency below "
@@ -828,14 +837,14 @@ class System:
                     if name in self._free:  # nothing comes in: it may run ahead, in chunks
                         if horizon > chip.now:
                             ahead = min(chip.now + NO_LINK_STEP_CYCLES, end)
-                            jobs.append((chip, max(horizon, ahead) - chip.now))
+                            jobs.append((self._advance[name], max(horizon, ahead) - chip.now))
                     elif horizon > chip.now:
-                        jobs.append((chip, horizon - chip.now))
+                        jobs.append((self._advance[name], horizon - chip.now))
                 if pool is None or len(jobs) < 2:
-                    for chip, run in jobs:
-                        chip.run(cycles=run)
+                    for advance, run in jobs:
+                        advance(run)
                 else:
-                    for future in [pool.submit(chip.run, cycles=run) for chip, run in jobs]:
+                    for future in [pool.submit(advance, run) for advance, run in jobs]:
                         future.result()
                 self.now = horizon
                 self._exchange()

@@ -224,8 +224,10 @@ class SystemChipDevice(CompiledChipDevice):
                         threads=self.threads)
         return system, {n: self._loaded(r) for n, r in runs.items()}
 
-    def run_traffic(self, trial: Trial, traffic: Traffic) -> TrialResult:
-        system, loaded = self.load()
+    def run_traffic(self, trial: Trial, traffic: Traffic,
+                    loaded_system: tuple[System, dict[str, _Loaded]] | None = None
+                    ) -> TrialResult:
+        system, loaded = loaded_system or self.load()
         models = self.ports
         names = [p.name for p in self.spec.ports]
         for port, source in sources(traffic).items():
@@ -244,6 +246,80 @@ class SystemChipDevice(CompiledChipDevice):
         analyzer = Analyzer(models, self.reference, self.options.latency_bin_ps)
         report = analyzer.analyze(traffic.records(), rx)
         return TrialResult(report, traffic, rx, counters, round(system.now * PS_PER_S / clock))
+
+
+    # ---- the control plane (npf.UpdatableDevice), on every chip
+    def system_router(self, chip: str) -> Any:
+        """Chip ``chip``'s program and tables on a fresh chip of the system with the XScale
+        control plane beside it (as ``updatable_router``, with that chip's link, chip
+        config and next-hop ports)."""
+        from npkit.compiler.mbl import NativeProgram
+        from npkit.runtime.compiled_router import CompiledRouter
+        from npkit.runtime.neighbours import NextHop
+
+        self.chip_loadables  # noqa: B018 (links every chip)
+        shadows = self.__dict__.setdefault("_shadows", {})
+        if chip not in shadows:
+            shadows[chip] = NativeProgram(self.program)
+        shadow = shadows[chip]
+        for words in shadow.memory.values():
+            words.fill(0)
+        linked = self.spec.place_manifest(chip, self.chip_linked(chip))
+        router = CompiledRouter(linked=linked, shadow=shadow, seed=self.options.chip_seed,
+                                exception_path=False)
+        ports = self.chip_port_map(chip)
+        for hop in range(self.options.routes.next_hops):
+            dmac, smac = next_hop_macs(hop)
+            router.control.nexthops.set(hop, NextHop(dmac, smac,
+                                                     ports[self.tables.port_of(hop)],
+                                                     self.options.next_hop_mtu))
+        families = router.families
+        router.control.routes.reload(self.tables.routes[4] if 4 in families else None,
+                                     self.tables.routes[6] if 6 in families else None)
+        router.load_tables()
+        return router
+
+    def run_with_updates(self, trial: Trial, family: int, updates_per_s: float,
+                         seed: int, stream: Any = None) -> TrialResult:
+        """As ``CompiledChipDevice.run_with_updates``, on the system: every chip's XScale
+        applies the same updates to its own copy of the tables at the same instants.
+        ``updates.landed`` is the chip that landed fewer; ``updates.words`` sums the
+        chips' writes."""
+        from npkit.bench.lab.devices import _exercised
+        from npkit.runtime.compiled_router import at_rate
+
+        if updates_per_s <= 0:
+            return self.run(trial)
+        self.prepare()
+        traffic = generate(trial.streams, self.ports)
+        sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
+        if not sends:
+            return self.run(trial)
+        first, last = min(sends), max(sends)
+        count = 1 + int((last - first) * Fraction(str(updates_per_s)) // PS_PER_S)
+        if stream is None:
+            stream = self.update_stream(family, count, seed, _exercised(trial, family))
+        stream = list(stream)[:count]
+        routers = {c.name: self.system_router(c.name) for c in self.spec.chips}
+        for router in routers.values():
+            at_rate(router, stream, updates_per_s,
+                    _cycle(first, router.chip.config.clock_hz))
+        advance = {name: _control_runner(router) for name, router in routers.items()}
+        system = System(self.spec, {n: r.chip for n, r in routers.items()},
+                        threads=self.threads, advance=advance)
+        loaded = {n: self._loaded(r.compiled, advance[n]) for n, r in routers.items()}
+        result = self.run_traffic(trial, traffic, (system, loaded))
+        landed = {n: [r for r in router.records if r.end <= router.chip.now]
+                  for n, router in routers.items()}
+        result.counters.update({"updates.scheduled": len(stream),
+                                "updates.landed": min(len(v) for v in landed.values()),
+                                "updates.words": sum(r.words for v in landed.values()
+                                                     for r in v)})
+        return result
+
+
+def _control_runner(router: Any) -> Any:
+    return lambda cycles: router.cp.run(cycles=cycles)
 
 
 def _run_until_done(system: System, loaded: Mapping[str, _Loaded],

@@ -102,3 +102,17 @@ def test_two_threads_give_the_serial_frames_and_counters() -> None:
             [(r.port, r.time_ps, r.data) for r in two.received]
         assert one.counters == two.counters and one.sim_ps == two.sim_ps
     assert one.report.total.received > 0
+
+
+def test_route_updates_land_on_both_chips_while_they_forward(dual) -> None:
+    device, config = dual
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    trials = npf.make_trials(device, config, "ipv4", label, sizes)
+    result = device.run_with_updates(trials.at(20), 4, 1_000_000, seed=1)
+    total = result.report.total
+    assert total.received == total.sent > 0 and result.report.errors == 0
+    assert result.counters["updates.scheduled"] >= 10
+    assert 0 < result.counters["updates.landed"] <= result.counters["updates.scheduled"]
+    # the same frames forwarded as without updates (the updates touch no exercised route)
+    plain = device.run(trials.at(20))
+    assert [r.data for r in plain.received] == [r.data for r in result.received]
