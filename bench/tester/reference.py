@@ -67,6 +67,11 @@ class RouteReference:
         self._lengths = {f: tuple(sorted({n for _, n in r}, reverse=True))
                          for f, r in self.routes.items()}
 
+    def __getstate__(self) -> dict:
+        # the C++ analysis's tables (fast_analysis.compiled keeps them on the reference)
+        # are rebuilt where the reference is unpickled
+        return {k: v for k, v in self.__dict__.items() if k != "_fast_tables"}
+
     def next_hop(self, family: int, address: int) -> int | None:
         key = (family, address)
         if key not in self._cache:

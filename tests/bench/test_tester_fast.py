@@ -285,3 +285,20 @@ def test_random_streams_give_the_python_generators_frames(
             generate(streams, {0: kind})
         return
     assert generate(streams, {0: kind}).records() == slow
+
+
+def port_of_hop(hop: int) -> int:
+    return hop % 2
+
+
+def test_a_reference_with_its_tables_pickles(dests) -> None:
+    import pickle
+
+    streams, ports = streams_of("ipv4-40", dests)
+    records = generate(streams, ports).records()[:20]
+    reference = RouteReference({4: dests[4].routes}, port_of_hop)
+    analyzer = Analyzer(ports, reference)
+    first = analyzer.analyze(records, [])
+    assert fast_analysis.compiled(reference, analyzer.models) is not None
+    again = pickle.loads(pickle.dumps(reference))
+    assert Analyzer(ports, again).analyze(records, []) == first
