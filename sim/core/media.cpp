@@ -194,7 +194,7 @@ void Media::add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_befor
   }
   u128 end = start + wire_units(p, bytes.size());
   p.rx_line_free = end;
-  PendingRx f{std::move(bytes), start, 0, 0, {}};
+  PendingRx f{std::move(bytes), start, 0, 0};
   f.next_time = mpacket_time(p, f);
   p.rx_pending.push_back(std::move(f));
 }
@@ -228,7 +228,7 @@ Media::Event Media::earliest() const {
   }
   for (int i = 0; i < num_ports(); ++i) {
     const Port& p = ports_[i];
-    if (!p.rx_pending.empty() && p.rx_pending.front().next_time < best.time) {
+    if (!p.rx_pending.empty() && !p.rx_stalled && p.rx_pending.front().next_time < best.time) {
       best = {p.rx_pending.front().next_time, EventKind::kRxArrival, i};
     }
   }
@@ -274,55 +274,52 @@ uint64_t Media::rx_pending_frames() const {
 }
 
 // ------------------------------------------------------------------------ receive
-// One mpacket of the port's oldest pending frame is complete.  At the first one the frame
-// is admitted whole or dropped whole: its partition must have a free element for every
-// mpacket (any elements: they need not be adjacent).  (Decision: the MSF does not know the
-// length at the first mpacket, but a frame cut short by a full RBUF would need an error
-// path in every receive microblock; admitting whole frames keeps them out.)
+// The next mpacket of the port's oldest pending frame is complete.  It takes the element at
+// the head of its partition's freelist (any element: frames need no contiguous run).  With
+// no free element, a first mpacket (SOP) drops the frame whole; a later one waits until a
+// receive thread frees an element -- the partition's fill level holds the rest of a frame
+// that has started (SPI-4 flow control to the framer), so no frame is cut short.
+// (Decision: the framer holds at most the rest of the frame in progress; frames behind it
+// that find the partition still full at their first mpacket are dropped.)
 void Media::arrive(Port& p, int port_index) {
   PendingRx& f = p.rx_pending.front();
   PortCounters& c = counters_[port_index];
+  RxPartition& part = partitions_[p.rx_partition];
   const int eb = cfg_.element_bytes;
   const int length = static_cast<int>(f.bytes.size());
   const int count = (length + eb - 1) / eb;
-  if (f.next == 0) {
-    RxPartition& part = partitions_[p.rx_partition];
-    if (count > rx_elements_) {
-      ++c.rx_dropped_too_long;
-      p.rx_pending.pop_front();
-      return;
-    }
-    if (static_cast<int>(part.free.size()) < count) {
-      ++c.rx_dropped_rbuf_full;
-      p.rx_pending.pop_front();
-      return;
-    }
-    f.elements.resize(count);
-    for (int k = 0; k < count; ++k) {
-      const int e = part.free.front();
-      part.free.pop_front();
-      f.elements[k] = e;
-      rbuf_state_[e] = RbufState::kWaiting;
-      rbuf_port_[e] = port_index;
-      const size_t n = static_cast<size_t>(std::min(eb, length - k * eb));
-      std::memcpy(rbuf_.data() + static_cast<size_t>(e) * eb, f.bytes.data() + static_cast<size_t>(k) * eb, n);
-    }
-    part.in_use += count;
-    part.high_water = std::max(part.high_water, part.in_use);
-    c.rbuf_elements_in_use += count;
-    c.rbuf_high_water_elements = std::max(c.rbuf_high_water_elements, c.rbuf_elements_in_use);
-    c.rbuf_partition_high_water = std::max(c.rbuf_partition_high_water, part.high_water);
-  }
   const int k = f.next;
-  WaitingMpacket m{port_index, f.elements[k], std::min(eb, length - k * eb), k == 0,
-                   k == count - 1, f.next_time};
+  if (part.free.empty()) {
+    if (k == 0) {
+      ++c.rx_dropped_rbuf_full;
+      pop_rx_frame(p, f.next_time);
+    } else {
+      p.rx_stalled = true;
+      ++c.rx_flow_control_stalls;
+    }
+    return;
+  }
+  const int e = part.free.front();
+  part.free.pop_front();
+  rbuf_state_[e] = RbufState::kWaiting;
+  rbuf_port_[e] = port_index;
+  const int n = std::min(eb, length - k * eb);
+  std::memcpy(rbuf_.data() + static_cast<size_t>(e) * eb, f.bytes.data() + static_cast<size_t>(k) * eb,
+              static_cast<size_t>(n));
+  part.in_use += 1;
+  part.high_water = std::max(part.high_water, part.in_use);
+  c.rbuf_elements_in_use += 1;
+  c.rbuf_high_water_elements = std::max(c.rbuf_high_water_elements, c.rbuf_elements_in_use);
+  c.rbuf_partition_high_water = std::max(c.rbuf_partition_high_water, part.high_water);
+
+  WaitingMpacket m{port_index, e, n, k == 0, k == count - 1, f.next_time};
   if (m.eop) {
     ++c.rx_frames;
     c.rx_bytes += static_cast<uint64_t>(length);
-    p.rx_pending.pop_front();
+    pop_rx_frame(p, m.arrival);
   } else {
     ++f.next;
-    f.next_time = mpacket_time(p, f);
+    f.next_time = std::max(mpacket_time(p, f), f.next_time);  // after a stall: not earlier
   }
 
   auto& threads = threads_waiting_[p.cfg.rx_freelist];
@@ -335,6 +332,15 @@ void Media::arrive(Port& p, int port_index) {
   frames_waiting_[p.cfg.rx_freelist].push_back(m);
   ++p.rx_waiting;
   c.rx_waiting_high_water = std::max(c.rx_waiting_high_water, p.rx_waiting);
+}
+
+// The port's oldest frame is done (received or dropped) at cycle t; the next one cannot
+// complete an mpacket before t (it may have waited behind a stalled frame).
+void Media::pop_rx_frame(Port& p, uint64_t t) {
+  p.rx_pending.pop_front();
+  if (!p.rx_pending.empty()) {
+    p.rx_pending.front().next_time = std::max(p.rx_pending.front().next_time, t);
+  }
 }
 
 void Media::pair(const WaitingMpacket& m, const RxThread& thread) {
@@ -401,7 +407,7 @@ void Media::register_thread(int me, int ctx, int list, uint32_t value, uint64_t 
   threads_waiting_[list].push_back(thread);
 }
 
-void Media::element_done(uint32_t value) {
+void Media::element_done(uint32_t value, uint64_t t) {
   const uint32_t first = value & 0xFFFF;
   const uint32_t count = value >> 16;
   auto where = [&] { return "msf[fast_wr] to MSF_RBUF_ELEMENT_DONE (value " + hex(value) + ")"; };
@@ -435,6 +441,14 @@ void Media::element_done(uint32_t value) {
     --counters_[rbuf_port_[e]].rbuf_elements_in_use;
   }
   part.in_use -= count;
+  // flow control released: a stalled mpacket of this partition completes now (or at its
+  // wire time, if that is later); ports compete in port order at that cycle
+  for (Port& q : ports_) {
+    if (q.rx_stalled && q.rx_partition == partition) {
+      q.rx_stalled = false;
+      q.rx_pending.front().next_time = std::max(q.rx_pending.front().next_time, std::max(t, now_));
+    }
+  }
 }
 
 void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
@@ -442,7 +456,7 @@ void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
   if (csr >= kFreelistBase && csr < kFreelistBase + kFreelists) {
     register_thread(me, ctx, static_cast<int>(csr - kFreelistBase), value, t);
   } else if (csr == kElementDone) {
-    element_done(value);
+    element_done(value, t);
   } else {
     throw MediaFault("msf[fast_wr]: unknown MSF CSR " + hex(csr) +
                      " (MSF_RX_THREAD_FREELIST_BASE+n = " + hex(kFreelistBase) + ".." +

@@ -49,7 +49,8 @@ struct PortCounters {
   uint64_t rx_frames = 0, rx_bytes = 0, rx_dropped_rbuf_full = 0, tx_frames = 0, tx_bytes = 0,
            rbuf_high_water_elements = 0, rx_waiting_high_water = 0;
   // extras
-  uint64_t rx_dropped_too_long = 0;     // frame needs more elements than its partition has
+  uint64_t rx_dropped_too_long = 0;     // kept for the counter set: mpackets need no run, 0
+  uint64_t rx_flow_control_stalls = 0;  // mpackets that waited for a free element
   uint64_t rx_handed = 0;               // frames whose last (EOP) mpacket was autopushed
   uint64_t rx_mpackets = 0;             // mpackets (one RBUF element each) autopushed
   uint64_t rbuf_partition_high_water = 0;  // most elements in use at once in the port's partition
@@ -139,7 +140,6 @@ class Media {
     u128 start;                 // first bit on the wire (units of 1/den cycle)
     uint64_t next_time;         // cycle at which the next mpacket is complete in the RBUF
     int next = 0;               // index of the next mpacket
-    std::vector<int> elements;  // the frame's RBUF elements (taken at its first mpacket)
   };
   struct WaitingMpacket {
     int port, element, length;
@@ -180,6 +180,7 @@ class Media {
     std::deque<PendingRx> rx_pending;
     int rx_partition = 0;     // RBUF partition the port receives into
     uint64_t rx_waiting = 0;  // mpackets waiting for a receive thread
+    bool rx_stalled = false;  // the next mpacket waits for a free element (flow control)
     // transmit
     int tx_first = 0;  // first global TBUF element of the partition
     int tx_next = 0;   // next relative element to transmit
@@ -200,13 +201,14 @@ class Media {
 
   Event earliest() const;
   void arrive(Port& p, int port_index);
+  void pop_rx_frame(Port& p, uint64_t t);
   void depart(Port& p, int port_index);
   void deliver_autopush();
   void try_start_tx(Port& p, int port_index);
   void pair(const WaitingMpacket& m, const RxThread& thread);
   uint64_t mpacket_time(const Port& p, const PendingRx& f) const;
   void register_thread(int me, int ctx, int list, uint32_t value, uint64_t t);
-  void element_done(uint32_t value);
+  void element_done(uint32_t value, uint64_t t);
   void write_control(uint32_t element, uint32_t word, uint64_t t);
   int rx_partition_of_byte(uint32_t byte, const char* what) const;
   int tx_port_of_byte(uint32_t byte, const char* what) const;

@@ -91,6 +91,7 @@ py::dict counters_dict(const PortCounters& c) {
   d["rx_dropped_too_long"] = c.rx_dropped_too_long;
   d["rx_handed"] = c.rx_handed;
   d["rx_mpackets"] = c.rx_mpackets;
+  d["rx_flow_control_stalls"] = c.rx_flow_control_stalls;
   d["rbuf_partition_high_water"] = c.rbuf_partition_high_water;
   d["tx_frames"] = c.tx_frames;
   d["tx_bytes"] = c.tx_bytes;

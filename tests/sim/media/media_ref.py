@@ -52,9 +52,9 @@ def default_partitions(ports: int) -> int:
 @dataclass
 class _RefFrame:
     length: int
-    times: list[int]  # cycle each mpacket is complete in the RBUF
+    times: list[int]  # cycle each mpacket is complete in the RBUF (on the wire)
     next: int = 0
-    elements: list[int] = field(default_factory=list)
+    ready: int = 0  # cycle the next mpacket is due (later than its wire time after a stall)
 
 
 @dataclass
@@ -66,6 +66,7 @@ class _RefPort:
     line_free: Fraction = Fraction(0)
     pending: deque[_RefFrame] = field(default_factory=deque)
     waiting: int = 0
+    stalled: bool = False
 
 
 class RxReference:
@@ -88,7 +89,8 @@ class RxReference:
         self.seq = 0
         self.now = 0
         self.counters = [{"rx_frames": 0, "rx_dropped_rbuf_full": 0, "rx_dropped_too_long": 0,
-                          "in_use": 0, "high": 0, "waiting_high": 0, "mpackets": 0}
+                          "in_use": 0, "high": 0, "waiting_high": 0, "mpackets": 0,
+                          "stalls": 0}
                          for _ in ports]
 
     def add(self, port: int, length: int) -> None:
@@ -98,7 +100,8 @@ class RxReference:
         p.line_free = start + Fraction((length + p.overhead) * 8) * per_bit
         count = -(-length // self.eb)
         times = [ceil(start + (k + 1) * self.eb * 8 * per_bit) for k in range(count - 1)]
-        p.pending.append(_RefFrame(length, [*times, ceil(p.line_free)]))
+        all_times = [*times, ceil(p.line_free)]
+        p.pending.append(_RefFrame(length, all_times, 0, all_times[0]))
 
     def register(self, me: int, ctx: int, lst: int, xfer: int, sig: int, t: int) -> None:
         frames = self.frames.setdefault(lst, deque())
@@ -112,8 +115,13 @@ class RxReference:
     def free(self, element: int) -> None:
         assert self.state[element] == "handed"
         self.state[element] = "free"
-        self.free_list[element // self.elements].append(element)
+        partition = element // self.elements
+        self.free_list[partition].append(element)
         self.counters[self.owner[element]]["in_use"] -= 1
+        for p in self.ports:  # flow control released: stalled mpackets may go on now
+            if p.stalled and p.partition == partition:
+                p.stalled = False
+                p.pending[0].ready = max(p.pending[0].ready, self.now)
 
     def _pair(self, mpacket: tuple[int, int, int, bool, bool, int],
               thread: tuple[int, int, int, int, int]) -> None:
@@ -125,34 +133,40 @@ class RxReference:
         self.pushes.append((when, self.seq, (me, ctx, xfer, words, sig, when)))
         self.seq += 1
 
+    def _pop(self, p: _RefPort, t: int) -> None:
+        p.pending.popleft()
+        if p.pending:
+            p.pending[0].ready = max(p.pending[0].ready, t)
+
     def _arrive(self, index: int) -> None:
         p = self.ports[index]
         frame = p.pending[0]
         c = self.counters[index]
         count = len(frame.times)
-        if frame.next == 0:
-            free = self.free_list[p.partition]
-            if count > self.elements:
-                c["rx_dropped_too_long"] += 1
-                p.pending.popleft()
-                return
-            if len(free) < count:
-                c["rx_dropped_rbuf_full"] += 1
-                p.pending.popleft()
-                return
-            frame.elements = [free.popleft() for _ in range(count)]
-            for e in frame.elements:
-                self.state[e] = "waiting"
-                self.owner[e] = index
-            c["in_use"] += count
-            c["high"] = max(c["high"], c["in_use"])
+        free = self.free_list[p.partition]
         k = frame.next
-        mpacket = (index, frame.elements[k], min(self.eb, frame.length - k * self.eb), k == 0,
-                   k == count - 1, frame.times[k])
+        if not free:  # SOP: the frame is dropped; later: flow control holds it
+            if k == 0:
+                c["rx_dropped_rbuf_full"] += 1
+                self._pop(p, frame.ready)
+            else:
+                p.stalled = True
+                c["stalls"] += 1
+            return
+        e = free.popleft()
+        self.state[e] = "waiting"
+        self.owner[e] = index
+        c["in_use"] += 1
+        c["high"] = max(c["high"], c["in_use"])
+        now = frame.ready
+        mpacket = (index, e, min(self.eb, frame.length - k * self.eb), k == 0,
+                   k == count - 1, now)
         frame.next += 1
         if k == count - 1:
             c["rx_frames"] += 1
-            p.pending.popleft()
+            self._pop(p, now)
+        else:
+            frame.ready = max(frame.times[k + 1], now)
         threads = self.threads.setdefault(p.freelist, deque())
         if threads:
             self._pair(mpacket, threads.popleft())
@@ -165,8 +179,8 @@ class RxReference:
         """Process everything due by t; return the autopushes delivered, in order."""
         out = []
         while True:
-            arrivals = [(p.pending[0].times[p.pending[0].next], i)
-                        for i, p in enumerate(self.ports) if p.pending]
+            arrivals = [(p.pending[0].ready, i)
+                        for i, p in enumerate(self.ports) if p.pending and not p.stalled]
             first_arrival = min(arrivals, default=None)
             first_push = min(self.pushes, default=None)
             if first_arrival and first_arrival[0] <= t and (

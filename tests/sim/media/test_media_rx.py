@@ -91,24 +91,39 @@ def test_shared_freelist_serves_ports_in_arrival_order(make_media: Any) -> None:
     assert [(w[0] >> 16) & 0xFF for _, _, _, w, _, _ in got] == order
 
 
-def test_full_partition_drops_and_counts(make_media: Any) -> None:
-    media = make_media([dict(TEN_GBE)])  # 64 elements of 128 bytes
-    media.add_rx_frames(0, bytes(300), 30)  # 3 elements each: 21 fit (63 elements)
+def test_full_partition_drops_new_frames_and_holds_started_ones(make_media: Any) -> None:
+    media = make_media([dict(TEN_GBE)])  # 64 elements of 128 bytes, no receive thread
+    media.add_rx_frames(0, bytes(64), 70)  # one element each: 64 fit, 6 dropped at SOP
     media.advance(100_000)
     c = media.counters()[0]
-    assert (c["rx_frames"], c["rx_dropped_rbuf_full"]) == (21, 9)
-    assert c["rbuf_high_water_elements"] == c["rbuf_partition_high_water"] == 63
-    assert c["rbuf_elements_in_use"] == 63
-    assert c["rx_waiting_high_water"] == 3 * 21  # mpackets waiting for a thread
+    assert (c["rx_frames"], c["rx_dropped_rbuf_full"]) == (64, 6)
+    assert c["rbuf_high_water_elements"] == c["rbuf_partition_high_water"] == 64
+    assert c["rx_waiting_high_water"] == 64  # mpackets waiting for a thread
+    # a frame whose first mpacket got an element waits (flow control) for the next one
+    media = make_media([dict(TEN_GBE)])
+    media.add_rx_frames(0, bytes(300), 30)  # 3 elements each: 21 in, the 22nd started
+    media.advance(100_000)
+    c = media.counters()[0]
+    assert (c["rx_frames"], c["rx_dropped_rbuf_full"], c["rbuf_elements_in_use"]) == (21, 0, 64)
+    assert c["rx_flow_control_stalls"] == 1 and media.next_event() is None
+    assert media.rx_pending_frames() == 9 + 64  # frames on the line + mpackets waiting
 
 
-def test_frame_larger_than_partition_is_dropped_as_too_long(make_media: Any) -> None:
+def test_frame_larger_than_the_partition_flows_through(make_media: Any) -> None:
     media = make_media([dict(TEN_GBE)], rbuf_bytes=1024)  # 8 elements of 128
-    media.add_rx_frame(0, bytes(1025))
-    media.add_rx_frame(0, bytes(1024))
-    media.advance(100_000)
+    frame = bytes(k % 253 for k in range(1025))  # 9 mpackets
+    media.add_rx_frame(0, frame)
+    got = b""
+    for _ in range(9):  # one thread: take an mpacket, copy it out, free its element
+        register(media, me=0, ctx=0)
+        while not (pushes := media.take_autopushes()):
+            media.advance(media.next_event())
+        (_, _, _, words, _, _), = pushes
+        got += media.rbuf_read((words[1] & 0xFFFF) * 128, words[0] & 0xFFFF)
+        done(media, words[1] & 0xFFFF, 1)
+    assert got == frame
     c = media.counters()[0]
-    assert (c["rx_dropped_too_long"], c["rx_frames"], c["rbuf_elements_in_use"]) == (1, 1, 8)
+    assert (c["rx_frames"], c["rx_dropped_too_long"], c["rbuf_elements_in_use"]) == (1, 0, 0)
 
 
 def test_large_frame_arrives_as_mpackets_one_status_each(make_media: Any) -> None:
@@ -267,8 +282,9 @@ def test_receive_matches_reference_model(make_media: Any, ops: list[tuple[str, i
             done(media, element, 1)
             ref.free(element)
     for got, want in zip(media.counters(), ref.counters, strict=True):
-        assert (got["rx_frames"], got["rx_dropped_rbuf_full"], got["rx_dropped_too_long"],
-                got["rbuf_elements_in_use"], got["rbuf_high_water_elements"],
-                got["rx_waiting_high_water"], got["rx_mpackets"]) == (
+        keys = ("rx_frames", "rx_dropped_rbuf_full", "rx_dropped_too_long", "rbuf_elements_in_use",
+                "rbuf_high_water_elements", "rx_waiting_high_water", "rx_mpackets",
+                "rx_flow_control_stalls")
+        assert tuple(got[k] for k in keys) == (
             want["rx_frames"], want["rx_dropped_rbuf_full"], want["rx_dropped_too_long"],
-            want["in_use"], want["high"], want["waiting_high"], want["mpackets"])
+            want["in_use"], want["high"], want["waiting_high"], want["mpackets"], want["stalls"])
