@@ -30,20 +30,26 @@ lookup running during an update sees the old or the new subtree, never a mixture
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from npkit.runtime._trie import LpmError, Sequence, Trie
-from npkit.runtime.lpm import CHILD, NEXT_HOP_MASK, POINTER_MASK, ROUTE, WriteLog, route_columns
+from npkit.runtime._trie import LpmError, PoptrieImage, Sequence, Trie
+from npkit.runtime.lpm import (
+    CHILD,
+    LOW64,
+    NEXT_HOP_MASK,
+    POINTER_MASK,
+    ROUTE,
+    WriteLog,
+    route_columns,
+)
 
 __all__ = ["NODE_WORDS", "POPTRIE4", "POPTRIE6", "Poptrie", "PoptrieShape", "STRIDE"]
 
 STRIDE = 6  # bits per internal node: 64-bit bitmaps
 FANOUT = 1 << STRIDE
 NODE_WORDS = 6
-_BIT = np.left_shift(np.uint64(1), np.arange(FANOUT, dtype=np.uint64))
 
 
 @dataclass(frozen=True)
@@ -83,62 +89,6 @@ POPTRIE6 = PoptrieShape(128, 20)  # 4 MB direct array; a /32 route: 4 reads, /48
 
 
 @dataclass
-class BlockAllocator:
-    """Variable-size blocks of words in [start, end): a bump pointer, exact-size free lists
-    and a retired list tagged with update numbers (reusable after the grace period)."""
-
-    start: int
-    end: int
-    next_free: int = field(init=False)
-    live_words: int = 0
-    free: dict[int, list[int]] = field(default_factory=dict)
-    retired: deque[tuple[int, int, int]] = field(default_factory=deque)
-
-    def __post_init__(self) -> None:
-        self.next_free = self.start
-
-    def alloc(self, size: int) -> int:
-        spare = self.free.get(size)
-        if spare:
-            offset = spare.pop()
-        elif self.next_free + size <= self.end:
-            offset = self.next_free
-            self.next_free += size
-        else:
-            raise LpmError(f"the Poptrie memory is full ({self.end} words)")
-        self.live_words += size
-        return offset
-
-    def release(self, offset: int, size: int) -> None:
-        """Give back a block that nothing has linked (an update that failed)."""
-        self.live_words -= size
-        self.free.setdefault(size, []).append(offset)
-
-    def retire(self, offset: int, size: int, number: int) -> None:
-        self.live_words -= size
-        self.retired.append((offset, size, number))
-
-    def reclaim(self, upto: int) -> None:
-        while self.retired and self.retired[0][2] <= upto:
-            offset, size, _ = self.retired.popleft()
-            self.free.setdefault(size, []).append(offset)
-
-    def reset(self) -> None:
-        self.next_free = self.start
-        self.live_words = 0
-        self.free.clear()
-        self.retired.clear()
-
-    @property
-    def retired_words(self) -> int:
-        return sum(size for _, size, _ in self.retired)
-
-    @property
-    def free_words(self) -> int:
-        return sum(size * len(offsets) for size, offsets in self.free.items())
-
-
-@dataclass
 class Poptrie:
     """One family's Poptrie over `words` (a uint32 view of the chip memory, or a host shadow
     of it with `log=True`: every word write is then also appended to a write log).  Same
@@ -151,11 +101,8 @@ class Poptrie:
     sequence: Sequence | None = None
     host_words: int = 1 << 25  # the host-side expansion trie (lazily zeroed)
     core: Trie = field(init=False, repr=False)
-    blocks: BlockAllocator = field(init=False, repr=False)
+    image: PoptrieImage = field(init=False, repr=False)
     _routes: dict[tuple[int, int], int] = field(init=False, repr=False, default_factory=dict)
-    _log: list[tuple[int, int]] = field(init=False, repr=False, default_factory=list)
-    _barriers: list[int] = field(init=False, repr=False, default_factory=list)
-    _number: int = field(init=False, repr=False, default=0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.words, np.ndarray) or self.words.dtype != np.uint32 \
@@ -170,23 +117,29 @@ class Poptrie:
                               dtype=np.uint32)
         self.core = Trie(self.shape.expanded_bits, self.shape.direct_bits, STRIDE,
                          self._host, False, Sequence())
-        self.blocks = BlockAllocator(self.shape.direct_words, len(self.words))
+        self.image = PoptrieImage(self.words, self._host, self.shape.direct_bits, self.log)
 
     # ---- sizes ----
     @property
     def words_used(self) -> int:
         """The direct array plus every live node and leaf block."""
-        return self.shape.direct_words + self.blocks.live_words
+        return self.shape.direct_words + self.image.stats()["live_words"]
 
     @property
     def bytes_used(self) -> int:
         return 4 * self.words_used
 
     def stats(self) -> dict[str, int]:
+        """routes, words_used, words_retired (in their grace period), words_free (reusable),
+        words_high_water (the first word never used)."""
+        image = self.image.stats()
         return {"routes": len(self._routes), "words_used": self.words_used,
-                "words_retired": self.blocks.retired_words,
-                "words_free": self.blocks.free_words,
-                "words_high_water": self.blocks.next_free}
+                "words_retired": image["retired_words"], "words_free": image["free_words"],
+                "words_high_water": image["next_free"]}
+
+    def retired(self) -> list[tuple[int, int, int]]:
+        """Blocks in their grace period: (word offset, words, update number)."""
+        return self.image.retired()
 
     @property
     def routes(self) -> dict[tuple[int, int], int]:
@@ -195,14 +148,13 @@ class Poptrie:
     @property
     def number(self) -> int:
         """Updates applied so far (the retired blocks carry these numbers)."""
-        return self._number
+        return self.image.number
 
     # ---- whole-table operations ----
     def clear(self) -> None:
         """Empty the table (not safe for concurrent lookups)."""
         self.core.clear()
-        self.words[:self.blocks.next_free] = 0
-        self.blocks.reset()
+        self.image.clear()
         self._routes.clear()
 
     def build(self, routes: dict[tuple[int, int], int]) -> None:
@@ -214,19 +166,7 @@ class Poptrie:
                                       self.shape.expanded_bits))
         self.core.reclaim(None)
         self._routes = dict(routes)
-        direct = self._host[:self.shape.direct_words]
-        leaves = (direct & CHILD) == 0
-        self.words[:self.shape.direct_words][leaves] = direct[leaves]
-        shift = self.shape.expanded_bits - self.shape.direct_bits
-        for index in np.flatnonzero(~leaves).tolist():
-            writes, root, _ = self._subtree(int(direct[index]) & POINTER_MASK, index << shift,
-                                            self.shape.direct_bits, None, 0, 0)
-            for offset, values in writes:
-                self.words[offset:offset + len(values)] = values
-            self.words[index] = CHILD | root
-        if self.log:  # the bulk image as one log (a chip that starts from zero)
-            used = np.flatnonzero(self.words[:self.blocks.next_free])
-            self._log.extend(zip(used.tolist(), self.words[used].tolist(), strict=True))
+        self.image.build()
 
     def load(self, routes: dict[tuple[int, int], int]) -> int:
         """Make the table `routes` by single updates, each safe for concurrent lookups (adds
@@ -279,18 +219,13 @@ class Poptrie:
     def reclaim(self, upto: int | None = None) -> None:
         """End of a grace period: blocks retired by updates numbered <= upto (default: all
         so far) become reusable; a barrier orders their reuse after the unlinking."""
-        self.blocks.reclaim(self._number if upto is None else upto)
-        self._barrier()
+        self.image.reclaim(upto)
 
     def take_log(self) -> WriteLog:
         """The word writes since the last take (log=True), and restart the log."""
         if not self.log:
             raise LpmError("this Poptrie keeps no write log (create it with log=True)")
-        pairs, self._log = self._log, []
-        barriers, self._barriers = self._barriers, []
-        indices = np.array([i for i, _ in pairs], dtype=np.uint32)
-        values = np.array([v for _, v in pairs], dtype=np.uint32)
-        return WriteLog(indices, values, np.array(barriers, dtype=np.int64))
+        return WriteLog(*self.image.take_log())
 
     # ---- reading ----
     def lookup(self, value: int) -> int | None:
@@ -311,153 +246,11 @@ class Poptrie:
             raise LpmError(f"bad prefix {value!r}/{length!r} for {bits}-bit keys")
 
     def _refresh(self, value: int, length: int) -> None:
-        """After the host trie changed for value/length: bring every direct entry it covers
-        up to date, one update number for the whole change."""
+        """After the host trie changed for value/length: the C++ image updater brings every
+        direct entry the prefix covers up to date (path copying, one number per update)."""
         self.core.reclaim(None)  # the host trie has no concurrent readers
-        self._number += 1
-        shape = self.shape
-        low = value << shape.pad
-        high = low + (1 << (shape.expanded_bits - length))
-        shift = shape.expanded_bits - shape.direct_bits
-        for index in range(low >> shift, ((high - 1) >> shift) + 1):
-            self._refresh_entry(index, low, high)
-
-    def _refresh_entry(self, index: int, low: int, high: int) -> None:
-        """Direct entry `index` after a change of the keys in [low, high) (padded keys)."""
-        host = int(self._host[index])
-        old = int(self.words[index])
-        if host & CHILD:
-            shift = self.shape.expanded_bits - self.shape.direct_bits
-            old_root = old & POINTER_MASK if old & CHILD else None
-            writes, root, retire = self._subtree(host & POINTER_MASK, index << shift,
-                                                 self.shape.direct_bits, old_root, low, high)
-            for offset, values in writes:
-                self._write_block(offset, values)
-            self._barrier()
-            self._write(index, CHILD | root)
-            for offset, size in retire:
-                self.blocks.retire(offset, size, self._number)
-            if old_root is not None:
-                self.blocks.retire(old_root, NODE_WORDS, self._number)
-        else:
-            self._write(index, host)
-            if old & CHILD:
-                self._retire(old & POINTER_MASK, root=True)
-
-    def _subtree(self, ply: int, key: int, used: int, old: int | None, low: int,
-                 high: int) -> tuple[list[tuple[int, np.ndarray]], int, list[tuple[int, int]]]:
-        """New Poptrie blocks for the host ply `ply` (its keys start at `key`; `used` key bits
-        lie above it) whose old node, if any, is at `old`, after the keys in [low, high)
-        changed.  Children whose keys lie outside [low, high) are unchanged: their node words
-        are copied and keep their blocks; the rest is built anew (path copying).  Returns the
-        blocks to write (allocated, not written), the root node's offset and the old blocks
-        to retire once the new subtree is linked.  On a full memory every new block goes
-        back and LpmError is raised."""
-        taken: list[tuple[int, int]] = []
-        writes: list[tuple[int, np.ndarray]] = []
-        retire: list[tuple[int, int]] = []
-        bits = self.shape.expanded_bits
-        words = self.words
-
-        def alloc(size: int) -> int:
-            offset = self.blocks.alloc(size)
-            taken.append((offset, size))
-            return offset
-
-        def node(ply: int, key: int, used: int, old: int | None, at: int) -> None:
-            row = self._host[ply:ply + FANOUT]
-            child = (row & CHILD) != 0
-            kids = np.flatnonzero(child).tolist()
-            below = bits - used - STRIDE  # key bits under one slot of this node
-            old_vector = old_base1 = 0
-            if old is not None:
-                old_vector = int(words[old]) | int(words[old + 1]) << 32
-                old_base1 = int(words[old + 4])
-                old_leafvec = int(words[old + 2]) | int(words[old + 3]) << 32
-                if old_leafvec:
-                    retire.append((int(words[old + 5]), old_leafvec.bit_count()))
-                if old_vector:
-                    retire.append((old_base1, NODE_WORDS * old_vector.bit_count()))
-
-            def old_child(k: int) -> int | None:
-                if not old_vector >> k & 1:
-                    return None
-                return old_base1 + NODE_WORDS * ((old_vector & ((2 << k) - 1)).bit_count() - 1)
-
-            base1 = alloc(NODE_WORDS * len(kids)) if kids else 0
-            for i, k in enumerate(kids):
-                start = key | k << below
-                previous = old_child(k)
-                if previous is not None and (start + (1 << below) <= low or start >= high):
-                    writes.append((base1 + NODE_WORDS * i,
-                                   words[previous:previous + NODE_WORDS].copy()))
-                else:
-                    node(int(row[k]) & POINTER_MASK, start, used + STRIDE, previous,
-                         base1 + NODE_WORDS * i)
-            for k in range(FANOUT):  # old children that became leaves
-                if old_vector >> k & 1 and not child[k]:
-                    self._retire_into(old_child(k), retire)
-            places = np.flatnonzero(~child)
-            leaves = row[places]
-            starts = np.ones(len(leaves), dtype=bool)
-            starts[1:] = leaves[1:] != leaves[:-1]
-            base0 = alloc(int(starts.sum())) if len(leaves) else 0
-            if len(leaves):
-                writes.append((base0, leaves[starts]))
-            vector = int(_BIT[kids].sum()) if kids else 0
-            leafvec = int(_BIT[places[starts]].sum())
-            writes.append((at, np.array([vector & 0xFFFFFFFF, vector >> 32,
-                                         leafvec & 0xFFFFFFFF, leafvec >> 32, base1, base0],
-                                        dtype=np.uint32)))
-
-        try:
-            root = alloc(NODE_WORDS)
-            node(ply, key, used, old, root)
-        except LpmError:
-            for offset, size in taken:
-                self.blocks.release(offset, size)
-            raise
-        return writes, root, retire
-
-    def _retire_into(self, at: int, retire: list[tuple[int, int]]) -> None:
-        """The blocks under the node at `at` (not its own words), into `retire`."""
-        vector = int(self.words[at]) | int(self.words[at + 1]) << 32
-        leafvec = int(self.words[at + 2]) | int(self.words[at + 3]) << 32
-        kids = vector.bit_count()
-        if kids:
-            base1 = int(self.words[at + 4])
-            for i in range(kids):
-                self._retire_into(base1 + NODE_WORDS * i, retire)
-            retire.append((base1, NODE_WORDS * kids))
-        if leafvec:
-            retire.append((int(self.words[at + 5]), leafvec.bit_count()))
-
-    def _retire(self, at: int, root: bool) -> None:
-        """Retire the blocks of the node at `at` and everything below it."""
-        retire: list[tuple[int, int]] = [(at, NODE_WORDS)] if root else []
-        self._retire_into(at, retire)
-        for offset, size in retire:
-            self.blocks.retire(offset, size, self._number)
-
-    def _write(self, index: int, value: int) -> None:
-        if int(self.words[index]) == value:
-            return
-        self.words[index] = value
-        if self.log:
-            self._log.append((index, value))
-
-    def _write_block(self, offset: int, values: np.ndarray) -> None:
-        """A new block's words (nothing reads them before the barrier that links them)."""
-        target = self.words[offset:offset + len(values)]
-        if self.log:
-            changed = np.flatnonzero(target != values)
-            self._log.extend(zip((changed + offset).tolist(), values[changed].tolist(),
-                                 strict=True))
-        target[:] = values
-
-    def _barrier(self) -> None:
-        if self.log and (not self._barriers or self._barriers[-1] != len(self._log)):
-            self._barriers.append(len(self._log))
+        aligned = value << (128 - self.shape.key_bits)
+        self.image.refresh(aligned >> 64, aligned & LOW64, length)
 
 
 def walk(words: np.ndarray, shape: PoptrieShape, value: int) -> tuple[int, int]:

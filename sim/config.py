@@ -190,6 +190,9 @@ def _check_consistency(raw: dict[str, Any], where: str) -> None:
     if msf["element_bytes"] not in (64, 128, 256):
         raise ConfigError(f"{where}: [msf] element_bytes: must be 64, 128 or 256, "
                           f"got {msf['element_bytes']}")
+    if msf.get("rbuf_partitions", 0) not in (0, 1, 2, 4):
+        raise ConfigError(f"{where}: [msf] rbuf_partitions: must be 1, 2 or 4 (0: one per port), "
+                          f"got {msf['rbuf_partitions']!r}")
     for key in ("rbuf_bytes", "tbuf_bytes"):
         if msf[key] % msf["element_bytes"]:
             raise ConfigError(f"{where}: [msf] {key}: must be a multiple of element_bytes")

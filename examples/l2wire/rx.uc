@@ -1,17 +1,23 @@
 // rx.uc -- l2wire receive: one ME per port, all 8 threads (README.md, "Receive").
 //
-// Per frame, each thread:
-//   1. gets the MSF receive status (autopushed into $0/$1 + SIG_STATUS) and copies it;
-//   2. asks the port's SRAM Q-array freelist for a buffer (sram[dequeue]) and, while that
-//      is in flight, re-registers on the receive-thread freelist in context order (token
-//      SIG_TOK_REG), so the MSF can hand it the next frame while it works on this one;
-//   3. moves the frame RBUF -> DRAM (dram[rbuf_rd]: all its elements in flight at once, up
-//      to 8 + the last one) while writing the metadata to SRAM (sram[write]);
-//   4. frees the RBUF elements as soon as the data is in DRAM;
-//   5. in context order (token SIG_TOK_PUT) puts the handle on the scratch ring to the
-//      transmit ME.
-// Frames are handed to threads in registration order and put on the ring in the same
-// round-robin order, so the ring holds the port's frames in arrival order.
+// The MSF hands a frame over as mpackets, one RBUF element each (docs/media.md, "Receive"):
+// one status per mpacket (length of the mpacket, SOP, EOP, element).  Per mpacket, each
+// thread:
+//   1. gets the status (autopushed into $0/$1 + SIG_STATUS) and copies it; at SOP it asks the
+//      port's SRAM Q-array freelist for a buffer (sram[dequeue]);
+//   2. re-registers on the receive-thread freelist in context order (token SIG_TOK_REG), so
+//      the MSF can hand it the next mpacket while it works on this one;
+//   3. in context order (token SIG_TOK_ASM) reads and updates the port's reassembly state in
+//      local memory: at SOP the new buffer and offset 0, else the frame's buffer and the
+//      offset of this mpacket; a frame longer than BUF_MAX_FRAME gives its buffer back;
+//   4. moves the mpacket RBUF -> DRAM at that offset (dram[rbuf_rd], one command) and, at
+//      EOP, writes the metadata to SRAM; frees the element once the data is in DRAM;
+//   5. in context order (token SIG_TOK_PUT), at EOP, puts the handle on the scratch ring to
+//      the transmit ME.
+// Mpackets are handed to threads in registration order and pass both critical sections in
+// that order, so the frame's pieces land in one buffer and its put follows every earlier
+// mpacket's DRAM write: the ring holds the port's frames in arrival order.
+// (The Linux IXP2400 driver's ixp2400_rx.uc keeps per-channel state the same way.)
 
 #include "l2wire.h"
 
@@ -24,20 +30,15 @@
 #define SIG_DEQ 4         // buffer handle in $2
 #define SIG_META 5        // metadata written
 #define SIG_PUT 6         // ring put done ($3 free again)
-#define SIG_LAST 7        // the frame's last (or only) RBUF -> DRAM command
-#define SIG_DMA0 8        // its full 128-byte elements before it, one signal each
-#define SIG_DMA1 9
-#define SIG_DMA2 10
-#define SIG_DMA3 11
-#define SIG_DMA4 12
-#define SIG_DMA5 13
-#define SIG_DMA6 14
-#define SIG_DMA7 15
+#define SIG_LAST 8        // the mpacket's RBUF -> DRAM command
+#define SIG_TOK_ASM 7     // my turn to read and update the reassembly state
+#define SIG_ENQ 9         // buffer of a too-long frame back on the freelist ($5 free again)
 
 // ---------------------------------------------------------------- transfer registers
 // $0, $1   in : receive status words 0 and 1 (autopush)
 // $2       in : dequeued buffer handle
 // $3       out: handle put on the ring
+// $5       out: handle of a too-long frame, back to the freelist
 // $8..$11  out: metadata LW0..LW3 (LW0 and LW3 are constant, written once)
 #define XFER_STATUS 0
 
@@ -52,27 +53,29 @@
 #define rbuf a6           // RBUF byte address of the next command
 #define lw1_hi a7         // BUF_DATA_OFFSET << 16
 #define max_len a8        // BUF_MAX_FRAME
-#define c64 a9
-#define c128 a10
+#define tok_asm_next a9   // SAME_ME_SIGNAL value: SIG_TOK_ASM to context + 1
+#define t_a2 a10          // DRAM address scratch
 #define cnt_no_buf a11    // scratch address of this port's no-buffer counter
 #define cnt_too_long a12  // scratch address of this port's too-long counter
-#define drop_cnt a13      // the counter of the drop being handled
 #define table_m2 a14      // address of last_table - 2
 #define t_a a15           // init scratch
 // bank B: per-frame values
-#define st0 b0            // status word 0: length | port << 16 | SOP | EOP
-#define st1 b1            // status word 1: first element | count << 16
+#define st0 b0            // status word 0: mpacket length | port << 16 | SOP | EOP
+#define st1 b1            // status word 1: element | 1 << 16
 #define handle b2
-#define dbuf b3           // DRAM address of the next command
-#define len b4            // bytes left to move
+#define dbuf b3           // DRAM address of the mpacket
+#define len b4            // bytes in the mpacket
 #define fl_csr b5         // MSF_RX_THREAD_FREELIST_BASE + port
 #define ring b6           // scratch ring number = port
-#define c128b b7          // 128 (for rbuf, bank A)
+#define total b7          // frame bytes up to the end of this mpacket
 #define port b8
 #define ret b9            // where the last command returns to
 #define idx b10           // jump-table entry
 #define t_b b11           // init scratch
 #define t_b2 b12
+#define off b13           // offset of the mpacket in the frame
+// local memory (LM_ADDR 0 = 0 for every thread): [1] handle of
+// the frame being reassembled (0: it is being dropped), [2] its bytes so far
 
 // ================================================================ init
 init:
@@ -92,14 +95,12 @@ init:
     alu[t_b, t_b, AND, 7]
     alu[tok_reg_next, t_b, OR, (SIG_TOK_REG << 3)]
     alu[tok_put_next, t_b, OR, (SIG_TOK_PUT << 3)]
+    alu[tok_asm_next, t_b, OR, (SIG_TOK_ASM << 3)]
     immed[reg_word, ((SIG_STATUS << 8) | XFER_STATUS)]
     immed32[k_data, K_DATA]
     immed[mask16, 0xFFFF]
     immed[lw1_hi, (BUF_DATA_OFFSET << 16)]
     immed[max_len, BUF_MAX_FRAME]
-    immed[c64, 64]
-    immed[c128, 128]
-    immed[c128b, 128]
     load_addr[table_m2, last_table#]
     alu[table_m2, table_m2, -, 2]
     // constant metadata words
@@ -112,8 +113,18 @@ init:
     alu[t_b, t_b, AND, 7]
     alu[t_b, t_b, OR, (SIG_PUT << 3)]
     local_csr_wr[SAME_ME_SIGNAL, t_b]
-    // context 0 starts holding both tokens
+    // LM_ADDR 0 = word 0 for every thread: the reassembly state
+    immed[t_b, 0]
+    local_csr_wr[ACTIVE_LM_ADDR_0, t_b]
+    nop
+    nop
+    nop
+    // context 0 starts holding the tokens, no frame in progress
     br!=ctx[0, first_register#]
+    immed[*l$index0[1], 0]
+    immed[*l$index0[2], 0]
+    immed[t_b, (SIG_TOK_ASM << 3)]
+    local_csr_wr[SAME_ME_SIGNAL, t_b]
     immed[t_b, (SIG_TOK_REG << 3)]
     local_csr_wr[SAME_ME_SIGNAL, t_b]
     immed[t_b, (SIG_TOK_PUT << 3)]
@@ -124,137 +135,75 @@ first_register:
     msf[fast_wr, --, fl_csr, reg_word]
     local_csr_wr[SAME_ME_SIGNAL, tok_reg_next]
 
-// ================================================================ per frame
+// ================================================================ per mpacket
 rx_loop:
     ctx_arb[SIG_STATUS]
     alu[st0, --, B, $0]
     alu[st1, --, B, $1]
-    alu[len, mask16, AND, st0]
-    alu[--, max_len, -, len]
-    blt[too_long#]
-    sram[dequeue, $2, fl_qaddr, 0], sig_done[SIG_DEQ]
-    // register for my next frame now, in context order
+    br_bclr[st0, 24, not_sop#]
+    sram[dequeue, $2, fl_qaddr, 0], sig_done[SIG_DEQ]   // SOP: a buffer for the new frame
+not_sop:
+    // register for my next mpacket now, in context order
     ctx_arb[SIG_TOK_REG]
     msf[fast_wr, --, fl_csr, reg_word]
     local_csr_wr[SAME_ME_SIGNAL, tok_reg_next]
-    // while the dequeue is in flight: RBUF address and the per-frame metadata words
     alu[rbuf, mask16, AND, st1]
     alu_shf[rbuf, --, B, rbuf, <<ELEMENT_SHIFT]
-    alu[$9, lw1_hi, OR, len]            // LW1 offset << 16 | buffer_size
-    alu_shf[$10, FREELIST_QUEUE, OR, len, <<16]   // LW2 packet_size << 16 | freelist queue
+    alu[len, mask16, AND, st0]
+    br_bclr[st0, 24, assemble#]
     ctx_arb[SIG_DEQ]
     alu[handle, --, B, $2]
-    beq[no_buffer#]
-    sram[write, $8, handle, 0, META_WRITE_WORDS], sig_done[SIG_META]
-    alu_shf[dbuf, k_data, +, handle, <<BUF_SHIFT]
 
-    // RBUF -> DRAM: full 128-byte elements with one 16-quadword command each, then the
-    // rest (1..128 bytes) with one command rounded up to 16 bytes; every command of the
-    // frame in flight at once (up to 8 + 1, then the next batch).  A frame never straddles
-    // the end of the port's RBUF partition, so there is no wrap.  The RBUF is freed as
-    // soon as the data is in DRAM, before waiting for the ring-put turn.
-    // Minimum-size frames (<= 64 bytes: one 8-quadword command) go straight through.
-    alu[--, c64, -, len]
-    blt[chunk0#]
-    dram[rbuf_rd, --, dbuf, rbuf, 8], sig_done[SIG_LAST]
-wait0:
+    // reassembly state, in mpacket order
+assemble:
+    ctx_arb[SIG_TOK_ASM]
+    br_bclr[st0, 24, continue#]
+    alu[*l$index0[1], --, B, handle]    // SOP: the new frame's buffer (0: none, dropped)
+    immed[*l$index0[2], 0]
+continue:
+    alu[handle, --, B, *l$index0[1]]
+    beq[dropping#]
+    alu[off, --, B, *l$index0[2]]
+    alu[total, *l$index0[2], +, len]
+    alu[--, max_len, -, total]
+    blt[too_long#]
+    alu[*l$index0[2], --, B, total]
+    local_csr_wr[SAME_ME_SIGNAL, tok_asm_next]
+
+    // RBUF -> DRAM: the mpacket (1..128 bytes, rounded up to 16) at its offset; at EOP the
+    // metadata LW1..LW3 at the same time
+    alu[t_a2, k_data, +, off]
+    alu_shf[dbuf, t_a2, +, handle, <<BUF_SHIFT]
+    br_bset[st0, 25, eop#]
+    br[last#], defer[1]
+    load_addr[ret, wait_mid#]
+eop:
+    alu[$9, lw1_hi, OR, total]          // LW1 offset << 16 | buffer_size
+    alu_shf[$10, FREELIST_QUEUE, OR, total, <<16] // LW2 packet_size << 16 | freelist queue
+    sram[write, $8, handle, 0, META_WRITE_WORDS], sig_done[SIG_META]
+    br[last#], defer[1]
+    load_addr[ret, wait_eop#]
+wait_eop:
     ctx_arb[SIG_LAST, SIG_META]
-done:
-    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]  // status word 1 is first | count << 16
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]  // status word 1 is element | 1 << 16
     ctx_arb[SIG_TOK_PUT, SIG_PUT]
     alu[$3, --, B, handle]
     scratch[put, $3, ring, 0, 1], sig_done[SIG_PUT]
     local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
     br[rx_loop#]
 
-chunk0:
-    alu[--, c128, -, len]
-    bge[last0#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA0]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk1:
-    alu[--, c128, -, len]
-    bge[last1#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA1]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk2:
-    alu[--, c128, -, len]
-    bge[last2#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA2]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk3:
-    alu[--, c128, -, len]
-    bge[last3#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA3]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk4:
-    alu[--, c128, -, len]
-    bge[last4#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA4]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk5:
-    alu[--, c128, -, len]
-    bge[last5#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA5]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk6:
-    alu[--, c128, -, len]
-    bge[last6#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA6]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-chunk7:
-    alu[--, c128, -, len]
-    bge[last7#]                       // 128 bytes or fewer left: the exact-size last command
-    dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_DMA7]
-    alu[len, len, -, c128]
-    alu[dbuf, dbuf, +, c128]
-    alu[rbuf, rbuf, +, c128b]
-    // more than 8 full elements: let this batch land, then move the next one
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_DMA3, SIG_DMA4, SIG_DMA5, SIG_DMA6, SIG_DMA7]
-    br[chunk0#]
+wait_mid:
+    ctx_arb[SIG_LAST]
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+pass_put:
+    // not the end of a frame: take the put turn only to keep the order (the owed SIG_PUT
+    // stays owed: no put issued)
+    ctx_arb[SIG_TOK_PUT]
+    local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
+    br[rx_loop#]
 
-last0:
-    br[last#], defer[1]
-    load_addr[ret, wait0#]
-last1:
-    br[last#], defer[1]
-    load_addr[ret, wait1#]
-last2:
-    br[last#], defer[1]
-    load_addr[ret, wait2#]
-last3:
-    br[last#], defer[1]
-    load_addr[ret, wait3#]
-last4:
-    br[last#], defer[1]
-    load_addr[ret, wait4#]
-last5:
-    br[last#], defer[1]
-    load_addr[ret, wait5#]
-last6:
-    br[last#], defer[1]
-    load_addr[ret, wait6#]
-last7:
-    br[last#], defer[1]
-    load_addr[ret, wait7#]
-
-// the last 1..128 bytes, rounded up to 16 (the DRAM access unit): jump to entry
-// ceil(len / 16) - 1 of the table; each entry returns to the wait that matches the number
-// of full elements issued before it
+// the mpacket, 1..128 bytes rounded up to 16 (the DRAM access unit): jump to entry
+// ceil(len / 16) - 1 of the table, which returns to ret
 last:
     alu[idx, len, +, 15]
     alu_shf[idx, --, B, idx, >>4]
@@ -278,44 +227,22 @@ last_table:
     dram[rbuf_rd, --, dbuf, rbuf, 16], sig_done[SIG_LAST]
     rtn[ret]
 
-wait1:
-    ctx_arb[SIG_DMA0, SIG_LAST, SIG_META]
-    br[done#]
-wait2:
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_LAST, SIG_META]
-    br[done#]
-wait3:
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_LAST, SIG_META]
-    br[done#]
-wait4:
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_DMA3, SIG_LAST, SIG_META]
-    br[done#]
-wait5:
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_DMA3, SIG_DMA4, SIG_LAST, SIG_META]
-    br[done#]
-wait6:
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_DMA3, SIG_DMA4, SIG_DMA5, SIG_LAST, SIG_META]
-    br[done#]
-wait7:
-    ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_DMA3, SIG_DMA4, SIG_DMA5, SIG_DMA6, SIG_LAST, SIG_META]
-    br[done#]
-
 // ================================================================ drops
-// The frame is dropped and counted, its RBUF elements freed, and the thread still takes
-// its turn on the ring (passes SIG_TOK_PUT) so the others keep their order.  No put is
-// issued, so the owed SIG_PUT stays owed.
+// A dropped frame's mpackets are freed and pass both turns, so the other threads keep their
+// order.  The drop is counted once: at SOP (no buffer) or at the mpacket that makes the
+// frame too long (its buffer goes back to the freelist).
 too_long:
-    alu[drop_cnt, --, B, cnt_too_long]
-    // not registered yet for the next frame: do it now, in turn
-    ctx_arb[SIG_TOK_REG]
-    msf[fast_wr, --, fl_csr, reg_word]
-    local_csr_wr[SAME_ME_SIGNAL, tok_reg_next]
-    br[drop#]
-no_buffer:
-    alu[drop_cnt, --, B, cnt_no_buf]
-drop:
-    scratch[incr, --, drop_cnt, 0]
+    immed[*l$index0[1], 0]              // the rest of the frame is dropped
+    local_csr_wr[SAME_ME_SIGNAL, tok_asm_next]
+    alu[$5, --, B, handle]
+    sram[enqueue, $5, fl_qaddr, 0], sig_done[SIG_ENQ]
+    scratch[incr, --, cnt_too_long, 0]
+    ctx_arb[SIG_ENQ]
+    br[drop_free#]
+dropping:
+    local_csr_wr[SAME_ME_SIGNAL, tok_asm_next]
+    br_bclr[st0, 24, drop_free#]
+    scratch[incr, --, cnt_no_buf, 0]    // SOP without a buffer
+drop_free:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
-    ctx_arb[SIG_TOK_PUT]
-    local_csr_wr[SAME_ME_SIGNAL, tok_put_next]
-    br[rx_loop#]
+    br[pass_put#]

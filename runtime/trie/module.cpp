@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "poptrie.hpp"
 #include "trie.hpp"
 
 namespace py = pybind11;
@@ -176,6 +177,7 @@ class PyTrie {
     return routes;
   }
 
+ public:
   static py::array checked(py::array words) {
     if (!py::isinstance<py::array_t<uint32_t>>(words) || words.ndim() != 1 ||
         !(words.flags() & py::array::c_style) || !words.writeable())
@@ -185,8 +187,47 @@ class PyTrie {
     return words;
   }
 
+ private:
   py::array words_;
   Trie trie_;
+};
+
+// The Poptrie image updater (poptrie.hpp) over numpy words: the chip memory (or its
+// shadow) and the host trie's words, both kept alive here.
+class PyPoptrie {
+ public:
+  PyPoptrie(py::array words, py::array host, int direct_bits, bool log)
+      : words_(PyTrie::checked(words)),
+        host_(PyTrie::checked(host)),
+        image_(static_cast<uint32_t*>(words_.mutable_data()), static_cast<size_t>(words_.size()),
+               static_cast<const uint32_t*>(host_.data()), static_cast<size_t>(host_.size()),
+               direct_bits, log) {}
+
+  void refresh(uint64_t hi, uint64_t lo, int length) {
+    if (length < 0 || length > 128) throw TrieError("bad prefix length");
+    image_.refresh((u128{hi} << 64) | lo, length);
+  }
+  py::tuple take_log() {
+    WriteLog log = image_.take_log();
+    std::vector<int64_t> barriers(log.barriers.begin(), log.barriers.end());
+    return py::make_tuple(to_array(log.indices), to_array(log.values), to_array(barriers));
+  }
+  py::dict stats() const {
+    const PoptrieStats s = image_.stats();
+    py::dict out;
+    out["live_words"] = s.live_words;
+    out["retired_words"] = s.retired_words;
+    out["free_words"] = s.free_words;
+    out["next_free"] = s.next_free;
+    return out;
+  }
+  PoptrieImage& image() { return image_; }
+  const PoptrieImage& image() const { return image_; }
+
+ private:
+  py::array words_;
+  py::array host_;
+  PoptrieImage image_;
 };
 
 // The IPv4 and IPv6 tries of a route manager (either may be None), with the calls that
@@ -270,6 +311,24 @@ PYBIND11_MODULE(_trie, m) {
   using namespace npkit::trie;
   m.doc() = "npkit LPM trie updater: route updates in place on the trie words (docs/lpm.md)";
   py::register_exception<TrieError>(m, "LpmError", PyExc_ValueError);
+
+  py::class_<PyPoptrie>(m, "PoptrieImage")
+      .def(py::init<py::array, py::array, int, bool>(), py::arg("words"), py::arg("host"),
+           py::arg("direct_bits"), py::arg("log") = false)
+      .def("refresh", &PyPoptrie::refresh, py::arg("hi"), py::arg("lo"), py::arg("length"))
+      .def("build", [](PyPoptrie& p) { p.image().build(); })
+      .def("clear", [](PyPoptrie& p) { p.image().clear(); })
+      .def(
+          "reclaim",
+          [](PyPoptrie& p, py::handle upto) {
+            p.image().reclaim(upto.is_none() ? p.image().number()
+                                             : static_cast<uint64_t>(to_int(upto, "upto")));
+          },
+          py::arg("upto") = py::none())
+      .def("take_log", &PyPoptrie::take_log)
+      .def("stats", &PyPoptrie::stats)
+      .def("retired", [](const PyPoptrie& p) { return p.image().retired(); })
+      .def_property_readonly("number", [](const PyPoptrie& p) { return p.image().number(); });
 
   py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
       .def(py::init<>())

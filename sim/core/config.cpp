@@ -188,6 +188,7 @@ ChipConfig parse_config(const py::dict& root) {
   if (c.media.element_bytes != 64 && c.media.element_bytes != 128 && c.media.element_bytes != 256)
     throw py::value_error("chip config: msf.element_bytes must be 64, 128 or 256");
   c.media.autopush_latency = Reader::integer(msf, "msf", "autopush_latency", 0, 1 << 20);
+  c.media.rbuf_partitions = static_cast<int>(Reader::integer_or(msf, "msf", "rbuf_partitions", 0, 4, 0));
   c.media.me_clock_hz = c.clock_hz;
   c.msf_csr_latency = Reader::integer(msf, "msf", "csr_latency", 1, 1 << 20);
   c.media.ports = ports(root);

@@ -98,13 +98,28 @@ Media::Media(MediaConfig cfg, MediaHost& host) : cfg_(std::move(cfg)), host_(hos
   if (cfg_.tbuf_bytes < 0 || cfg_.tbuf_bytes > static_cast<int64_t>(kTbufCtlBase - kTbufBase)) {
     throw std::invalid_argument("tbuf_bytes must be 0.." + std::to_string(kTbufCtlBase - kTbufBase));
   }
+  if (cfg_.rbuf_partitions != 0 && cfg_.rbuf_partitions != 1 && cfg_.rbuf_partitions != 2 &&
+      cfg_.rbuf_partitions != 4) {
+    throw std::invalid_argument("rbuf_partitions must be 1, 2 or 4 (HRM), or 0 for one per port, got " +
+                                std::to_string(cfg_.rbuf_partitions));
+  }
+  // 0: one partition per port as in the HRM's 1-, 2- and 4-port modes (3 ports use 4), one
+  // shared by all ports beyond 4 (channels of one SPI-4 interface)
+  const int parts = cfg_.rbuf_partitions != 0 ? cfg_.rbuf_partitions
+                    : n <= 2                  ? std::max(n, 1)
+                    : n <= 4                  ? 4
+                                              : 1;
   if (n > 0) {
-    rx_elements_ = cfg_.rbuf_bytes / eb / n;
+    rx_elements_ = cfg_.rbuf_bytes / eb / parts;
     tx_elements_ = cfg_.tbuf_bytes / eb / n;
     if (rx_elements_ < 1 || tx_elements_ < 1) {
-      throw std::invalid_argument("RBUF and TBUF need at least one element per port (" +
+      throw std::invalid_argument("RBUF needs at least one element per partition and TBUF one "
+                                  "per port (" + std::to_string(parts) + " partitions, " +
                                   std::to_string(n) + " ports of " + std::to_string(eb) +
                                   "-byte elements)");
+    }
+    if (static_cast<int64_t>(rx_elements_) * parts > static_cast<int64_t>(rx_status::kFirstMask) + 1) {
+      throw std::invalid_argument("too many RBUF elements for the 16-bit element field");
     }
   }
   if (static_cast<int64_t>(tx_elements_) * n * 4 > kTxSequenceBase - kTbufCtlBase) {
@@ -113,7 +128,12 @@ Media::Media(MediaConfig cfg, MediaHost& host) : cfg_(std::move(cfg)), host_(hos
   auto [clock_n, clock_d] = decimal_fraction(cfg_.me_clock_hz, "me_clock_hz");
   rbuf_.assign(static_cast<size_t>(cfg_.rbuf_bytes), 0);
   tbuf_.assign(static_cast<size_t>(cfg_.tbuf_bytes), 0);
-  rbuf_state_.assign(static_cast<size_t>(rx_elements_) * n, RbufState::kFree);
+  rbuf_state_.assign(n > 0 ? static_cast<size_t>(rx_elements_) * parts : 0, RbufState::kFree);
+  rbuf_port_.assign(rbuf_state_.size(), 0);
+  partitions_.resize(n > 0 ? parts : 0);
+  for (int k = 0; k < static_cast<int>(partitions_.size()); ++k) {
+    for (int e = 0; e < rx_elements_; ++e) partitions_[k].free.push_back(k * rx_elements_ + e);
+  }
   frames_waiting_.resize(kFreelists);
   threads_waiting_.resize(kFreelists);
   counters_.assign(n, PortCounters{});
@@ -138,7 +158,7 @@ Media::Media(MediaConfig cfg, MediaHost& host) : cfg_(std::move(cfg)), host_(hos
       throw std::invalid_argument("port " + std::to_string(i) +
                                   ": rate_bps / me_clock_hz ratio is too fine to keep exact");
     }
-    p.rx_first = i * rx_elements_;
+    p.rx_partition = i % parts;
     p.tx_first = i * tx_elements_;
     p.tx_slots.assign(tx_elements_, TxSlot{});
   }
@@ -174,7 +194,21 @@ void Media::add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_befor
   }
   u128 end = start + wire_units(p, bytes.size());
   p.rx_line_free = end;
-  p.rx_pending.push_back(PendingRx{std::move(bytes), cycle_ceil(p, end)});
+  PendingRx f{std::move(bytes), start, 0, 0};
+  f.next_time = mpacket_time(p, f);
+  p.rx_pending.push_back(std::move(f));
+}
+
+// Mpacket k of a frame is complete in the RBUF when its last byte has arrived: k < last at
+// the instant byte (k + 1) * element_bytes has crossed the wire, counted from the frame's
+// first bit; the last mpacket at the frame's last bit (its overhead included), i.e. the
+// cycle the whole frame used to arrive.  (Decision: the per-frame overhead is counted at
+// the end, so intermediate mpackets are early by at most the preamble's 8 bytes.)
+uint64_t Media::mpacket_time(const Port& p, const PendingRx& f) const {
+  const size_t eb = static_cast<size_t>(cfg_.element_bytes);
+  const size_t end_byte = static_cast<size_t>(f.next + 1) * eb;
+  if (end_byte >= f.bytes.size()) return cycle_ceil(p, f.start + wire_units(p, f.bytes.size()));
+  return cycle_ceil(p, f.start + static_cast<u128>(end_byte) * 8u * p.clock.num);
 }
 
 std::vector<TxFrame> Media::take_tx() {
@@ -194,8 +228,8 @@ Media::Event Media::earliest() const {
   }
   for (int i = 0; i < num_ports(); ++i) {
     const Port& p = ports_[i];
-    if (!p.rx_pending.empty() && p.rx_pending.front().arrival < best.time) {
-      best = {p.rx_pending.front().arrival, EventKind::kRxArrival, i};
+    if (!p.rx_pending.empty() && !p.rx_stalled && p.rx_pending.front().next_time < best.time) {
+      best = {p.rx_pending.front().next_time, EventKind::kRxArrival, i};
     }
   }
   if (!autopushes_.empty() && autopushes_.top().when < best.time) {
@@ -240,89 +274,101 @@ uint64_t Media::rx_pending_frames() const {
 }
 
 // ------------------------------------------------------------------------ receive
-// First run of `count` free elements, trying start positions from the allocation hint on
-// and wrapping to the partition start.  A frame never straddles the partition end, so its
-// bytes are contiguous in RBUF address space.
-int Media::find_rx_run(const Port& p, int count) const {
-  const int last_start = rx_elements_ - count;
-  const int hint = p.rx_next <= last_start ? p.rx_next : 0;
-  for (int k = 0; k <= last_start; ++k) {
-    const int s = (hint + k) % (last_start + 1);
-    bool free = true;
-    for (int j = 0; j < count && free; ++j) {
-      free = rbuf_state_[p.rx_first + s + j] == RbufState::kFree;
-    }
-    if (free) return s;
-  }
-  return -1;
-}
-
+// The next mpacket of the port's oldest pending frame is complete.  It takes the element at
+// the head of its partition's freelist (any element: frames need no contiguous run).  With
+// no free element, a first mpacket (SOP) drops the frame whole; a later one waits until a
+// receive thread frees an element -- the partition's fill level holds the rest of a frame
+// that has started (SPI-4 flow control to the framer), so no frame is cut short.
+// (Decision: the framer holds at most the rest of the frame in progress; frames behind it
+// that find the partition still full at their first mpacket are dropped.)
 void Media::arrive(Port& p, int port_index) {
-  PendingRx frame = std::move(p.rx_pending.front());
-  p.rx_pending.pop_front();
+  PendingRx& f = p.rx_pending.front();
   PortCounters& c = counters_[port_index];
+  RxPartition& part = partitions_[p.rx_partition];
   const int eb = cfg_.element_bytes;
-  const int length = static_cast<int>(frame.bytes.size());
+  const int length = static_cast<int>(f.bytes.size());
   const int count = (length + eb - 1) / eb;
-  if (count > rx_elements_ || count > rx_status::kMaxElements) {
-    ++c.rx_dropped_too_long;
+  const int k = f.next;
+  if (part.free.empty()) {
+    if (k == 0) {
+      ++c.rx_dropped_rbuf_full;
+      pop_rx_frame(p, f.next_time);
+    } else {
+      p.rx_stalled = true;
+      ++c.rx_flow_control_stalls;
+    }
     return;
   }
-  if (static_cast<int>(rx_elements_ - c.rbuf_elements_in_use) < count) {
-    ++c.rx_dropped_rbuf_full;
-    return;
-  }
-  int start = find_rx_run(p, count);
-  if (start < 0) {
-    ++c.rx_dropped_rbuf_full;
-    return;
-  }
-  const int first = p.rx_first + start;
-  std::fill_n(rbuf_state_.begin() + first, count, RbufState::kWaiting);
-  std::memcpy(rbuf_.data() + static_cast<size_t>(first) * eb, frame.bytes.data(), frame.bytes.size());
-  p.rx_next = (start + count) % rx_elements_;
-  ++c.rx_frames;
-  c.rx_bytes += frame.bytes.size();
-  c.rbuf_elements_in_use += count;
+  const int e = part.free.front();
+  part.free.pop_front();
+  rbuf_state_[e] = RbufState::kWaiting;
+  rbuf_port_[e] = port_index;
+  const int n = std::min(eb, length - k * eb);
+  std::memcpy(rbuf_.data() + static_cast<size_t>(e) * eb, f.bytes.data() + static_cast<size_t>(k) * eb,
+              static_cast<size_t>(n));
+  part.in_use += 1;
+  part.high_water = std::max(part.high_water, part.in_use);
+  c.rbuf_elements_in_use += 1;
   c.rbuf_high_water_elements = std::max(c.rbuf_high_water_elements, c.rbuf_elements_in_use);
+  c.rbuf_partition_high_water = std::max(c.rbuf_partition_high_water, part.high_water);
 
-  WaitingFrame waiting{port_index, first, count, length, frame.arrival};
+  WaitingMpacket m{port_index, e, n, k == 0, k == count - 1, f.next_time};
+  if (m.eop) {
+    ++c.rx_frames;
+    c.rx_bytes += static_cast<uint64_t>(length);
+    pop_rx_frame(p, m.arrival);
+  } else {
+    ++f.next;
+    f.next_time = std::max(mpacket_time(p, f), f.next_time);  // after a stall: not earlier
+  }
+
   auto& threads = threads_waiting_[p.cfg.rx_freelist];
   if (!threads.empty()) {
     RxThread thread = threads.front();
     threads.pop_front();
-    pair(waiting, thread);
+    pair(m, thread);
     return;
   }
-  frames_waiting_[p.cfg.rx_freelist].push_back(waiting);
+  frames_waiting_[p.cfg.rx_freelist].push_back(m);
   ++p.rx_waiting;
   c.rx_waiting_high_water = std::max(c.rx_waiting_high_water, p.rx_waiting);
 }
 
-void Media::pair(const WaitingFrame& frame, const RxThread& thread) {
+// The port's oldest frame is done (received or dropped) at cycle t; the next one cannot
+// complete an mpacket before t (it may have waited behind a stalled frame).
+void Media::pop_rx_frame(Port& p, uint64_t t) {
+  p.rx_pending.pop_front();
+  if (!p.rx_pending.empty()) {
+    p.rx_pending.front().next_time = std::max(p.rx_pending.front().next_time, t);
+  }
+}
+
+void Media::pair(const WaitingMpacket& m, const RxThread& thread) {
   Autopush a{};
-  a.when = std::max(frame.arrival, thread.since) + cfg_.autopush_latency;
+  a.when = std::max(m.arrival, thread.since) + cfg_.autopush_latency;
   a.seq = seq_++;
   a.me = thread.me;
   a.ctx = thread.ctx;
   a.xfer = thread.xfer;
   a.sig = thread.sig;
-  a.port = frame.port;
-  a.first = frame.first;
-  a.count = frame.count;
-  a.words[0] = (static_cast<uint32_t>(frame.length) & rx_status::kLengthMask) |
-               (static_cast<uint32_t>(frame.port) << rx_status::kPortShift) | rx_status::kSop |
-               rx_status::kEop;
-  a.words[1] = (static_cast<uint32_t>(frame.first) & rx_status::kFirstMask) |
-               (static_cast<uint32_t>(frame.count) << rx_status::kCountShift);
+  a.port = m.port;
+  a.element = m.element;
+  a.eop = m.eop;
+  a.words[0] = (static_cast<uint32_t>(m.length) & rx_status::kLengthMask) |
+               (static_cast<uint32_t>(m.port) << rx_status::kPortShift) |
+               (m.sop ? rx_status::kSop : 0u) | (m.eop ? rx_status::kEop : 0u);
+  a.words[1] = (static_cast<uint32_t>(m.element) & rx_status::kFirstMask) |
+               (1u << rx_status::kCountShift);
   autopushes_.push(a);
 }
 
 void Media::deliver_autopush() {
   Autopush a = autopushes_.top();
   autopushes_.pop();
-  std::fill_n(rbuf_state_.begin() + a.first, a.count, RbufState::kHanded);
-  ++counters_[a.port].rx_handed;
+  rbuf_state_[a.element] = RbufState::kHanded;
+  PortCounters& c = counters_[a.port];
+  ++c.rx_mpackets;
+  if (a.eop) ++c.rx_handed;
   host_.autopush(a.me, a.ctx, a.xfer, a.words, 2, a.sig, a.when);
 }
 
@@ -352,16 +398,16 @@ void Media::register_thread(int me, int ctx, int list, uint32_t value, uint64_t 
   RxThread thread{me, ctx, xfer, sig, t};
   auto& frames = frames_waiting_[list];
   if (!frames.empty()) {
-    WaitingFrame frame = frames.front();
+    WaitingMpacket m = frames.front();
     frames.pop_front();
-    --ports_[frame.port].rx_waiting;
-    pair(frame, thread);
+    --ports_[m.port].rx_waiting;
+    pair(m, thread);
     return;
   }
   threads_waiting_[list].push_back(thread);
 }
 
-void Media::element_done(uint32_t value) {
+void Media::element_done(uint32_t value, uint64_t t) {
   const uint32_t first = value & 0xFFFF;
   const uint32_t count = value >> 16;
   auto where = [&] { return "msf[fast_wr] to MSF_RBUF_ELEMENT_DONE (value " + hex(value) + ")"; };
@@ -369,28 +415,40 @@ void Media::element_done(uint32_t value) {
     throw MediaFault(where() + ": element " + std::to_string(first) + " is outside the RBUF (" +
                      std::to_string(rbuf_state_.size()) + " elements)");
   }
-  const int port = static_cast<int>(first) / rx_elements_;
+  const int partition = static_cast<int>(first) / rx_elements_;
   if (count < 1 || count > static_cast<uint32_t>(rx_elements_)) {
     throw MediaFault(where() + ": element count " + std::to_string(count) + " out of range 1.." +
-                     std::to_string(rx_elements_) + "; expected first | (count << 16)");
+                     std::to_string(rx_elements_) + "; expected element | (1 << 16)");
   }
-  const int base = ports_[port].rx_first;
+  const int base = partition * rx_elements_;
   const int rel = static_cast<int>(first) - base;
   // Check all before freeing any: a fault leaves the RBUF unchanged.
   for (uint32_t j = 0; j < count; ++j) {
     const int e = base + (rel + static_cast<int>(j)) % rx_elements_;
     if (rbuf_state_[e] != RbufState::kHanded) {
-      throw MediaFault(where() + ": RBUF element " + std::to_string(e) + " (port " +
-                       std::to_string(port) + ") is " +
+      throw MediaFault(where() + ": RBUF element " + std::to_string(e) + " (partition " +
+                       std::to_string(partition) + ") is " +
                        (rbuf_state_[e] == RbufState::kFree ? "not in use"
                                                            : "not yet handed to a receive thread") +
-                       "; free only the elements named in your autopushed status word 1");
+                       "; free only the element named in your autopushed status word 1");
     }
   }
+  RxPartition& part = partitions_[partition];
   for (uint32_t j = 0; j < count; ++j) {
-    rbuf_state_[base + (rel + static_cast<int>(j)) % rx_elements_] = RbufState::kFree;
+    const int e = base + (rel + static_cast<int>(j)) % rx_elements_;
+    rbuf_state_[e] = RbufState::kFree;
+    part.free.push_back(e);  // freed elements are reused last (FIFO freelist)
+    --counters_[rbuf_port_[e]].rbuf_elements_in_use;
   }
-  counters_[port].rbuf_elements_in_use -= count;
+  part.in_use -= count;
+  // flow control released: a stalled mpacket of this partition completes now (or at its
+  // wire time, if that is later); ports compete in port order at that cycle
+  for (Port& q : ports_) {
+    if (q.rx_stalled && q.rx_partition == partition) {
+      q.rx_stalled = false;
+      q.rx_pending.front().next_time = std::max(q.rx_pending.front().next_time, std::max(t, now_));
+    }
+  }
 }
 
 void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
@@ -398,7 +456,7 @@ void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
   if (csr >= kFreelistBase && csr < kFreelistBase + kFreelists) {
     register_thread(me, ctx, static_cast<int>(csr - kFreelistBase), value, t);
   } else if (csr == kElementDone) {
-    element_done(value);
+    element_done(value, t);
   } else {
     throw MediaFault("msf[fast_wr]: unknown MSF CSR " + hex(csr) +
                      " (MSF_RX_THREAD_FREELIST_BASE+n = " + hex(kFreelistBase) + ".." +
@@ -408,11 +466,12 @@ void Media::fast_wr(int me, int ctx, uint32_t csr, uint32_t value, uint64_t t) {
 }
 
 // ------------------------------------------------------------------------ buffers
-int Media::rx_port_of_byte(uint32_t byte, const char* what) const {
+int Media::rx_partition_of_byte(uint32_t byte, const char* what) const {
   const uint64_t partition = static_cast<uint64_t>(rx_elements_) * cfg_.element_bytes;
-  if (partition == 0 || byte >= partition * num_ports()) {
+  const uint64_t parts = partitions_.size();
+  if (partition == 0 || byte >= partition * parts) {
     throw MediaFault(std::string(what) + ": RBUF byte address " + hex(byte) +
-                     " is outside the port partitions (RBUF " + std::to_string(partition * num_ports()) +
+                     " is outside the RBUF partitions (RBUF " + std::to_string(partition * parts) +
                      " bytes in use)");
   }
   return static_cast<int>(byte / partition);
@@ -429,13 +488,13 @@ int Media::tx_port_of_byte(uint32_t byte, const char* what) const {
 }
 
 void Media::rbuf_copy_out(uint32_t rbuf_addr, uint8_t* dst, size_t n) const {
-  const int port = rx_port_of_byte(rbuf_addr, "RBUF read");
+  const int index = rx_partition_of_byte(rbuf_addr, "RBUF read");
   const size_t partition = static_cast<size_t>(rx_elements_) * cfg_.element_bytes;
   if (n > partition) {
-    throw MediaFault("RBUF read of " + std::to_string(n) + " bytes is larger than the port partition (" +
+    throw MediaFault("RBUF read of " + std::to_string(n) + " bytes is larger than the partition (" +
                      std::to_string(partition) + " bytes)");
   }
-  const size_t base = static_cast<size_t>(port) * partition;
+  const size_t base = static_cast<size_t>(index) * partition;
   size_t off = rbuf_addr - base;
   const size_t first_part = std::min(n, partition - off);
   std::memcpy(dst, rbuf_.data() + base + off, first_part);

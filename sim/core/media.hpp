@@ -31,6 +31,10 @@ struct MediaConfig {
   uint64_t autopush_latency;  // ME cycles from "frame and thread both available" to the push
   double me_clock_hz;
   std::vector<PortConfig> ports;
+  // HRM: the RBUF is split into 1, 2 or 4 partitions, each with its own element freelist;
+  // port p receives into partition p % partitions; 0 = one per port for 1, 2, 4 ports (3: 4),
+  // one shared beyond 4 ports (docs/media.md, "RBUF partitions").
+  int rbuf_partitions = 0;
 };
 
 struct TxFrame {
@@ -45,8 +49,11 @@ struct PortCounters {
   uint64_t rx_frames = 0, rx_bytes = 0, rx_dropped_rbuf_full = 0, tx_frames = 0, tx_bytes = 0,
            rbuf_high_water_elements = 0, rx_waiting_high_water = 0;
   // extras
-  uint64_t rx_dropped_too_long = 0;     // frame can never fit the partition (or > 255 elements)
-  uint64_t rx_handed = 0;               // frames autopushed to a receive thread
+  uint64_t rx_dropped_too_long = 0;     // kept for the counter set: mpackets need no run, 0
+  uint64_t rx_flow_control_stalls = 0;  // mpackets that waited for a free element
+  uint64_t rx_handed = 0;               // frames whose last (EOP) mpacket was autopushed
+  uint64_t rx_mpackets = 0;             // mpackets (one RBUF element each) autopushed
+  uint64_t rbuf_partition_high_water = 0;  // most elements in use at once in the port's partition
   uint64_t rbuf_elements_in_use = 0;    // gauge: RBUF elements not yet freed (leak check)
   uint64_t tbuf_elements_queued = 0;    // gauge: TBUF elements valid or being transmitted
   uint64_t tx_elements = 0;             // TX elements transmitted (TX_SEQUENCE without wrap)
@@ -66,15 +73,15 @@ class MediaHost {  // implemented by the chip
                         uint64_t when) = 0;
 };
 
-// Layout of the two autopushed receive status words (docs/architecture.md, "Receive").
+// Layout of the two receive status words autopushed per mpacket (docs/media.md, "Receive").
 namespace rx_status {
-inline constexpr uint32_t kLengthMask = 0xFFFF;  // word 0 bits 15..0: frame length
+inline constexpr uint32_t kLengthMask = 0xFFFF;  // word 0 bits 15..0: bytes in this mpacket
 inline constexpr int kPortShift = 16;            // word 0 bits 23..16: port
-inline constexpr uint32_t kSop = 1u << 24;       // word 0 bit 24
-inline constexpr uint32_t kEop = 1u << 25;       // word 0 bit 25
-inline constexpr uint32_t kFirstMask = 0xFFFF;   // word 1 bits 15..0: first element
-inline constexpr int kCountShift = 16;           // word 1 bits 23..16: number of elements
-inline constexpr int kMaxElements = 0xFF;
+inline constexpr uint32_t kSop = 1u << 24;       // word 0 bit 24: first mpacket of the frame
+inline constexpr uint32_t kEop = 1u << 25;       // word 0 bit 25: last mpacket of the frame
+inline constexpr uint32_t kFirstMask = 0xFFFF;   // word 1 bits 15..0: the mpacket's element
+inline constexpr int kCountShift = 16;           // word 1 bits 23..16: 1 (element count, so
+                                                 // word 1 is an RBUF_ELEMENT_DONE value as is)
 }  // namespace rx_status
 
 // TBUF control word (docs/architecture.md, "Transmit"): bits 15..0 length, 23..16 port.
@@ -114,7 +121,8 @@ class Media {
 
   // introspection (tests, docs, the chip's counters)
   int num_ports() const { return static_cast<int>(ports_.size()); }
-  int rx_partition_elements() const { return rx_elements_; }
+  int rx_partition_elements() const { return rx_elements_; }  // elements per RBUF partition
+  int rx_partitions() const { return static_cast<int>(partitions_.size()); }
   int tx_partition_elements() const { return tx_elements_; }
   int element_bytes() const { return cfg_.element_bytes; }
   int rx_freelists() const;  // number of receive-thread freelists (CSR slots)
@@ -129,11 +137,18 @@ class Media {
   };
   struct PendingRx {
     std::vector<uint8_t> bytes;
-    uint64_t arrival;  // cycle at which the last bit has arrived
+    u128 start;                 // first bit on the wire (units of 1/den cycle)
+    uint64_t next_time;         // cycle at which the next mpacket is complete in the RBUF
+    int next = 0;               // index of the next mpacket
   };
-  struct WaitingFrame {
-    int port, first, count, length;
+  struct WaitingMpacket {
+    int port, element, length;
+    bool sop, eop;
     uint64_t arrival;
+  };
+  struct RxPartition {
+    std::deque<int> free;  // the partition's element freelist (global element numbers)
+    uint64_t in_use = 0, high_water = 0;
   };
   struct RxThread {
     int me, ctx, xfer, sig;
@@ -142,7 +157,8 @@ class Media {
   struct Autopush {
     uint64_t when, seq;
     int me, ctx, xfer, sig;
-    int port, first, count;
+    int port, element;
+    bool eop;
     uint32_t words[2];
   };
   struct AutopushLater {
@@ -162,9 +178,9 @@ class Media {
     // receive
     u128 rx_line_free = 0;  // end of the last scheduled frame on the wire (units)
     std::deque<PendingRx> rx_pending;
-    int rx_first = 0;  // first global RBUF element of the partition
-    int rx_next = 0;   // allocation hint, relative element
-    uint64_t rx_waiting = 0;
+    int rx_partition = 0;     // RBUF partition the port receives into
+    uint64_t rx_waiting = 0;  // mpackets waiting for a receive thread
+    bool rx_stalled = false;  // the next mpacket waits for a free element (flow control)
     // transmit
     int tx_first = 0;  // first global TBUF element of the partition
     int tx_next = 0;   // next relative element to transmit
@@ -185,15 +201,16 @@ class Media {
 
   Event earliest() const;
   void arrive(Port& p, int port_index);
+  void pop_rx_frame(Port& p, uint64_t t);
   void depart(Port& p, int port_index);
   void deliver_autopush();
   void try_start_tx(Port& p, int port_index);
-  void pair(const WaitingFrame& frame, const RxThread& thread);
-  int find_rx_run(const Port& p, int count) const;
+  void pair(const WaitingMpacket& m, const RxThread& thread);
+  uint64_t mpacket_time(const Port& p, const PendingRx& f) const;
   void register_thread(int me, int ctx, int list, uint32_t value, uint64_t t);
-  void element_done(uint32_t value);
+  void element_done(uint32_t value, uint64_t t);
   void write_control(uint32_t element, uint32_t word, uint64_t t);
-  int rx_port_of_byte(uint32_t byte, const char* what) const;
+  int rx_partition_of_byte(uint32_t byte, const char* what) const;
   int tx_port_of_byte(uint32_t byte, const char* what) const;
   uint64_t cycle_ceil(const Port& p, u128 units) const;
   u128 wire_units(const Port& p, size_t length) const;
@@ -201,11 +218,13 @@ class Media {
   MediaConfig cfg_;
   MediaHost& host_;
   std::vector<Port> ports_;
-  int rx_elements_ = 0;  // elements per port partition
-  int tx_elements_ = 0;
+  int rx_elements_ = 0;  // elements per RBUF partition
+  int tx_elements_ = 0;  // elements per port TBUF partition
   std::vector<uint8_t> rbuf_, tbuf_;
   std::vector<RbufState> rbuf_state_;
-  std::vector<std::deque<WaitingFrame>> frames_waiting_;  // per freelist
+  std::vector<int> rbuf_port_;  // port whose frame holds the element (per-port counters)
+  std::vector<RxPartition> partitions_;
+  std::vector<std::deque<WaitingMpacket>> frames_waiting_;  // mpackets, per freelist
   std::vector<std::deque<RxThread>> threads_waiting_;     // per freelist
   std::priority_queue<Autopush, std::vector<Autopush>, AutopushLater> autopushes_;
   std::vector<TxFrame> tx_done_;

@@ -49,6 +49,7 @@ MediaConfig config_from_dict(const py::dict& d) {
     cfg.element_bytes = required(d, "element_bytes", where).cast<int>();
     cfg.autopush_latency = required(d, "autopush_latency", where).cast<uint64_t>();
     cfg.me_clock_hz = required(d, "me_clock_hz", where).cast<double>();
+    if (d.contains("rbuf_partitions")) cfg.rbuf_partitions = d["rbuf_partitions"].cast<int>();
     int index = 0;
     for (py::handle item : required(d, "ports", where)) {
       const std::string port_where = where + ", port " + std::to_string(index);
@@ -89,6 +90,9 @@ py::dict counters_dict(const PortCounters& c) {
   d["rx_dropped_rbuf_full"] = c.rx_dropped_rbuf_full;
   d["rx_dropped_too_long"] = c.rx_dropped_too_long;
   d["rx_handed"] = c.rx_handed;
+  d["rx_mpackets"] = c.rx_mpackets;
+  d["rx_flow_control_stalls"] = c.rx_flow_control_stalls;
+  d["rbuf_partition_high_water"] = c.rbuf_partition_high_water;
   d["tx_frames"] = c.tx_frames;
   d["tx_bytes"] = c.tx_bytes;
   d["tx_elements"] = c.tx_elements;
@@ -109,6 +113,7 @@ void bind_media(py::module_& m) {
                          "records autopushes. See docs/media.md.")
       .def(py::init<const py::dict&>(), py::arg("config"),
            "config: dict(rbuf_bytes, tbuf_bytes, element_bytes, autopush_latency, me_clock_hz, "
+           "[rbuf_partitions], "
            "ports=[dict(rate_bps, overhead_bytes, rx_freelist)])")
       .def(
           "add_rx_frame",
@@ -197,6 +202,8 @@ void bind_media(py::module_& m) {
       .def("take_autopushes", &MediaModel::take_autopushes,
            "autopushes delivered so far: [(me, ctx, xfer, [word0, word1], sig, when)]")
       .def_property_readonly("num_ports", [](MediaModel& s) { return s.media().num_ports(); })
+      .def_property_readonly("rx_partitions",
+                             [](MediaModel& s) { return s.media().rx_partitions(); })
       .def_property_readonly("rx_partition_elements",
                              [](MediaModel& s) { return s.media().rx_partition_elements(); })
       .def_property_readonly("tx_partition_elements",

@@ -157,6 +157,9 @@ py::dict counters(Chip& chip) {
     d["rx_waiting_high_water"] = p.rx_waiting_high_water;
     d["rx_dropped_too_long"] = p.rx_dropped_too_long;
     d["rx_handed"] = p.rx_handed;
+    d["rx_mpackets"] = p.rx_mpackets;
+    d["rx_flow_control_stalls"] = p.rx_flow_control_stalls;
+    d["rbuf_partition_high_water"] = p.rbuf_partition_high_water;
     d["rbuf_elements_in_use"] = p.rbuf_elements_in_use;
     d["tbuf_elements_queued"] = p.tbuf_elements_queued;
     d["tx_elements"] = p.tx_elements;

@@ -117,7 +117,7 @@ def segments(log) -> list[list[tuple[int, int]]]:
 
 
 def retired_words(table: Poptrie) -> set[int]:
-    return {w for offset, size, _ in table.blocks.retired for w in range(offset, offset + size)}
+    return {w for offset, size, _ in table.retired() for w in range(offset, offset + size)}
 
 
 @pytest.mark.parametrize("family", [4, 6])
@@ -181,10 +181,11 @@ def test_updates_give_old_or_new_answer_at_every_step(family: int, data) -> None
     for key in sorted(reference, key=lambda k: -k[1]):
         table.delete(*key)
     table.reclaim()
-    assert table.blocks.live_words == 0 and not table.blocks.retired
+    stats = table.stats()
+    assert stats["words_retired"] == 0 and not table.retired()
     assert table.words_used == shape.direct_words
     assert not table.words[:shape.direct_words].any()
-    assert table.blocks.free_words == table.blocks.next_free - shape.direct_words
+    assert stats["words_free"] == stats["words_high_water"] - shape.direct_words
 
 
 @pytest.mark.parametrize("family", [4, 6])

@@ -38,10 +38,23 @@ def frames_within(rate: Fraction, length: int, overhead: int, seconds: Fraction)
 
 
 # --------------------------------------------------------------------------- RX reference
-# Status word layout, docs/architecture.md "Receive" (written out here on purpose: the test
-# checks the model against the documented layout).
+# Status word layout, docs/media.md "Receive" (written out here on purpose: the test checks
+# the model against the documented layout).  One status per mpacket (one RBUF element).
 SOP = 1 << 24
 EOP = 1 << 25
+
+
+def default_partitions(ports: int) -> int:
+    """docs/media.md, "RBUF partitions": one per port for 1, 2 or 4 ports, 4 for 3, else 1."""
+    return max(ports, 1) if ports <= 2 else 4 if ports <= 4 else 1
+
+
+@dataclass
+class _RefFrame:
+    length: int
+    times: list[int]  # cycle each mpacket is complete in the RBUF (on the wire)
+    next: int = 0
+    ready: int = 0  # cycle the next mpacket is due (later than its wire time after a stall)
 
 
 @dataclass
@@ -49,90 +62,116 @@ class _RefPort:
     rate: Fraction
     overhead: int
     freelist: int
-    first: int  # first global element of the partition
+    partition: int
     line_free: Fraction = Fraction(0)
-    pending: deque[tuple[int, int]] = field(default_factory=deque)  # (arrival, length)
-    hint: int = 0
+    pending: deque[_RefFrame] = field(default_factory=deque)
     waiting: int = 0
+    stalled: bool = False
 
 
 class RxReference:
     """A separate, slow model of the receive side as docs/media.md specifies it."""
 
     def __init__(self, rbuf_bytes: int, element_bytes: int, latency: int,
-                 ports: list[tuple[Fraction, int, int]]) -> None:
+                 ports: list[tuple[Fraction, int, int]], partitions: int = 0) -> None:
         self.eb = element_bytes
         self.latency = latency
-        self.elements = rbuf_bytes // element_bytes // len(ports)
-        self.ports = [_RefPort(r, o, f, i * self.elements) for i, (r, o, f) in enumerate(ports)]
-        self.state = ["free"] * (self.elements * len(ports))
-        self.frames: dict[int, deque[tuple[int, int, int, int, int]]] = {}
+        parts = partitions or default_partitions(len(ports))
+        self.elements = rbuf_bytes // element_bytes // parts
+        self.ports = [_RefPort(r, o, f, i % parts) for i, (r, o, f) in enumerate(ports)]
+        self.free_list = [deque(range(k * self.elements, (k + 1) * self.elements))
+                          for k in range(parts)]
+        self.state = ["free"] * (self.elements * parts)
+        self.owner = [0] * (self.elements * parts)
+        self.frames: dict[int, deque[tuple[int, int, int, bool, bool, int]]] = {}
         self.threads: dict[int, deque[tuple[int, int, int, int, int]]] = {}
         self.pushes: list[tuple[int, int, tuple[int, int, int, list[int], int, int]]] = []
         self.seq = 0
         self.now = 0
         self.counters = [{"rx_frames": 0, "rx_dropped_rbuf_full": 0, "rx_dropped_too_long": 0,
-                          "in_use": 0, "high": 0, "waiting_high": 0} for _ in ports]
+                          "in_use": 0, "high": 0, "waiting_high": 0, "mpackets": 0,
+                          "stalls": 0}
+                         for _ in ports]
 
     def add(self, port: int, length: int) -> None:
         p = self.ports[port]
         start = max(p.line_free, Fraction(self.now))
-        p.line_free = start + Fraction((length + p.overhead) * 8) * CLOCK / p.rate
-        p.pending.append((ceil(p.line_free), length))
+        per_bit = CLOCK / p.rate
+        p.line_free = start + Fraction((length + p.overhead) * 8) * per_bit
+        count = -(-length // self.eb)
+        times = [ceil(start + (k + 1) * self.eb * 8 * per_bit) for k in range(count - 1)]
+        all_times = [*times, ceil(p.line_free)]
+        p.pending.append(_RefFrame(length, all_times, 0, all_times[0]))
 
     def register(self, me: int, ctx: int, lst: int, xfer: int, sig: int, t: int) -> None:
         frames = self.frames.setdefault(lst, deque())
         if frames:
-            frame = frames.popleft()
-            self.ports[frame[0]].waiting -= 1
-            self._pair(frame, (me, ctx, xfer, sig, t))
+            mpacket = frames.popleft()
+            self.ports[mpacket[0]].waiting -= 1
+            self._pair(mpacket, (me, ctx, xfer, sig, t))
         else:
             self.threads.setdefault(lst, deque()).append((me, ctx, xfer, sig, t))
 
-    def free(self, first: int, count: int) -> None:
-        for e in range(first, first + count):
-            assert self.state[e] == "handed"
-            self.state[e] = "free"
-        self.counters[first // self.elements]["in_use"] -= count
+    def free(self, element: int) -> None:
+        assert self.state[element] == "handed"
+        self.state[element] = "free"
+        partition = element // self.elements
+        self.free_list[partition].append(element)
+        self.counters[self.owner[element]]["in_use"] -= 1
+        for p in self.ports:  # flow control released: stalled mpackets may go on now
+            if p.stalled and p.partition == partition:
+                p.stalled = False
+                p.pending[0].ready = max(p.pending[0].ready, self.now)
 
-    def _pair(self, frame: tuple[int, int, int, int, int],
+    def _pair(self, mpacket: tuple[int, int, int, bool, bool, int],
               thread: tuple[int, int, int, int, int]) -> None:
-        port, first, count, length, arrival = frame
+        port, element, length, sop, eop, arrival = mpacket
         me, ctx, xfer, sig, since = thread
         when = max(arrival, since) + self.latency
-        words = [length | port << 16 | SOP | EOP, first | count << 16]
+        words = [length | port << 16 | (SOP if sop else 0) | (EOP if eop else 0),
+                 element | 1 << 16]
         self.pushes.append((when, self.seq, (me, ctx, xfer, words, sig, when)))
         self.seq += 1
 
+    def _pop(self, p: _RefPort, t: int) -> None:
+        p.pending.popleft()
+        if p.pending:
+            p.pending[0].ready = max(p.pending[0].ready, t)
+
     def _arrive(self, index: int) -> None:
         p = self.ports[index]
-        arrival, length = p.pending.popleft()
+        frame = p.pending[0]
         c = self.counters[index]
-        count = -(-length // self.eb)
-        if count > self.elements:
-            c["rx_dropped_too_long"] += 1
+        count = len(frame.times)
+        free = self.free_list[p.partition]
+        k = frame.next
+        if not free:  # SOP: the frame is dropped; later: flow control holds it
+            if k == 0:
+                c["rx_dropped_rbuf_full"] += 1
+                self._pop(p, frame.ready)
+            else:
+                p.stalled = True
+                c["stalls"] += 1
             return
-        last = self.elements - count
-        hint = p.hint if p.hint <= last else 0
-        for k in range(last + 1):
-            s = (hint + k) % (last + 1)
-            if all(self.state[p.first + s + j] == "free" for j in range(count)):
-                break
-        else:
-            c["rx_dropped_rbuf_full"] += 1
-            return
-        for j in range(count):
-            self.state[p.first + s + j] = "waiting"
-        p.hint = (s + count) % self.elements
-        c["rx_frames"] += 1
-        c["in_use"] += count
+        e = free.popleft()
+        self.state[e] = "waiting"
+        self.owner[e] = index
+        c["in_use"] += 1
         c["high"] = max(c["high"], c["in_use"])
-        frame = (index, p.first + s, count, length, arrival)
+        now = frame.ready
+        mpacket = (index, e, min(self.eb, frame.length - k * self.eb), k == 0,
+                   k == count - 1, now)
+        frame.next += 1
+        if k == count - 1:
+            c["rx_frames"] += 1
+            self._pop(p, now)
+        else:
+            frame.ready = max(frame.times[k + 1], now)
         threads = self.threads.setdefault(p.freelist, deque())
         if threads:
-            self._pair(frame, threads.popleft())
+            self._pair(mpacket, threads.popleft())
         else:
-            self.frames.setdefault(p.freelist, deque()).append(frame)
+            self.frames.setdefault(p.freelist, deque()).append(mpacket)
             p.waiting += 1
             c["waiting_high"] = max(c["waiting_high"], p.waiting)
 
@@ -140,7 +179,8 @@ class RxReference:
         """Process everything due by t; return the autopushes delivered, in order."""
         out = []
         while True:
-            arrivals = [(p.pending[0][0], i) for i, p in enumerate(self.ports) if p.pending]
+            arrivals = [(p.pending[0].ready, i)
+                        for i, p in enumerate(self.ports) if p.pending and not p.stalled]
             first_arrival = min(arrivals, default=None)
             first_push = min(self.pushes, default=None)
             if first_arrival and first_arrival[0] <= t and (
@@ -149,9 +189,9 @@ class RxReference:
             elif first_push and first_push[0] <= t:
                 self.pushes.remove(first_push)
                 record = first_push[2]
-                first, count = record[3][1] & 0xFFFF, record[3][1] >> 16
-                for e in range(first, first + count):
-                    self.state[e] = "handed"
+                element = record[3][1] & 0xFFFF
+                self.state[element] = "handed"
+                self.counters[record[3][0] >> 16 & 0xFF]["mpackets"] += 1
                 out.append(record)
             else:
                 break

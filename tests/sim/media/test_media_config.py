@@ -12,14 +12,16 @@ from .conftest import media_config
 from .media_ref import TEN_GBE
 
 
-@pytest.mark.parametrize(("ports", "rbuf", "element", "expected_rx"), [
-    (1, 8192, 128, 64), (2, 8192, 128, 32), (4, 8192, 64, 32), (3, 8192, 256, 10),
+@pytest.mark.parametrize(("ports", "partitions", "element", "expected"), [
+    # docs/media.md, "RBUF partitions": 0 = one per port for 1, 2, 4 ports, 4 for 3, 1 beyond
+    (1, 0, 128, (1, 64)), (2, 0, 128, (2, 32)), (4, 0, 64, (4, 32)), (3, 0, 256, (4, 8)),
+    (6, 0, 128, (1, 64)), (2, 1, 128, (1, 64)), (4, 2, 128, (2, 32)), (1, 4, 64, (4, 32)),
 ])
-def test_partitions_are_equal_per_port(core: Any, ports: int, rbuf: int, element: int,
-                                       expected_rx: int) -> None:
-    media = core.MediaModel(media_config([dict(TEN_GBE)] * ports, rbuf_bytes=rbuf,
-                                         element_bytes=element))
-    assert media.rx_partition_elements == expected_rx
+def test_rbuf_partitions_split_the_rbuf_equally(core: Any, ports: int, partitions: int,
+                                                element: int, expected: tuple[int, int]) -> None:
+    media = core.MediaModel(media_config([dict(TEN_GBE)] * ports, element_bytes=element,
+                                         rbuf_partitions=partitions))
+    assert (media.rx_partitions, media.rx_partition_elements) == expected
     assert media.rx_freelists == MSF_RBUF_ELEMENT_DONE - MSF_RX_THREAD_FREELIST_BASE
 
 
@@ -27,6 +29,7 @@ def test_partitions_are_equal_per_port(core: Any, ports: int, rbuf: int, element
     ({"element_bytes": 0}, "element_bytes"),
     ({"element_bytes": 100}, "element_bytes"),
     ({"rbuf_bytes": 64}, "at least one element"),
+    ({"rbuf_partitions": 3}, "rbuf_partitions must be 1, 2 or 4"),
     ({"rbuf_bytes": 1 << 20}, "rbuf_bytes"),
     ({"me_clock_hz": 0.0}, "me_clock_hz"),
     ({"ports": [{"rate_bps": 0.0, "overhead_bytes": 20}]}, "rate_bps"),

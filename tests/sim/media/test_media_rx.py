@@ -1,5 +1,6 @@
-"""Receive: freelist FIFO order, autopush words and timing, RBUF partitions, drops, element
-wrap and ELEMENT_DONE, against hand-worked values and a separately written reference."""
+"""Receive: freelist FIFO order, per-mpacket autopush words and timing, RBUF partitions and
+their element freelists, drops and ELEMENT_DONE, against hand-worked values and a separately
+written reference."""
 
 from __future__ import annotations
 
@@ -90,53 +91,104 @@ def test_shared_freelist_serves_ports_in_arrival_order(make_media: Any) -> None:
     assert [(w[0] >> 16) & 0xFF for _, _, _, w, _, _ in got] == order
 
 
-def test_full_partition_drops_and_counts(make_media: Any) -> None:
-    media = make_media([dict(TEN_GBE)])  # 64 elements of 128 bytes
-    media.add_rx_frames(0, bytes(300), 30)  # 3 elements each: 21 fit (63 elements)
+def test_full_partition_drops_new_frames_and_holds_started_ones(make_media: Any) -> None:
+    media = make_media([dict(TEN_GBE)])  # 64 elements of 128 bytes, no receive thread
+    media.add_rx_frames(0, bytes(64), 70)  # one element each: 64 fit, 6 dropped at SOP
     media.advance(100_000)
     c = media.counters()[0]
-    assert (c["rx_frames"], c["rx_dropped_rbuf_full"]) == (21, 9)
-    assert c["rbuf_high_water_elements"] == 63
-    assert c["rbuf_elements_in_use"] == 63
-    assert c["rx_waiting_high_water"] == 21
+    assert (c["rx_frames"], c["rx_dropped_rbuf_full"]) == (64, 6)
+    assert c["rbuf_high_water_elements"] == c["rbuf_partition_high_water"] == 64
+    assert c["rx_waiting_high_water"] == 64  # mpackets waiting for a thread
+    # a frame whose first mpacket got an element waits (flow control) for the next one
+    media = make_media([dict(TEN_GBE)])
+    media.add_rx_frames(0, bytes(300), 30)  # 3 elements each: 21 in, the 22nd started
+    media.advance(100_000)
+    c = media.counters()[0]
+    assert (c["rx_frames"], c["rx_dropped_rbuf_full"], c["rbuf_elements_in_use"]) == (21, 0, 64)
+    assert c["rx_flow_control_stalls"] == 1 and media.next_event() is None
+    assert media.rx_pending_frames() == 9 + 64  # frames on the line + mpackets waiting
 
 
-def test_frame_larger_than_partition_is_dropped_as_too_long(make_media: Any) -> None:
+def test_frame_larger_than_the_partition_flows_through(make_media: Any) -> None:
     media = make_media([dict(TEN_GBE)], rbuf_bytes=1024)  # 8 elements of 128
-    media.add_rx_frame(0, bytes(1025))
-    media.add_rx_frame(0, bytes(1024))
-    media.advance(100_000)
+    frame = bytes(k % 253 for k in range(1025))  # 9 mpackets
+    media.add_rx_frame(0, frame)
+    got = b""
+    for _ in range(9):  # one thread: take an mpacket, copy it out, free its element
+        register(media, me=0, ctx=0)
+        while not (pushes := media.take_autopushes()):
+            media.advance(media.next_event())
+        (_, _, _, words, _, _), = pushes
+        got += media.rbuf_read((words[1] & 0xFFFF) * 128, words[0] & 0xFFFF)
+        done(media, words[1] & 0xFFFF, 1)
+    assert got == frame
     c = media.counters()[0]
-    assert (c["rx_dropped_too_long"], c["rx_frames"], c["rbuf_elements_in_use"]) == (1, 1, 8)
+    assert (c["rx_frames"], c["rx_dropped_too_long"], c["rbuf_elements_in_use"]) == (1, 0, 0)
 
 
-def serve_one_by_one(media: Any, frames: int, length: int) -> list[int]:
-    """Register a thread, take the next frame, free its elements; return first elements."""
-    firsts = []
-    for _ in range(frames):
+def test_large_frame_arrives_as_mpackets_one_status_each(make_media: Any) -> None:
+    # 300 bytes, 10GbE, from cycle 0: mpackets of 128, 128, 44 bytes; the first two are
+    # complete when their last byte is in (128 * 8 bits = 143.36 cycles each), the last at
+    # the frame's last bit (320 bytes on the wire = 358.4 cycles)
+    media = make_media([dict(TEN_GBE)], autopush_latency=0)
+    for ctx in range(3):
+        register(media, me=0, ctx=ctx, xfer=2 * ctx, sig=1)
+    frame = bytes(k % 251 for k in range(300))
+    media.add_rx_frame(0, frame)
+    media.advance(10_000)
+    got = media.take_autopushes()
+    assert [(ctx, when) for _, ctx, _, _, _, when in got] == [(0, 144), (1, 287), (2, 359)]
+    assert [w[0] for _, _, _, w, _, _ in got] == [128 | SOP, 128, 44 | EOP]
+    elements = [w[1] & 0xFFFF for _, _, _, w, _, _ in got]
+    assert [w[1] >> 16 for _, _, _, w, _, _ in got] == [1, 1, 1]
+    assert b"".join(media.rbuf_read(e * 128, n) for e, n in zip(elements, (128, 128, 44),
+                                                                   strict=True)) == frame
+    c = media.counters()[0]
+    assert (c["rx_frames"], c["rx_handed"], c["rx_mpackets"]) == (1, 1, 3)
+
+
+def serve_one_by_one(media: Any, mpackets: int) -> list[int]:
+    """Register a thread, take the next mpacket, free its element; return the elements."""
+    elements = []
+    for _ in range(mpackets):
         register(media, me=0, ctx=0)
         media.advance(media.next_event())
         while not (pushes := media.take_autopushes()):
             media.advance(media.next_event())
         (_, _, _, words, _, _), = pushes
-        first, count = words[1] & 0xFFFF, words[1] >> 16
-        assert count == -(-length // 128)
-        firsts.append(first)
-        done(media, first, count)
-    return firsts
+        element, count = words[1] & 0xFFFF, words[1] >> 16
+        assert count == 1
+        elements.append(element)
+        done(media, element, 1)
+    return elements
 
 
-def test_elements_wrap_within_the_partition(make_media: Any) -> None:
-    # port 1 of 2: elements 32..63; single-element frames wrap from 63 back to 32
+def test_elements_come_from_the_partition_freelist_in_order(make_media: Any) -> None:
+    # port 1 of 2: elements 32..63; freed elements go to the back of the freelist
     media = make_media([dict(TEN_GBE, rx_freelist=1), dict(TEN_GBE, rx_freelist=0)])
     media.add_rx_frames(1, bytes(64), 40)
-    assert serve_one_by_one(media, 40, 64) == [32 + k % 32 for k in range(40)]
+    assert serve_one_by_one(media, 40) == [32 + k % 32 for k in range(40)]
 
 
-def test_frame_never_straddles_the_partition_end(make_media: Any) -> None:
-    media = make_media([dict(TEN_GBE)])  # 64 elements; 3-element frames: 0,3,...,60 then 0
-    media.add_rx_frames(0, bytes(300), 23)
-    assert serve_one_by_one(media, 23, 300) == [3 * k for k in range(21)] + [0, 3]
+def test_a_frame_takes_any_free_elements_not_a_contiguous_run(make_media: Any) -> None:
+    # 1 port, 64 elements. 21 frames of 3 elements take 0..62; freeing the odd ones leaves 32
+    # free elements but no run of 3 -- the old contiguous placement dropped the next frame,
+    # the freelist gives it the never-used 63, then 1 and 3 (freed elements queue behind)
+    media = make_media([dict(TEN_GBE)], autopush_latency=0)
+    for k in range(63):
+        register(media, me=k // 8, ctx=k % 8)
+    media.add_rx_frames(0, bytes(300), 21)
+    media.advance(100_000)
+    assert sorted(w[1] & 0xFFFF for _, _, _, w, _, _ in media.take_autopushes()) == list(range(63))
+    for e in range(1, 63, 2):
+        done(media, e, 1)
+    for ctx in range(3):
+        register(media, me=9, ctx=ctx, t=100_000)
+    media.add_rx_frame(0, bytes(300))
+    media.advance(200_000)
+    assert [w[1] & 0xFFFF for _, _, _, w, _, _ in media.take_autopushes()] == [63, 1, 3]
+    c = media.counters()[0]
+    assert (c["rx_frames"], c["rx_dropped_rbuf_full"], c["rbuf_elements_in_use"]) == (22, 0, 35)
 
 
 def test_wrapping_read_stays_in_partition(make_media: Any) -> None:
@@ -225,12 +277,14 @@ def test_receive_matches_reference_model(make_media: Any, ops: list[tuple[str, i
             assert got == expected
             handed += [(w[1] & 0xFFFF, w[1] >> 16) for _, _, _, w, _, _ in got]
         elif handed:
-            first, count = handed.pop(0)
-            done(media, first, count)
-            ref.free(first, count)
+            element, count = handed.pop(0)
+            assert count == 1
+            done(media, element, 1)
+            ref.free(element)
     for got, want in zip(media.counters(), ref.counters, strict=True):
-        assert (got["rx_frames"], got["rx_dropped_rbuf_full"], got["rx_dropped_too_long"],
-                got["rbuf_elements_in_use"], got["rbuf_high_water_elements"],
-                got["rx_waiting_high_water"]) == (
+        keys = ("rx_frames", "rx_dropped_rbuf_full", "rx_dropped_too_long", "rbuf_elements_in_use",
+                "rbuf_high_water_elements", "rx_waiting_high_water", "rx_mpackets",
+                "rx_flow_control_stalls")
+        assert tuple(got[k] for k in keys) == (
             want["rx_frames"], want["rx_dropped_rbuf_full"], want["rx_dropped_too_long"],
-            want["in_use"], want["high"], want["waiting_high"])
+            want["in_use"], want["high"], want["waiting_high"], want["mpackets"], want["stalls"])

@@ -160,7 +160,7 @@ def test_overlapping_a_queued_frame_faults(core: Any, make_media: Any) -> None:
     ("read", MSF_TBUF_CTL_BASE, "not readable"),
     ("read", MSF_TX_SEQUENCE_BASE + 4 * 2, "only ports 0..1"),
     ("read", MSF_RBUF_BASE + 2, "not longword aligned"),
-    ("read", MSF_RBUF_BASE + 8192, "outside the port partitions"),
+    ("read", MSF_RBUF_BASE + 8192, "outside the RBUF partitions"),
     ("write", MSF_RBUF_BASE, "not writable"),
     ("write", MSF_TX_SEQUENCE_BASE, "not writable"),
     ("write", MSF_TBUF_BASE + 6, "not longword aligned"),
