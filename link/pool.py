@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 LINK_DIR = Path(__file__).resolve().parent
 POOL_FIRST_ME = 0
-CLUSTER_MES = 8                 # pool.uc numbers MEs as ACTIVE_CTX_STS does in cluster 0
 
 
 def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int) -> dict[str, int]:
@@ -75,9 +74,10 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
                         "LM_WINDOW_ABI (the header window in local memory)")
     kinds = served_ports(program, build.entry, platform)
     ports = len(kinds)
-    if not 1 <= mes_per_port or POOL_FIRST_ME + ports * mes_per_port > CLUSTER_MES:
-        raise LinkError(f"mes_per_port={mes_per_port} on {ports} ports: the pool's MEs "
-                        f"must fit cluster 0 ({CLUSTER_MES} MEs)")
+    if not 1 <= mes_per_port or POOL_FIRST_ME + ports * mes_per_port > platform.mes:
+        raise LinkError(f"mes_per_port={mes_per_port} on {ports} ports: the pools need "
+                        f"{ports * mes_per_port} MEs, platform {platform.name} gives "
+                        f"{platform.mes}")
     cfg = platform.chip_config()
     placements = memory_map(program)
     channel_bytes = sram_channel_bytes(placements, cfg)

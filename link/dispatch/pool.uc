@@ -7,7 +7,7 @@
 //
 // npkit.link.pool (link/pool.py) assembles it with two files on the include path:
 //   pool.h    POOL_FIRST_ME, POOL_MES (N MEs per input port: port p has MEs POOL_FIRST_ME
-//             + N p .. + N - 1, adjacent for NEXT_NEIGHBOR_SIGNAL, all in cluster 0),
+//             + N p .. + N - 1 in next-neighbour order, fwd.uc's ME index 0..15),
 //             PORTS, ELEMENT_SHIFT, TBUF_PART_ELEMENTS / _SHIFT (a port's TBUF partition),
 //             scratch: TOK_BASE (two wrap words per input port), CLAIM_BASE (a claim
 //             counter per output port), POOL_EXC_WORD (exceptions per input port),
@@ -59,7 +59,7 @@
 
 init:
     local_csr_rd[ACTIVE_CTX_STS]
-    immed[t_b, 0]                             // ME << 3 | ctx (cluster 0)
+    immed[t_b, 0]                             // ME number << 3 | ctx
     alu[t_a, t_b, AND, 7]                     // ctx
     alu[nextctx, t_a, +, 1]
     alu[nextctx, nextctx, AND, 7]
@@ -71,7 +71,11 @@ init:
     immed[b2, 64]
     alu[t_a, t_a, +, b2]
     local_csr_wr[ACTIVE_LM_ADDR_0, t_a]
-    alu_shf[a1, --, B, t_b, >>3]              // ME
+    alu_shf[a1, --, B, t_b, >>3]              // ME number 0x00..0x07, 0x10..0x17
+    alu_shf[b1, --, B, a1, >>1]
+    alu[b1, b1, AND, 8]
+    alu[a1, a1, AND, 7]
+    alu[a1, a1, OR, b1]                       // ME index 0..15: next-neighbour order
     alu[a1, a1, -, POOL_FIRST_ME]             // pool ME index: N port + position
     alu[a0, t_b, AND, 7]                      // ctx
     immed[b0, 0]                              // port
