@@ -64,11 +64,20 @@ class Batch:
 
 
 def eligible(stream: Stream) -> bool:
-    """True when the C++ generator can make ``stream``'s frames."""
-    return (all(type(d) in (DestinationSet, FixedDestinations)
-                for d in stream.destinations.values())
+    """True when the C++ generator can make ``stream``'s frames (an empty destination set,
+    which the Python generator fails on, is left to it, so the error is the same)."""
+    return (all(_drawable(stream.destinations.get(f)) for f in stream.families())
             and isinstance(stream.v6_share, int | float)
             and (stream.sizes.weights is None or _cum_weights(stream) is not None))
+
+
+def _drawable(dest: Any) -> bool:
+    if type(dest) is FixedDestinations:
+        return len(dest.addresses) > 0
+    if type(dest) is DestinationSet:
+        return len(dest.prefixes) > 0 and all(
+            ranges and all(lo <= hi for lo, hi in ranges) for ranges in dest.free)
+    return False
 
 
 def _cum_weights(stream: Stream) -> list[float] | None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from npkit.bench.tester import (
     Analyzer,
+    DestinationSet,
     Expected,
     FixedDestinations,
     PassThrough,
@@ -302,3 +303,14 @@ def test_a_reference_with_its_tables_pickles(dests) -> None:
     assert fast_analysis.compiled(reference, analyzer.models) is not None
     again = pickle.loads(pickle.dumps(reference))
     assert Analyzer(ports, again).analyze(records, []) == first
+
+
+def test_empty_destinations_fail_as_in_python(dests) -> None:
+    empty_set = DestinationSet(4, (), (), dests[4].routes, dests[4].lengths)
+    no_range = DestinationSet(4, dests[4].prefixes[:1], ((),), dests[4].routes,
+                              dests[4].lengths)
+    for bad in (FixedDestinations(4, ()), empty_set, no_range):
+        stream = Stream(1, 0, {4: bad}, "pos", 4, Sizes.fixed(40), count=3)
+        assert not fast_tester.eligible(stream)
+        with pytest.raises((ZeroDivisionError, ValueError)):
+            generate([stream], {0: "oc192pos"})

@@ -144,10 +144,16 @@ bool StreamGen::plan(Planned& out) {
   Destinations& dest = dests_[family == 6];
   uint64_t k = drawn_[family == 6]++;
   u128 address;
+  if (dest.fixed ? dest.addresses.empty() : dest.totals.empty())
+    throw std::invalid_argument("stream " + std::to_string(id_) + ": no IPv" +
+                                std::to_string(family) + " destinations to draw from");
   if (dest.fixed) {
     address = dest.addresses[k % dest.addresses.size()];
   } else {
     size_t index = k % dest.totals.size();
+    if (dest.totals[index] == 0)
+      throw std::invalid_argument("stream " + std::to_string(id_) + ": a destination prefix "
+                                  "without addresses");
     u128 pick = rng_.below(dest.totals[index]);
     address = 0;
     for (size_t r = dest.offsets[index]; r < dest.offsets[index + 1]; r++) {
