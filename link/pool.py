@@ -8,10 +8,11 @@ port runs link/dispatch/pool.uc around a body compiled with the window in local 
 
 The runtime layout (memory map, drop counters, the exception ring and the freelists that
 CompiledRun reads) is link.plan's, planned as for one forwarding ME per port; the pool's
-own scratch words (token wrap words, TBUF claim counters, exception counts) follow the
-drop counters.  Exceptions are counted per input port (POOL_EXC_WORD) and do not reach the
-exception ring yet; frames longer than the 56-byte window are counted under the media's
-rx_too_long counter (docs/datapath.md, "Not done yet")."""
+own scratch words (token wrap words, TBUF claim counters) follow the drop counters.
+Exceptions reach the exception ring with their frame in a buffer of the input port's
+freelist, as with link() (CompiledRun.take_exceptions); frames longer than the 56-byte
+window are counted under the media's rx_too_long counter (docs/datapath.md, "Not done
+yet")."""
 
 from __future__ import annotations
 
@@ -48,12 +49,10 @@ POOL_FIRST_ME = 0
 
 def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int) -> dict[str, int]:
     """The pool's scratch words after the drop counters: per input port two token wrap
-    words, per output port a TBUF claim counter, per input port an exception count."""
+    words, per output port a TBUF claim counter."""
     tok = drop_cnt_base + 4 * drop_counters
     claim = tok + 8 * ports
-    exc = claim + 4 * ports
-    return {"TOK_BASE": tok, "CLAIM_BASE": claim, "POOL_EXC_WORD": exc,
-            "POOL_SCRATCH_END": exc + 4 * ports}
+    return {"TOK_BASE": tok, "CLAIM_BASE": claim, "POOL_SCRATCH_END": claim + 4 * ports}
 
 
 def pool_header(defines: dict[str, int]) -> str:
@@ -92,13 +91,22 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
         raise LinkError(f"{part} TBUF elements of {element_bytes} B per port: pool.uc needs "
                         "powers of two")
     reasons = len(program.reasons.ids)
+    lay = runtime.layout
     defines = {
         "POOL_FIRST_ME": POOL_FIRST_ME, "POOL_MES": mes_per_port, "PORTS": ports,
         "DISPATCH_LM_BYTE": 4 * runtime.dispatch_lm_word,
         "ELEMENT_SHIFT": element_bytes.bit_length() - 1, "TBUF_PART_ELEMENTS": part,
         "TBUF_PART_SHIFT": part.bit_length() - 1,
         "DROP_CNT_BASE": runtime.drop_cnt_base, "DROP_REASON_MAX": reasons,
-        "BAD_PORT_INDEX": reasons + 1, "CNT_TOO_LONG": runtime.layout.cnt_rx_too_long,
+        "BAD_PORT_INDEX": reasons + 1, "CNT_TOO_LONG": lay.cnt_rx_too_long,
+        "CNT_RX_NO_BUFFER": lay.cnt_rx_no_buffer, "RX_FL_CHANNEL": lay.rx_fl_channel,
+        "FREELIST_QUEUE": lay.freelist_queue, "BUF_SHIFT": lay.buf_shift,
+        "BUF_DATA_OFFSET": lay.buf_data_offset,
+        "K_DATA": (lay.buf_data_offset - (lay.buf_desc_base << lay.buf_shift)) & 0xFFFFFFFF,
+        "META_FIRST_BYTE": lay.meta_first_byte, "META_WRITE_WORDS": 3,
+        "NO_PORT": lay.no_port, "EXC_RING": lay.exc_ring,
+        "EXC_ENTRY_WORDS": lay.exc_entry_words,
+        "META_NEXT_HOP": META_FIELDS["next_hop"].word,
         "META_IN_PORT": META_FIELDS["in_port"].word, "META_LEN": META_FIELDS["len"].word,
         "META_OUT_PORT": META_FIELDS["out_port"].word, "META_VERDICT": META_VERDICT,
         "META_CODE": META_CODE, "VERDICT_FORWARD": VERDICT_FORWARD,
@@ -141,9 +149,3 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
                     program=info, name=build.entry,
                     description=f"{build.entry} linked as a pool for {used.name}")
 
-
-def pool_exceptions(chip, manifest: Manifest) -> list[int]:
-    """The exceptions the pool counted, per input port."""
-    base = pool_scratch(manifest.program.drop_counter_base, manifest.program.drop_counters,
-                        manifest.program.ports)["POOL_EXC_WORD"] // 4
-    return [int(w) for w in chip.scratch()[base:base + manifest.program.ports]]

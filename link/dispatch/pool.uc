@@ -10,10 +10,11 @@
 //             + N p .. + N - 1 in next-neighbour order, fwd.uc's ME index 0..15),
 //             PORTS, ELEMENT_SHIFT, TBUF_PART_ELEMENTS / _SHIFT (a port's TBUF partition),
 //             scratch: TOK_BASE (two wrap words per input port), CLAIM_BASE (a claim
-//             counter per output port), POOL_EXC_WORD (exceptions per input port),
-//             DROP_CNT_BASE / DROP_REASON_MAX / BAD_PORT_INDEX (fwd.uc's drop counters),
-//             CNT_TOO_LONG (the media's rx_too_long per port), DISPATCH_LM_BYTE and the
-//             META_* / VERDICT_* numbers;
+//             counter per output port), DROP_CNT_BASE / DROP_REASON_MAX /
+//             BAD_PORT_INDEX (fwd.uc's drop counters), CNT_TOO_LONG / CNT_RX_NO_BUFFER
+//             (the media's, per port), the buffers' and exception ring's numbers
+//             (router4.h's names: RX_FL_CHANNEL, FREELIST_QUEUE, K_DATA, BUF_SHIFT, ...),
+//             DISPATCH_LM_BYTE and the META_* / VERDICT_* numbers;
 //   body.uc   the compiled body (body_entry# ... br[body_exit#]).
 //
 // Per frame, each thread: status ($14, $15) -> msf[read] of 14 longwords of the element into
@@ -22,13 +23,14 @@
 // free until I register) -> element freed -> window copied to local memory -> metadata
 // set up -> body -> ALLOC turn: a forward claims the next TBUF element of its output port
 // (scratch test_and_add in the turn, awaited after it), anything else takes an idle turn
-// and is counted (drops by reason as fwd.uc does, exceptions per input port) -> wait for
+// and is counted (drops by reason as fwd.uc does; an exception's frame and record go out
+// as fwd.uc's do, the record onto the exception ring in the turn) -> wait for
 // TBUF space (TX_SEQUENCE) -> window copied local memory -> $0..$13 out -> msf[write] +
 // control word.  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
 // context-minor): SAME_ME_SIGNAL inside an ME, NEXT_NEIGHBOR_SIGNAL to the next ME, a
 // scratch wrap word from the last ME to the first.  Frames longer than 56 bytes (the
 // window) are not handled yet (docs/datapath.md, "Not done yet"): counted under
-// CNT_TOO_LONG, an idle turn.  Exceptions do not reach the exception ring yet.
+// CNT_TOO_LONG, an idle turn.
 //
 // Registers: the body owns a0..a11, b0..b11, signals 1..10, $0..$13; the dispatch keeps
 // a12..a15, b12..b15 and signals 11..15.
@@ -247,11 +249,58 @@ count_index:
     immed[t_b, DROP_CNT_BASE]
     br[counted#], defer[1]
     alu_shf[t_b, t_b, +, t_a, <<2]
+// an exception: the frame as the body left it goes to a buffer of the input port's freelist
+// (window -> DRAM, descriptor LW1..LW3 as rx_eth.uc writes them), and its record (handle,
+// code << 16 | next_hop) onto the exception ring in my ALLOC turn, so exceptions keep
+// arrival order; no buffer: counted under the media's rx_no_buffer, an idle turn
 count_exception:
-    alu[t_a, --, B, *l$index1[META_IN_PORT]]
-    immed[t_b, POOL_EXC_WORD]
+    alu[a0, --, B, *l$index1[META_IN_PORT]]
+    alu[a1, a0, +, RX_FL_CHANNEL]
+    alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
+    sram[dequeue, $0, a1, 0], ctx_swap[SIG_IO]
+    alu[b0, --, B, $0]                        // the handle (0: the freelist is empty)
+    beq[exc_no_buffer#]
+    alu[$$0, --, B, *l$index0[2]]
+    alu[$$1, --, B, *l$index0[3]]
+    alu[$$2, --, B, *l$index0[4]]
+    alu[$$3, --, B, *l$index0[5]]
+    alu[$$4, --, B, *l$index0[6]]
+    alu[$$5, --, B, *l$index0[7]]
+    alu[$$6, --, B, *l$index0[8]]
+    alu[$$7, --, B, *l$index0[9]]
+    alu[$$8, --, B, *l$index0[10]]
+    alu[$$9, --, B, *l$index0[11]]
+    alu[$$10, --, B, *l$index0[12]]
+    alu[$$11, --, B, *l$index0[13]]
+    alu[$$12, --, B, *l$index0[14]]
+    alu[$$13, --, B, *l$index0[15]]
+    immed32[a2, K_DATA]
+    alu_shf[a2, a2, +, b0, <<BUF_SHIFT]       // DRAM address of the frame's byte 0
+    dram[write, $$0, a2, 0, 7], sig_done[SIG_IO]
+    alu[b1, --, B, *l$index1[META_LEN]]
+    immed[a3, (BUF_DATA_OFFSET << 16)]
+    alu[$0, a3, OR, b1]                       // LW1 offset << 16 | buffer_size
+    alu_shf[$1, FREELIST_QUEUE, OR, b1, <<16] // LW2 packet_size << 16 | freelist queue
+    immed[b2, NO_PORT]
+    alu_shf[$2, b2, OR, a0, <<16]             // LW3 input_port << 16 | output_port
+    sram[write, $0, b0, META_FIRST_BYTE, META_WRITE_WORDS], sig_done[SIG_TX]
+    alu[a3, --, B, *l$index1[META_CODE]]
+    alu[b3, --, B, *l$index1[META_NEXT_HOP]]
+    alu_shf[b3, --, B, b3, <<16]
+    alu_shf[b3, --, B, b3, >>16]
+    alu_shf[$15, b3, OR, a3, <<16]            // code << 16 | next_hop & 0xFFFF
+    alu[$14, --, B, b0]
+    ctx_arb[SIG_IO, SIG_TX]
+    load_addr[ret, exc_taken#]
+    br[take_alloc#]
+exc_taken:
+    scratch[put, $14, EXC_RING, 0, EXC_ENTRY_WORDS], ctx_swap[SIG_IO]
+    load_addr[ret, rx_loop#]
+    br[pass_alloc#]
+exc_no_buffer:
+    immed[t_b, CNT_RX_NO_BUFFER]
     br[counted#], defer[1]
-    alu_shf[t_b, t_b, +, t_a, <<2]
+    alu_shf[t_b, t_b, +, a0, <<2]
 count_too_long:
     alu[t_a, --, B, *l$index1[META_IN_PORT]]
     immed[t_b, CNT_TOO_LONG]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from npkit.compiler.mbl import NativeProgram
-from npkit.runtime.compiled import CompiledResult
+from npkit.runtime.compiled import CompiledResult, CompiledRun
 
 
 def expected(native: NativeProgram, frames: dict[int, list[bytes]]):
@@ -55,3 +55,30 @@ def check_against_native(result: CompiledResult, native: NativeProgram,
     assert got_exc == exceptions
     assert result.accounted == result.offered
     assert result.leak_free, [r.describe() for r in result.leaks]
+
+
+def drive(run: CompiledRun, offered: int, sinks: dict, step: int = 20_000,
+          max_cycles: int = 20_000_000) -> list:
+    """Run `run`'s chip (sources and `sinks` attached by the caller) until every offered
+    frame is accounted for (sent, dropped, counted, an exception) or `max_cycles`, taking
+    the exceptions as they come as the XScale would (their buffers go back to the
+    freelists): the exceptions, in ring order."""
+    exceptions: list = []
+    start = run.chip.now
+    while run.chip.now - start < max_cycles:
+        run.chip.run(cycles=step)
+        exceptions += run.take_exceptions()
+        done = (sum(len(s.frames) for s in sinks.values()) + len(exceptions)
+                + sum(run.drop_counts().values()) + sum(run.receive_drops().values()))
+        if done >= offered:
+            break
+    run.chip.run(cycles=step)
+    return exceptions + run.take_exceptions()
+
+
+def exceptions_by_port(exceptions: list) -> dict[int, list[tuple[int, int, bytes]]]:
+    """CompiledExceptions as (code, next_hop, frame) per input port, in order."""
+    out: dict[int, list[tuple[int, int, bytes]]] = {}
+    for e in exceptions:
+        out.setdefault(e.in_port, []).append((e.code, e.next_hop, e.frame))
+    return out
