@@ -63,7 +63,8 @@ class Analyzer:
         (``fast_analysis``) when the expectation is a ``PassThrough`` or a
         ``RouteReference``, else by ``analyze_python``; the reports are the same."""
         tables = compiled(self.expect, self.models)
-        if tables is None:
+        plain = self.bin_ps > 0 and all(0 <= p < 1024 for p in self.models)
+        if tables is None or not plain:  # (odd bins or port numbers: the Python analyzer)
             return self.analyze_python(sent, received)
         sent, received = list(sent), list(received)
         try:

@@ -160,6 +160,7 @@ void Analysis::sent(int port, int64_t time_ps, const uint8_t* data, size_t size,
   if (port < 0 || port >= static_cast<int>(pos_.size()) || pos_[port] < 0)
     throw std::out_of_range("sent frame on port " + std::to_string(port) +
                             ", not one of the analyzer's ports");
+  if (size > 0xFFFF) throw std::overflow_error("a sent frame of more than 65,535 bytes");
   Parsed p = parse(pos_[port] == 1, data, size);
   if (p.status != SIGNATURE)
     throw std::invalid_argument("sent frame of stream " + std::to_string(record_stream) +
