@@ -213,10 +213,20 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
 
 def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PLATFORM, *,
          build_dir: str | Path | None = None,
-         fwd_mes_per_port: int | None = None, rx_ports: int | None = None) -> Manifest:
+         fwd_mes_per_port: int | None = None, rx_ports: int | None = None,
+         pool_mes_per_port: int | None = None) -> Manifest:
     """Link one compiled entry (`compile_me(program, entry)`).  A body that overflows the
     control store is a CompileError at the entry's MBL declaration (the assembler's
-    message would point into the generated body)."""
+    message would point into the generated body).  `pool_mes_per_port=N`: the compiled
+    data path instead (docs/datapath.md; npkit.link.pool: the entry recompiled with the
+    window in local memory, N MEs per port receive, forward and transmit)."""
+    if pool_mes_per_port is not None:
+        from npkit.compiler.me import compile_me
+        from npkit.compiler.me.abi import LM_WINDOW_ABI
+
+        from .pool import link_pool
+        return link_pool(program, compile_me(program, build.entry, LM_WINDOW_ABI), platform,
+                         mes_per_port=pool_mes_per_port, build_dir=build_dir)
     try:
         return link_body(program, build.body.uc, build.body.window_bytes, pipeline=build.entry,
                          platform=platform, build_dir=build_dir,

@@ -21,7 +21,7 @@ from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
 from npkit.compiler.mbl import NativeProgram, compile_source
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
-from npkit.link import Manifest
+from npkit.link import LinkError, Manifest, link
 from npkit.link.pool import link_pool
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.sim.packets import ListSink, ListSource
@@ -118,3 +118,17 @@ def test_only_exceptions_move_dram_bytes(pool_run) -> None:
           f"(a port's frame every 57.26 cycles at line rate)")
     exceptions = sum(v.kind == "exception" for vs in verdicts.values() for v in vs)
     assert dram == 56 * exceptions            # an exception's 56-byte window; nothing else
+
+
+def test_link_selects_the_pool_by_an_option() -> None:
+    program = compile_source(WIRE, "wire.mbl")
+    build = compile_me(program, "wire")                # the default ABI: link()'s mapping
+    default = link(program, build, "ixp2800-2xoc192pos")
+    pool = link(program, build, "ixp2800-2xoc192pos", pool_mes_per_port=2)
+    assert [s.path.name for s in default.images] == ["rx.uc", "fwd.uc", "tx.uc"]
+    assert [(s.path.name, s.mes) for s in pool.images] == [("pool.uc", (0, 1, 2, 3))]
+    assert pool.program is not None and pool.program.rx_mes == pool.program.tx_mes == ()
+    with pytest.raises(LinkError, match="pool mapping needs a body compiled with"):
+        link_pool(program, build, "ixp2800-2xoc192pos")
+    with pytest.raises(LinkError, match="the pools need 18 MEs"):
+        link(program, build, "ixp2800-2xoc192pos", pool_mes_per_port=9)
