@@ -17,7 +17,7 @@ ICMP type/code and the quoted bytes -- must be equal.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from npkit.base.checksum import internet_checksum
@@ -97,16 +97,6 @@ class Difference:
                              f"{'' if o.checksums_ok else ', BAD CHECKSUM'})" for o in outs)
 
         return f"linux: {side(self.linux)}\n    ours:  {side(self.ours)}"
-
-
-def compare(probes: Sequence[object], linux: Sequence[Iterable[Out]],
-            ours: Sequence[Iterable[Out]]) -> list[Difference]:
-    diffs = []
-    for probe, a, b in zip(probes, linux, ours, strict=True):
-        a, b = tuple(a), tuple(b)
-        if a != b or not all(o.checksums_ok for o in a + b):
-            diffs.append(Difference(probe, a, b))
-    return diffs
 
 
 ICMP4_ERRORS = {3, 4, 5, 11, 12}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # as a script and under pytest
 
-from differential import Out, canonical, compare, is_noise, marker  # noqa: E402
+from differential import Difference, Out, canonical, is_noise, marker  # noqa: E402
 from linux_router import LinuxRouter  # noqa: E402
 from probes import Probe, probes  # noqa: E402
 
@@ -34,13 +34,39 @@ def router_addresses(config: RouterConfig) -> frozenset[bytes]:
 
 
 def linux_side(config: RouterConfig, items: Sequence[Probe]) -> list[list[Out]]:
+    """What the Linux router sent for each probe: a frame goes to the probe whose marker
+    it carries, else (ARP, Neighbor Solicitations: no marker) to the probe sent last
+    before it arrived, so a late frame on a loaded machine still finds its probe."""
     own = router_addresses(config)
     answers: list[list[Out]] = [[] for _ in items]
+    index = {p.marker: i for i, p in enumerate(items)}
     with LinuxRouter(config) as linux:
         for captured in linux.send([(p.port, p.frame) for p in items]):
-            if captured.index >= 0 and not is_noise(captured.frame):
-                answers[captured.index].append(canonical(captured.port, captured.frame, own))
+            if captured.index < 0 or is_noise(captured.frame):
+                continue
+            i = index.get(marker(captured.frame), captured.index)
+            answers[i].append(canonical(captured.port, captured.frame, own))
     return answers
+
+
+def by_marker(items: Sequence[Probe], answers: Sequence[Sequence[Out]]
+              ) -> dict[int, tuple[Out, ...]]:
+    """The answers keyed by probe marker, each sorted by port (stable): the two fragments
+    of a fragmented probe share one marker, and frames are paired with probes by it."""
+    grouped: dict[int, list[Out]] = {}
+    for p, outs in zip(items, answers, strict=True):
+        grouped.setdefault(p.marker, []).extend(outs)
+    return {m: tuple(sorted(v, key=lambda o: o.port)) for m, v in grouped.items()}
+
+
+def differences(items: Sequence[Probe], linux: Sequence[Sequence[Out]],
+                ours: Sequence[Sequence[Out]]) -> list[Difference]:
+    """Per marker: the answers differ, or a checksum on either side is wrong.  A
+    difference names the last probe with that marker."""
+    a, b = by_marker(items, linux), by_marker(items, ours)
+    last = {p.marker: p for p in items}
+    return [Difference(last[m], a[m], b[m]) for m in a
+            if a[m] != b[m] or not all(o.checksums_ok for o in a[m] + b[m])]
 
 
 def native_router(config: RouterConfig) -> NativeRouter:
@@ -66,7 +92,7 @@ def main() -> None:
     config = RouterConfig.load(CONFIG)
     items = probes()
     linux, ours = linux_side(config, items), our_side(config, items)
-    diffs = compare(items, linux, ours)
+    diffs = differences(items, linux, ours)
     print(f"{len(items)} probes, {len(diffs)} differences")
     print(Counter(p.cls for p in items))
     for d in diffs:

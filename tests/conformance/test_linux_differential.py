@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from differential import Difference, compare
+from differential import Difference
 from linux_router import available
 from probes import ROUTER4, Probe, probes
-from run_both import CHIP_MAX_FRAME, CONFIG, chip_side, linux_side, our_side
+from run_both import CHIP_MAX_FRAME, CONFIG, chip_side, differences, linux_side, our_side
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.inet6 import (
     ICMPv6EchoRequest,
@@ -186,25 +186,25 @@ KNOWN = (
 
 
 @pytest.fixture(scope="module")
-def differences() -> tuple[list[Probe], list[Difference]]:
+def native() -> tuple[list[Probe], list[Difference]]:
     config = RouterConfig.load(CONFIG)
     items = probes()
-    return items, compare(items, linux_side(config, items), our_side(config, items))
+    return items, differences(items, linux_side(config, items), our_side(config, items))
 
 
 def explain(d: Difference) -> str | None:
     return next((k.section for k in KNOWN if k.matches(d)), None)
 
 
-def test_at_least_1000_probes_in_every_class(differences):
-    items, _ = differences
+def test_at_least_1000_probes_in_every_class(native):
+    items, _ = native
     classes = Counter(p.cls for p in items)
     assert len(items) >= 1000
     assert len(classes) >= 20 and min(classes.values()) >= 8, classes
 
 
-def test_every_difference_from_linux_is_explained(differences):
-    _, diffs = differences
+def test_every_difference_from_linux_is_explained(native):
+    _, diffs = native
     unexplained = [d for d in diffs if explain(d) is None]
     report = "\n".join(f"[{d.probe.cls}] {Ether(d.probe.frame).summary()}\n    {d.describe()}"
                        for d in unexplained[:20])
@@ -215,26 +215,14 @@ CHIP_EVERY = 4          # the chip runs every 4th probe: a subset of every class
 CHIP_LOAD = 0.02        # x line rate per port: the exception path keeps up (no rx_no_buffer)
 
 
-def by_marker(items: list[Probe], answers) -> dict[int, tuple]:
-    """A probe's answers keyed by its marker, sorted by port (the two fragments of a
-    fragmented probe share one marker; the chip's frames are paired by marker)."""
-    grouped: dict[int, list] = {}
-    for p, outs in zip(items, answers, strict=True):
-        grouped.setdefault(p.marker, []).extend(outs)
-    return {m: tuple(sorted(v, key=lambda o: o.port)) for m, v in grouped.items()}
-
-
 def test_the_compiled_router_on_the_chip_differs_only_as_explained():
     """The compiled router (ixp2800-4x10gbe, the XScale model polling the exception ring)
     on a subset: frames up to 1,514 bytes (larger ones are dropped at receive, issue 16
     item 4), every CHIP_EVERY-th, all offered at CHIP_LOAD."""
     config = RouterConfig.load(CONFIG)
     items = [p for p in probes() if len(p.frame) <= CHIP_MAX_FRAME][::CHIP_EVERY]
-    linux = by_marker(items, linux_side(config, items))
-    chip = by_marker(items, chip_side(config, items, load=CHIP_LOAD))
-    last = {p.marker: p for p in items}
-    diffs = [Difference(last[m], linux[m], chip[m]) for m in linux
-             if linux[m] != chip[m] or not all(o.checksums_ok for o in linux[m] + chip[m])]
+    diffs = differences(items, linux_side(config, items),
+                        chip_side(config, items, load=CHIP_LOAD))
     unexplained = [d for d in diffs if explain(d) is None]
     report = "\n".join(f"[{d.probe.cls}] {Ether(d.probe.frame).summary()}\n    {d.describe()}"
                        for d in unexplained[:20])
