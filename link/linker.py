@@ -226,7 +226,8 @@ def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PL
 
         from .pool import link_pool
         return link_pool(program, compile_me(program, build.entry, LM_WINDOW_ABI), platform,
-                         mes_per_port=pool_mes_per_port, build_dir=build_dir)
+                         mes_per_port=pool_mes_per_port, build_dir=build_dir,
+                         rx_ports=rx_ports)
     try:
         return link_body(program, build.body.uc, build.body.window_bytes, pipeline=build.entry,
                          platform=platform, build_dir=build_dir,

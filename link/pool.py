@@ -63,9 +63,12 @@ def pool_header(defines: dict[str, int]) -> str:
 
 
 def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PLATFORM,
-              *, mes_per_port: int = 4, build_dir: str | Path | None = None) -> Manifest:
+              *, mes_per_port: int = 4, build_dir: str | Path | None = None,
+              rx_ports: int | None = None) -> Manifest:
     """Link `build` (compiled with LM_WINDOW_ABI) as the pool mapping: MEs POOL_FIRST_ME +
-    N p .. + N - 1 receive, forward and transmit port p's frames.  Raises LinkError."""
+    N p .. + N - 1 receive, forward and transmit port p's frames.  `rx_ports=1`: only port
+    0 receives (a chip of the dual system), its pool may have all the MEs.  Raises
+    LinkError."""
     platform = as_platform(platform)
     body = build.body
     if "$$" in body.uc or body.window_bytes > LM_WINDOW_ABI.window_max_bytes:
@@ -73,14 +76,19 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
                         "LM_WINDOW_ABI (the header window in local memory)")
     kinds = served_ports(program, build.entry, platform)
     ports = len(kinds)
-    if not 1 <= mes_per_port or POOL_FIRST_ME + ports * mes_per_port > platform.mes:
-        raise LinkError(f"mes_per_port={mes_per_port} on {ports} ports: the pools need "
-                        f"{ports * mes_per_port} MEs, platform {platform.name} gives "
+    receiving = ports if rx_ports is None else rx_ports
+    if not 1 <= receiving <= ports:
+        raise LinkError(f"rx_ports={rx_ports}: 1..{ports}")
+    if not 1 <= mes_per_port or POOL_FIRST_ME + receiving * mes_per_port > platform.mes:
+        raise LinkError(f"mes_per_port={mes_per_port} on {receiving} receiving ports: the "
+                        f"pools need {receiving * mes_per_port} MEs, platform {platform.name} "
+                        "gives "
                         f"{platform.mes}")
     cfg = platform.chip_config()
     placements = memory_map(program)
     channel_bytes = sram_channel_bytes(placements, cfg)
-    runtime = plan_runtime(program, ports, cfg, channel_bytes, 1, platform.descriptor_align)
+    runtime = plan_runtime(program, ports, cfg, channel_bytes, 1, platform.descriptor_align,
+                           rx_ports)
     scratch = pool_scratch(runtime.drop_cnt_base, runtime.drop_counters, ports)
     if scratch["POOL_SCRATCH_END"] > cfg.scratch_bytes:
         raise LinkError("no scratch left for the pool's token and claim words")
@@ -112,7 +120,7 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
         "META_CODE": META_CODE, "VERDICT_FORWARD": VERDICT_FORWARD,
         "VERDICT_DROP": VERDICT_DROP, "VERDICT_EXCEPTION": VERDICT_EXCEPTION,
         **{k: v for k, v in scratch.items() if k != "POOL_SCRATCH_END"}}
-    mes = tuple(range(POOL_FIRST_ME, POOL_FIRST_ME + ports * mes_per_port))
+    mes = tuple(range(POOL_FIRST_ME, POOL_FIRST_ME + receiving * mes_per_port))
 
     def write(folder: Path) -> ImageSpec:
         (folder / "pool.h").write_text(pool_header(defines), encoding="utf-8")

@@ -100,7 +100,8 @@ pos_done:
     bne[not_first#]
     immed[flags, 1]
 not_first:
-    alu[--, t_b, -, ((POOL_MES << 3) - 1)]
+    immed[a2, ((POOL_MES << 3) - 1)]          // the pool's last thread
+    alu[--, t_b, -, a2]
     bne[not_wrap#]
     alu[flags, flags, OR, 4]
     br[roles_done#]

@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[3]
 POS_ROUTER = REPO / "examples" / "pos_router" / "pos_router.mbl"
 POOL_MES = 8
 NEXT_HOPS = 16
+START_S = 20e-6                     # the first frame: 28,000 cycles in (start-up)
 FRAMES = 2000                       # per port
 LOAD = 0.75                         # of line rate: the pool keeps up (see the last test)
 V4_ROUTES = {(0x0A000000, 8): 1, (0x0A010000, 16): 2, (0x0A010200, 24): 3,
@@ -74,13 +75,15 @@ def frames(count: int, port: int) -> list[bytes]:
     return out
 
 
-def run_at(load: float | None):
-    """The router on the pool, FRAMES frames per port offered at `load` x line rate (None:
-    back to back); (manifest, run, offered, native verdicts, sinks)."""
+def run_at(load: float | None, mes_per_port: int = POOL_MES, rx_ports: int | None = None,
+           count: int = FRAMES):
+    """The router on the pool, `count` frames per receiving port offered at `load` x line
+    rate (None: back to back); (manifest, run, offered, native verdicts, sinks,
+    exceptions)."""
     program = compile_file(POS_ROUTER)
     entry = next(iter(program.pipelines))
     manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
-                         "ixp2800-2xoc192pos", mes_per_port=POOL_MES)
+                         "ixp2800-2xoc192pos", mes_per_port=mes_per_port, rx_ports=rx_ports)
     native = NativeProgram(program)
     for index in range(NEXT_HOPS):
         native.write("nexthops", index, {"dmac": 0x02AA00000000 | index,
@@ -89,15 +92,17 @@ def run_at(load: float | None):
     RouteTables.of(native).load(V4_ROUTES, V6_ROUTES)
     run = CompiledRun(manifest)
     run.load_memories(native)
-    offered = {p: frames(FRAMES, p) for p in (0, 1)}
+    offered = {p: frames(count, p) for p in range(rx_ports or 2)}
     assert all(len(f) == 44 for fs in offered.values() for f in fs)
     verdicts = {p: native.run(fs, p) for p, fs in offered.items()}
     chip = run.chip
     sinks = {p: ListSink() for p in (0, 1)}
-    for p, fs in offered.items():
-        chip.attach_source(p, ListSource(paced(fs, load, chip.config.ports[p]) if load
-                                         else [RxFrame(f) for f in fs]))
-        chip.attach_sink(p, sinks[p])
+    for p, sink in sinks.items():
+        chip.attach_sink(p, sink)
+    for p, fs in offered.items():            # after the threads have registered
+        chip.attach_source(p, ListSource([
+            RxFrame(f.data, START_S + (f.time_s or 0.0))
+            for f in paced(fs, load or 1.0, chip.config.ports[p])]))
     exceptions = drive(run, sum(map(len, offered.values())), sinks)
     return manifest, run, offered, verdicts, sinks, exceptions
 
@@ -163,3 +168,25 @@ def test_back_to_back_at_line_rate() -> None:
     print(f"\nback to back at line rate: {lost} of {frames_in} frames dropped at the RBUF "
           f"({lost / frames_in:.1%}), {sum(len(s.frames) for s in sinks.values())} sent")
     assert sum(ch["bytes"] for ch in counters["channels"]["dram"]) == 56 * len(exceptions)
+
+
+def test_one_port_per_chip_with_all_sixteen_mes_at_line_rate() -> None:
+    """The NPF system's chip (FACTS.md section 1a: one OC-192 POS port per chip; port 0
+    receives, both ports transmit): one pool of 16 MEs, 4,000 frames back to back."""
+    _, run, offered, verdicts, sinks, exceptions = run_at(None, 16, 1, 4000)
+    counters = run.chip.counters()
+    dram = sum(ch["bytes"] for ch in counters["channels"]["dram"])
+    per_me = [round((me["busy_cycles"] + me["stalled_cycles"]) / 4000 * 16)
+              for me in counters["mes"] if me["instructions"]]
+    print(f"\none port, 16 MEs, 4000 44-byte frames back to back: RBUF drops "
+          f"{run.receive_drops()}, DRAM {dram} B ({len(exceptions)} exceptions x 56), "
+          f"busy+stalled cycles per frame an ME handles {min(per_me)}..{max(per_me)} "
+          f"({57.26 * 16:.0f} at line rate)")
+    assert run.receive_drops() == {}
+    for q in (0, 1):
+        assert [f.data for f in sinks[q].frames] == [
+            v.data for v in verdicts[0] if v.kind == "forward" and v.port == q]
+    assert exceptions_by_port(exceptions) == {
+        0: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[0]
+            if v.kind == "exception"]}
+    assert dram == 56 * len(exceptions)
