@@ -129,3 +129,29 @@ def test_poptrie_router_native_and_chip(program) -> None:
             tables.v4.reclaim()
             tables.v6.reclaim()
     assert np.count_nonzero(native.region("fib4_poptrie")) > 0
+
+
+@pytest.mark.parametrize("bits", [32, 128])
+def test_mbl_walker_matches_brute_force_through_updates(bits: int) -> None:
+    """tests/runtime/programs/lpm_poptrie_probe.mbl (the packet is the key) on the native
+    target, against the brute force, after a bulk build and after single updates."""
+    program = compile_file(Path(__file__).parent / "programs" / "lpm_poptrie_probe.mbl")
+    native = NativeProgram(program, "probe4" if bits == 32 else "probe6")
+    tables = RouteTables.of(native)
+    table = tables.v4 if bits == 32 else tables.v6
+    rng = random.Random(bits)
+    routes = random_routes(rng, bits, 120)
+    table.build(routes)
+    for step in range(3):
+        addresses = [network | rng.getrandbits(bits - length) if length < bits else network
+                     for network, length in routes] + [rng.getrandbits(bits) for _ in range(50)]
+        got = [v.port if v.kind == "forward" else None for v in
+               native.run([a.to_bytes(bits // 8, "big") for a in addresses])]
+        assert got == [brute_force(routes, bits, a) for a in addresses], step
+        for key in rng.sample(sorted(routes), min(30, len(routes))):
+            table.delete(*key)
+            del routes[key]
+        for key, nh in random_routes(rng, bits, 30).items():
+            table.add(*key, nh)
+            routes[key] = nh
+        table.reclaim()
