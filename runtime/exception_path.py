@@ -161,16 +161,19 @@ def ipv4_options(header: bytes) -> list[tuple[int, int, int]]:
 
 
 def apply_ipv4_options(packet: bytes, out_address: int, local: Iterable[int],
-                       now_ns: int) -> bytes:
-    """Record Route and Timestamp processing on the way out (RFC 791); raises OptionError
-    when a Record Route has room for part of an address or a Timestamp overflow counter
-    overflows.  The header checksum is left stale."""
+                       now_ns: int, kinds: frozenset[int] = frozenset({OPT_RR, OPT_TS})
+                       ) -> bytes:
+    """Record Route and Timestamp processing on the way out (RFC 791), of the option
+    `kinds` given; raises OptionError when a Record Route has room for part of an address
+    or a Timestamp overflow counter overflows.  The header checksum is left stale."""
     ip = parse_ipv4(packet)
     assert ip is not None
     out = bytearray(packet)
     # RFC 791: milliseconds since midnight UT; the simulated clock's 0 is midnight
     stamp = (now_ns // 1_000_000) % 86_400_000
     for off, kind, length in ipv4_options(ip.header):
+        if kind not in kinds:
+            continue
         ptr = out[off + 2] if length >= 3 else 0
         if kind == OPT_RR and ptr <= length:
             if ptr + 3 > length:                          # some room, not enough: in error
@@ -198,6 +201,34 @@ def apply_ipv4_options(packet: bytes, out_address: int, local: Iterable[int],
                     out[off + ptr + 3:off + ptr + 7] = stamp.to_bytes(4, "big")
                     out[off + 2] = ptr + 8
     return bytes(out)
+
+
+def echo_reply_options(request: IPv4Info, reply: bytes, out_address: int,
+                       local: Iterable[int], now_ns: int) -> bytes:
+    """The Echo Reply `reply` (no options) with the request's Record Route and Timestamp
+    options, updated (RFC 1122 3.2.2.6: they SHOULD be, "without truncation"): the
+    Timestamp is stamped on arrival and both are processed again on the way out, as Linux
+    does.  Options that cannot take the router's entries are left out."""
+    kept = b"".join(request.header[off:off + length]
+                    for off, kind, length in ipv4_options(request.header)
+                    if kind in (OPT_RR, OPT_TS))
+    if not kept:
+        return reply
+    kept += bytes(-len(kept) % 4)
+    header = reply[:20]
+    packet = ipv4_header(int.from_bytes(header[12:16], "big"),
+                         int.from_bytes(header[16:20], "big"), header[9], len(reply) - 20,
+                         ttl=header[8], tos=header[1],
+                         ident=int.from_bytes(header[4:6], "big"),
+                         flags_fragment=int.from_bytes(header[6:8], "big"),
+                         options=kept) + reply[20:]
+    try:
+        packet = apply_ipv4_options(packet, request.dst, local, now_ns,
+                                    frozenset({OPT_TS}))             # stamped on arrival
+        packet = apply_ipv4_options(packet, out_address, local, now_ns)
+    except OptionError:
+        return reply
+    return with_ttl(packet, header[8])                               # the checksum
 
 
 def _copied_options(header: bytes) -> bytes:
@@ -716,6 +747,10 @@ class ExceptionHandler:
             back = self._route_back(4, ip.src)
             if back is None:
                 return self._done("suppressed.no_route_back")
+            if ip.header_len > 20:
+                built = Built(echo_reply_options(ip, built.packet,
+                                                 self._source4(back.port, pkt.in_port) or 0,
+                                                 self.local4, pkt.now_ns))
             # RFC 791 / RFC 1122 3.3.3: a reply larger than the way back's MTU (the request
             # may have come over a larger one) leaves in fragments, as any host's would
             pieces = fragment_ipv4(built.packet, back.mtu) if 68 <= back.mtu < len(

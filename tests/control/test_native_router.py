@@ -203,3 +203,23 @@ def test_an_echo6_reply_larger_than_the_way_back_leaves_in_fragments(router):
     whole = defragment6(pieces)
     reply = IPv6(bytes(whole))[ICMPv6EchoReply]
     assert (reply.id, reply.seq, reply.data) == (7, 8, bytes(range(256)) * 12)
+
+
+def test_an_echo_reply_carries_the_requests_record_route(router):
+    """RFC 1122 3.2.2.6: Record Route / Timestamp of an Echo Request SHOULD be updated and
+    included in the Echo Reply (only those two; a NOP-only option list is not copied)."""
+    from scapy.layers.inet import IPOption_NOP, IPOption_RR
+
+    request = Ether(src=HOST_MAC, dst=PORT_MAC[0]) / IP(
+        src=HOST, dst="192.0.2.1", options=[IPOption_RR(routers=["0.0.0.0"] * 2)]) \
+        / ICMP(type=8, id=1, seq=2) / b"rr"
+    reply = Ether(router.forward([bytes(request)], 0).out[0][0])
+    from scapy.utils import checksum
+
+    rr = reply[IP].options[0]                   # then the EOL padding to a 4-byte word
+    assert rr.option == 7 and rr.pointer == 8 and rr.routers == ["192.0.2.1", "0.0.0.0"]
+    assert (reply[ICMP].type, reply[ICMP].id, reply[ICMP].seq) == (0, 1, 2)
+    assert checksum(bytes(reply[IP])[:reply[IP].ihl * 4]) == 0
+    plain = Ether(src=HOST_MAC, dst=PORT_MAC[0]) / IP(
+        src=HOST, dst="192.0.2.1", options=[IPOption_NOP()] * 4) / ICMP(type=8)
+    assert Ether(router.forward([bytes(plain)], 0).out[0][0])[IP].ihl == 5
