@@ -9,10 +9,11 @@ port runs link/dispatch/pool.uc around a body compiled with the window in local 
 The runtime layout (memory map, drop counters, the exception ring and the freelists that
 CompiledRun reads) is link.plan's, planned as for one forwarding ME per port; the pool's
 own scratch words (token wrap words, TBUF claim counters) follow the drop counters.
-Exceptions reach the exception ring with their frame in a buffer of the input port's
-freelist, as with link() (CompiledRun.take_exceptions); frames longer than the 56-byte
-window are counted under the media's rx_too_long counter (docs/datapath.md, "Not done
-yet")."""
+A one-element frame longer than the 56-byte window takes a buffer of the input port's
+freelist for its tail (dram[rbuf_rd] in, dram[tbuf_wr] out); frames of several elements are
+counted under the media's rx_too_long counter (docs/datapath.md, "Not done yet").
+Exceptions reach the exception ring with their frame in a buffer, as with link()
+(CompiledRun.take_exceptions)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from npkit.compiler.mbl.types import (
     VERDICT_EXCEPTION,
     VERDICT_FORWARD,
 )
-from npkit.compiler.me.abi import LM_WINDOW_ABI
+from npkit.compiler.me.abi import LM_WINDOW_ABI, META_DRAM_ADDR
 from npkit.compiler.uc import assemble_file
 
 from .errors import LinkError
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 LINK_DIR = Path(__file__).resolve().parent
 POOL_FIRST_ME = 0
+TAIL_MAX_BYTES = 56 + 16 * 8     # pool.uc: the window, then dram[rbuf_rd] of 1..16 quadwords
 
 
 def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int) -> dict[str, int]:
@@ -95,6 +97,9 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
     msf = cfg.raw["msf"]
     element_bytes = int(msf["element_bytes"])
     part = int(msf["tbuf_bytes"]) // element_bytes // ports
+    if element_bytes > TAIL_MAX_BYTES:
+        raise LinkError(f"RBUF elements of {element_bytes} B: pool.uc moves at most "
+                        f"{TAIL_MAX_BYTES} B of a frame (the window and 16 quadwords)")
     if part & (part - 1) or element_bytes & (element_bytes - 1):
         raise LinkError(f"{part} TBUF elements of {element_bytes} B per port: pool.uc needs "
                         "powers of two")
@@ -114,7 +119,7 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
         "META_FIRST_BYTE": lay.meta_first_byte, "META_WRITE_WORDS": 3,
         "NO_PORT": lay.no_port, "EXC_RING": lay.exc_ring,
         "EXC_ENTRY_WORDS": lay.exc_entry_words,
-        "META_NEXT_HOP": META_FIELDS["next_hop"].word,
+        "META_NEXT_HOP": META_FIELDS["next_hop"].word, "META_DRAM_ADDR": META_DRAM_ADDR,
         "META_IN_PORT": META_FIELDS["in_port"].word, "META_LEN": META_FIELDS["len"].word,
         "META_OUT_PORT": META_FIELDS["out_port"].word, "META_VERDICT": META_VERDICT,
         "META_CODE": META_CODE, "VERDICT_FORWARD": VERDICT_FORWARD,

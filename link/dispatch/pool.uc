@@ -37,8 +37,11 @@
 
 #include "pool.h"
 
-#define FRAME_MAX 56                    // $0..$13
-#define VERDICT_TOO_LONG 7              // not a verdict of the body: this dispatch's own
+#define FRAME_MAX 56                    // $0..$13: the window
+#define VERDICT_TOO_LONG 7              // not verdicts of the body: this dispatch's own
+#define VERDICT_NO_BUFFER 6
+#define VERDICT_UNCOUNTED 15
+#define LM_HANDLE 13                    // metadata word: the frame's buffer (0: none)
 
 #define SIG_STATUS 11
 #define SIG_TOK_REG 12
@@ -128,12 +131,13 @@ first_reg_taken:
 rx_loop:
     ctx_arb[SIG_STATUS]
     alu[st1, --, B, $15]
+    alu[b4, --, B, $14]                       // status word 0: SOP bit 24, EOP bit 25
     immed[t_b, 0xFFFF]
-    alu[t_a, t_b, AND, $14]                   // frame length
+    alu[t_a, t_b, AND, $14]                   // mpacket length
     alu[*l$index1[META_LEN], --, B, t_a]
     alu[t_a, t_b, AND, st1]
-    alu_shf[t_a, --, B, t_a, <<ELEMENT_SHIFT]
-    msf[read, $0, t_a, 0, 14], sig_done[SIG_IO]
+    alu_shf[a4, --, B, t_a, <<ELEMENT_SHIFT]  // the element's RBUF address
+    msf[read, $0, a4, 0, 14], sig_done[SIG_IO]
     load_addr[ret, reg_taken#]                // the REG turn while the window comes in
     br[take_reg#]
 reg_taken:
@@ -142,8 +146,8 @@ reg_taken:
     load_addr[ret, reg_passed#]
     br[pass_reg#]
 reg_passed:
+    immed[*l$index1[LM_HANDLE], 0]            // no buffer (yet)
     ctx_arb[SIG_IO]
-    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
     alu[*l$index0[2], --, B, $0]
     alu[*l$index0[3], --, B, $1]
     alu[*l$index0[4], --, B, $2]
@@ -158,6 +162,65 @@ reg_passed:
     alu[*l$index0[13], --, B, $11]
     alu[*l$index0[14], --, B, $12]
     alu[*l$index0[15], --, B, $13]
+    br_bclr[b4, 24, mpacket#]                 // a frame of more than one element: not yet
+    br_bclr[b4, 25, mpacket#]
+    alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
+    blt[window_only#]
+    // longer than the window: a buffer of the port's freelist, bytes FRAME_MAX.. of the
+    // element to it (dram[rbuf_rd], in quadwords), before the element is freed
+    alu[a0, --, B, *l$index1[META_IN_PORT]]
+    alu[a1, a0, +, RX_FL_CHANNEL]
+    alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
+    sram[dequeue, $0, a1, 0], ctx_swap[SIG_IO]
+    alu[b5, --, B, $0]                        // the handle (0: the freelist is empty)
+    beq[no_buffer#]
+    alu[*l$index1[LM_HANDLE], --, B, b5]
+    immed32[a2, K_DATA]
+    alu_shf[a2, a2, +, b5, <<BUF_SHIFT]       // DRAM address of the frame's byte 0
+    alu[*l$index1[META_DRAM_ADDR], --, B, a2] // for the body's reads past the window
+    alu[b2, a2, +, FRAME_MAX]
+    alu[a4, a4, +, FRAME_MAX]
+    alu[b6, *l$index1[META_LEN], -, (FRAME_MAX - 7)]
+    alu_shf[b6, --, B, b6, >>3]               // quadwords of the tail: 1..
+    load_addr[a6, rbuf_rd_table#]
+    alu_shf[a6, a6, +, b6, <<1]
+    alu[a6, a6, -, 2]
+    jump[a6, rbuf_rd_table#]
+rbuf_rd_table:
+    dram[rbuf_rd, --, b2, a4, 1], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 2], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 3], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 4], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 5], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 6], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 7], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 8], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 9], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 10], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 11], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 12], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 13], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 14], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 15], ctx_swap[SIG_IO]
+    br[window_only#]
+    dram[rbuf_rd, --, b2, a4, 16], ctx_swap[SIG_IO]
+    br[window_only#]
+window_only:
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
     immed[*l$index1[2], 0]
     immed[*l$index1[3], 0]
     immed[*l$index1[4], 0]
@@ -167,11 +230,21 @@ reg_passed:
     immed[*l$index1[8], 0]
     immed[*l$index1[9], 0]
     immed[*l$index1[10], 0]
+    br[body_entry#], defer[1]
     immed[*l$index1[11], 0]
-    alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
-    blt[body_entry#]
-    br[not_forward#], defer[1]
+
+// not handled yet: a frame of several elements (counted once, at its first, under
+// CNT_TOO_LONG; every element freed) and a long frame without a buffer (rx_no_buffer)
+mpacket:
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+    br_bset[b4, 24, not_forward#], defer[1]   // the first element: counted
     immed[*l$index1[META_VERDICT], VERDICT_TOO_LONG]
+    br[not_forward#], defer[1]
+    immed[*l$index1[META_VERDICT], VERDICT_UNCOUNTED]
+no_buffer:
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+    br[not_forward#], defer[1]
+    immed[*l$index1[META_VERDICT], VERDICT_NO_BUFFER]
 
 #include "body.uc"
 
@@ -220,6 +293,60 @@ space:
     immed32[t_b, MSF_TBUF_BASE]
     alu_shf[t_b, t_b, +, t_a, <<ELEMENT_SHIFT]
     msf[write, $0, t_b, 0, 14], ctx_swap[SIG_TX]
+    alu[b5, --, B, *l$index1[LM_HANDLE]]
+    beq[tx_control#]
+    // the tail: DRAM -> TBUF (dram[tbuf_wr], the quadwords rbuf_rd wrote), then the buffer
+    // goes back to the input port's freelist
+    alu[b2, *l$index1[META_DRAM_ADDR], +, FRAME_MAX]
+    alu_shf[a4, --, B, t_a, <<ELEMENT_SHIFT]  // the element's TBUF byte address
+    alu[a4, a4, +, FRAME_MAX]
+    alu[b6, *l$index1[META_LEN], -, (FRAME_MAX - 7)]
+    alu_shf[b6, --, B, b6, >>3]
+    load_addr[a6, tbuf_wr_table#]
+    alu_shf[a6, a6, +, b6, <<1]
+    alu[a6, a6, -, 2]
+    jump[a6, tbuf_wr_table#]
+tbuf_wr_table:
+    dram[tbuf_wr, --, b2, a4, 1], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 2], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 3], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 4], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 5], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 6], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 7], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 8], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 9], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 10], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 11], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 12], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 13], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 14], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 15], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+    dram[tbuf_wr, --, b2, a4, 16], ctx_swap[SIG_TX]
+    br[tx_tail_done#]
+tx_tail_done:
+    alu[$13, --, B, b5]
+    alu[a1, --, B, *l$index1[META_IN_PORT]]
+    alu[a1, a1, +, RX_FL_CHANNEL]
+    alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
+    sram[enqueue, $13, a1, 0], sig_done[SIG_IO]   // awaited before $13 is used again
+    ctx_arb[SIG_IO]
+tx_control:
     alu_shf[t_b, --, B, st1, <<16]
     alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
     immed32[t_b, MSF_TBUF_CTL_BASE]
@@ -230,12 +357,24 @@ space:
 // a drop, an exception, a bad port or a frame too long: counted, then an idle turn
 not_forward:
     alu[t_a, --, B, *l$index1[META_VERDICT]]
-    alu[--, t_a, -, VERDICT_DROP]
-    beq[count_drop#]
     alu[--, t_a, -, VERDICT_EXCEPTION]
     beq[count_exception#]
+    alu[b5, --, B, *l$index1[LM_HANDLE]]      // a buffer goes back to the freelist
+    beq[no_handle#]
+    alu[$13, --, B, b5]
+    alu[a1, --, B, *l$index1[META_IN_PORT]]
+    alu[a1, a1, +, RX_FL_CHANNEL]
+    alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
+    sram[enqueue, $13, a1, 0], ctx_swap[SIG_IO]
+no_handle:
+    alu[--, t_a, -, VERDICT_DROP]
+    beq[count_drop#]
     alu[--, t_a, -, VERDICT_TOO_LONG]
     beq[count_too_long#]
+    alu[--, t_a, -, VERDICT_NO_BUFFER]
+    beq[count_no_buffer#]
+    alu[--, t_a, -, VERDICT_UNCOUNTED]
+    beq[idle#]
     alu[--, t_a, -, VERDICT_FORWARD]
     bne[count_index#], defer[1]
     immed[t_a, 0]                             // no verdict: reserved index 0
@@ -256,11 +395,14 @@ count_index:
 // arrival order; no buffer: counted under the media's rx_no_buffer, an idle turn
 count_exception:
     alu[a0, --, B, *l$index1[META_IN_PORT]]
+    alu[b0, --, B, *l$index1[LM_HANDLE]]      // a frame longer than the window has one,
+    bne[exc_buffer#]                          // its tail in place already
     alu[a1, a0, +, RX_FL_CHANNEL]
     alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
     sram[dequeue, $0, a1, 0], ctx_swap[SIG_IO]
     alu[b0, --, B, $0]                        // the handle (0: the freelist is empty)
     beq[exc_no_buffer#]
+exc_buffer:
     alu[$$0, --, B, *l$index0[2]]
     alu[$$1, --, B, *l$index0[3]]
     alu[$$2, --, B, *l$index0[4]]
@@ -302,12 +444,18 @@ exc_no_buffer:
     immed[t_b, CNT_RX_NO_BUFFER]
     br[counted#], defer[1]
     alu_shf[t_b, t_b, +, a0, <<2]
+count_no_buffer:
+    alu[t_a, --, B, *l$index1[META_IN_PORT]]
+    immed[t_b, CNT_RX_NO_BUFFER]
+    br[counted#], defer[1]
+    alu_shf[t_b, t_b, +, t_a, <<2]
 count_too_long:
     alu[t_a, --, B, *l$index1[META_IN_PORT]]
     immed[t_b, CNT_TOO_LONG]
     alu_shf[t_b, t_b, +, t_a, <<2]
 counted:
     scratch[incr, --, t_b, 0]
+idle:
     load_addr[ret, idle_taken#]
     br[take_alloc#]
 idle_taken:
