@@ -25,7 +25,7 @@ The simulated chip's ``oc192pos`` port (sim/config.py) adds the same 5 bytes to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
@@ -55,10 +55,17 @@ class PortModel:
     framing: Framing
     rate_bps: Fraction
     overhead_bytes: int
+    # frame length -> wire time, filled as asked (a trial asks for a few lengths per frame)
+    _wire: dict[int, Fraction] = field(default_factory=dict, init=False, repr=False,
+                                       compare=False, hash=False)
 
     def wire_ps(self, frame_bytes: int) -> Fraction:
         """Exact picoseconds one frame of ``frame_bytes`` occupies on the line."""
-        return Fraction((frame_bytes + self.overhead_bytes) * 8 * PS_PER_S) / self.rate_bps
+        wire = self._wire.get(frame_bytes)
+        if wire is None:
+            wire = Fraction((frame_bytes + self.overhead_bytes) * 8 * PS_PER_S) / self.rate_bps
+            self._wire[frame_bytes] = wire
+        return wire
 
     def line_rate_fps(self, frame_bytes: int) -> Fraction:
         """Frames per second back to back at line rate."""
