@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npkit.runtime._trie import LpmError, PoptrieImage, Sequence, Trie
-from npkit.runtime.lpm import (
+from npkit.runtime.lpm_format import (
     CHILD,
     LOW64,
     NEXT_HOP_MASK,
