@@ -221,3 +221,28 @@ def test_bad_input() -> None:
         table.add(0x0A000000, 8, 1 << 16)
     with pytest.raises(LpmError):
         table.delete(0x0A000000, 8)
+
+
+def test_the_replay_check_catches_a_link_written_before_its_blocks() -> None:
+    """The intermediate-state check has teeth: one update's log with the linking write
+    (the direct entry, last in the log) moved to the front gives a third answer on the way."""
+    table = new_table(4)
+    before = {(0x0A000000, 8): 1}
+    table.build(before)
+    table.take_log()
+    replica = table.words.copy()
+    table.add(0x0A010100, 24, 2)
+    log = table.take_log()
+    pairs = list(zip(log.indices.tolist(), log.values.tolist(), strict=True))
+    assert pairs[-1][0] < POPTRIE4.direct_words
+
+    def answers(order: list[tuple[int, int]]) -> set[int | None]:
+        words = replica.copy()
+        seen = set()
+        for index, value in order:
+            words[index] = value
+            seen.add(walk(words, POPTRIE4, 0x0A010105)[0])
+        return seen
+
+    assert answers(pairs) == {1, 2}
+    assert answers([pairs[-1], *pairs[:-1]]) - {1, 2}
