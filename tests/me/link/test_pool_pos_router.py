@@ -47,9 +47,9 @@ V4_DESTS = ["10.9.8.7", "10.1.7.7", "10.1.2.3", "198.51.100.20", "100.64.1.1", "
 V6_DESTS = ["2001:db8::5", "2001:db8:1::9", "2a00:1::1", "3fff::1"]
 
 
-def v4(dst: str, uid: int, ttl: int = 64, port: int = 0) -> bytes:
+def v4(dst: str, uid: int, ttl: int = 64, port: int = 0, ip_bytes: int = 40) -> bytes:
     return raw(HDLC() / PPP() / IP(src="198.18.0.1", dst=dst, ttl=ttl, id=uid, tos=port)
-               / UDP(sport=1000 + uid % 7, dport=53) / (b"p" * 12))
+               / UDP(sport=1000 + uid % 7, dport=53) / (b"p" * (ip_bytes - 28)))
 
 
 def v6(dst: str, uid: int, hlim: int = 64, port: int = 0) -> bytes:
@@ -76,7 +76,7 @@ def frames(count: int, port: int) -> list[bytes]:
 
 
 def run_at(load: float | None, mes_per_port: int = POOL_MES, rx_ports: int | None = None,
-           count: int = FRAMES):
+           count: int = FRAMES, make=None):
     """The router on the pool, `count` frames per receiving port offered at `load` x line
     rate (None: back to back); (manifest, run, offered, native verdicts, sinks,
     exceptions)."""
@@ -92,8 +92,7 @@ def run_at(load: float | None, mes_per_port: int = POOL_MES, rx_ports: int | Non
     RouteTables.of(native).load(V4_ROUTES, V6_ROUTES)
     run = CompiledRun(manifest)
     run.load_memories(native)
-    offered = {p: frames(count, p) for p in range(rx_ports or 2)}
-    assert all(len(f) == 44 for fs in offered.values() for f in fs)
+    offered = {p: (make or frames)(count, p) for p in range(rx_ports or 2)}
     verdicts = {p: native.run(fs, p) for p, fs in offered.items()}
     chip = run.chip
     sinks = {p: ListSink() for p in (0, 1)}
@@ -109,7 +108,9 @@ def run_at(load: float | None, mes_per_port: int = POOL_MES, rx_ports: int | Non
 
 @pytest.fixture(scope="module")
 def pos_run():
-    return run_at(LOAD)
+    result = run_at(LOAD)
+    assert all(len(f) == 44 for fs in result[2].values() for f in fs)
+    return result
 
 
 def test_the_pool_routes_as_the_native_router(pos_run) -> None:
@@ -190,3 +191,27 @@ def test_one_port_per_chip_with_all_sixteen_mes_at_line_rate() -> None:
         0: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[0]
             if v.kind == "exception"]}
     assert dram == 56 * len(exceptions)
+
+
+@pytest.mark.parametrize("ip_bytes", [40, 64, 124])
+def test_dram_bytes_per_forwarded_packet_by_size(ip_bytes: int) -> None:
+    """Routed IPv4 packets of one size on one port with 16 MEs, back to back: the DRAM
+    bytes per packet are the tail's (bytes 56.. of the frame, in quadwords) written once and
+    read once, as docs/datapath.md's table has them."""
+    def make(count: int, port: int) -> list[bytes]:
+        rng = random.Random(port + 11)
+        return [v4(rng.choice(V4_DESTS[:-1]), uid, 64, port, ip_bytes) for uid in range(count)]
+
+    _, run, offered, verdicts, sinks, exceptions = run_at(None, 16, 1, 2000, make)
+    frame = ip_bytes + 4
+    counters = run.chip.counters()
+    dram = sum(ch["bytes"] for ch in counters["channels"]["dram"])
+    sent = sum(len(s.frames) for s in sinks.values())
+    print(f"\n{ip_bytes}-byte IPv4 ({frame}-byte frames), one port, 16 MEs, back to back: "
+          f"{sent} of 2000 sent, RBUF drops {run.receive_drops()}, DRAM "
+          f"{dram / 2000:.1f} B per packet")
+    assert sent == 2000 and not exceptions and run.receive_drops() == {}
+    for q in (0, 1):
+        assert [f.data for f in sinks[q].frames] == [
+            v.data for v in verdicts[0] if v.kind == "forward" and v.port == q]
+    assert dram == 2000 * 2 * 8 * max(0, -(-(frame - 56) // 8))
