@@ -103,13 +103,16 @@ ICMP4_ERRORS = {3, 4, 5, 11, 12}
 ICMP6_ERRORS = {1, 2, 3, 4}
 
 
-def marker(frame: bytes) -> int | None:
+def marker(frame: bytes, router_addresses: frozenset[bytes] = frozenset()) -> int | None:
     """The probe marker a frame carries (tests/conformance/probes.py): the echo identifier
     of an echo reply, the IPv4 Identification / IPv6 flow label of the packet an ICMP error
-    quotes, else the frame's own; None for a frame that carries none."""
+    quotes, else the frame's own; None for a frame that carries none (not IP, or a later
+    fragment of a packet the router generated: its Identification is the router's)."""
     ip = frame[ETH:]
     if frame[12:14] == b"\x08\x00" and len(ip) >= 20:
         ihl = (ip[0] & 0xF) * 4
+        if struct.unpack_from("!H", ip, 6)[0] & 0x1FFF and ip[12:16] in router_addresses:
+            return None
         if ip[9] == 1 and len(ip) >= ihl + 8 and not struct.unpack_from("!H", ip, 6)[0] & 0x1FFF:
             kind = ip[ihl]
             if kind == 0:

@@ -44,7 +44,7 @@ def linux_side(config: RouterConfig, items: Sequence[Probe]) -> list[list[Out]]:
         for captured in linux.send([(p.port, p.frame) for p in items]):
             if captured.index < 0 or is_noise(captured.frame):
                 continue
-            i = index.get(marker(captured.frame), captured.index)
+            i = index.get(marker(captured.frame, own), captured.index)
             answers[i].append(canonical(captured.port, captured.frame, own))
     return answers
 
@@ -113,7 +113,8 @@ def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
               ) -> list[list[Out]]:
     """The compiled router on the simulated chip with its control plane in the XScale
     model: every probe offered at once (`load` x line rate per port); frames are paired
-    with probes by their marker (differential.marker), each probe's sorted by port."""
+    with probes by their marker (differential.marker), a frame without one (a later
+    fragment of the router's own packet) with the probe of the frame before it."""
     from npkit.runtime.compiled_router import CompiledRouter, link_router
 
     own = router_addresses(config)
@@ -127,8 +128,10 @@ def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
     index = {p.marker: i for i, p in enumerate(items)}
     answers: list[list[Out]] = [[] for _ in items]
     for port in sorted(result.out):
+        last = None                 # a later fragment follows its first one on the port
         for tx in result.out[port]:
-            i = index.get(marker(tx.data))
+            i = index.get(marker(tx.data, own), last)
             if i is not None:
                 answers[i].append(canonical(port, tx.data, own))
+                last = i
     return answers
