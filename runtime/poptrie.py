@@ -37,7 +37,6 @@ import numpy as np
 from npkit.runtime._trie import LpmError, PoptrieImage, Sequence, Trie
 from npkit.runtime.lpm_format import (
     CHILD,
-    LOW64,
     NEXT_HOP_MASK,
     POINTER_MASK,
     ROUTE,
@@ -102,7 +101,6 @@ class Poptrie:
     host_words: int = 1 << 25  # the host-side expansion trie (lazily zeroed)
     core: Trie = field(init=False, repr=False)
     image: PoptrieImage = field(init=False, repr=False)
-    _routes: dict[tuple[int, int], int] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.words, np.ndarray) or self.words.dtype != np.uint32 \
@@ -117,7 +115,8 @@ class Poptrie:
                               dtype=np.uint32)
         self.core = Trie(self.shape.expanded_bits, self.shape.direct_bits, STRIDE,
                          self._host, False, Sequence())
-        self.image = PoptrieImage(self.words, self._host, self.shape.direct_bits, self.log)
+        self.image = PoptrieImage(self.words, self._host, self.shape.direct_bits, self.log,
+                                  self.core, self.shape.key_bits)
 
     # ---- sizes ----
     @property
@@ -133,7 +132,7 @@ class Poptrie:
         """routes, words_used, words_retired (in their grace period), words_free (reusable),
         words_high_water (the first word never used)."""
         image = self.image.stats()
-        return {"routes": len(self._routes), "words_used": self.words_used,
+        return {"routes": self.core.route_count, "words_used": self.words_used,
                 "words_retired": image["retired_words"], "words_free": image["free_words"],
                 "words_high_water": image["next_free"]}
 
@@ -143,7 +142,12 @@ class Poptrie:
 
     @property
     def routes(self) -> dict[tuple[int, int], int]:
-        return dict(self._routes)
+        """The routes, (network, length) -> next hop (a copy, built on each call)."""
+        hi, lo, lengths, hops = self.core.routes()
+        pad = self.shape.pad
+        values = [((h << 64) | low) >> pad for h, low in zip(hi.tolist(), lo.tolist(),
+                                                                strict=True)]
+        return dict(zip(zip(values, lengths.tolist(), strict=True), hops.tolist(), strict=True))
 
     @property
     def number(self) -> int:
@@ -155,7 +159,6 @@ class Poptrie:
         """Empty the table (not safe for concurrent lookups)."""
         self.core.clear()
         self.image.clear()
-        self._routes.clear()
 
     def build(self, routes: dict[tuple[int, int], int]) -> None:
         """Replace the table with `routes`: the bulk load (not a concurrent update)."""
@@ -165,56 +168,31 @@ class Poptrie:
         self.core.load(*route_columns({(v << pad, n): h for (v, n), h in routes.items()},
                                       self.shape.expanded_bits))
         self.core.reclaim(None)
-        self._routes = dict(routes)
         self.image.build()
 
     def load(self, routes: dict[tuple[int, int], int]) -> int:
         """Make the table `routes` by single updates, each safe for concurrent lookups (adds
         and replaces shortest first, then deletes); returns how many updates it took."""
         route_columns(routes, self.shape.key_bits)
+        present = self.routes
         count = 0
         for (value, length), hop in sorted(routes.items(), key=lambda r: r[0][1]):
-            if self._routes.get((value, length)) != hop:
-                self.add(value, length, hop)
+            if present.get((value, length)) != hop:
+                self.image.add(value, length, hop)
                 count += 1
-        for value, length in sorted(set(self._routes) - set(routes), key=lambda r: -r[1]):
-            self.delete(value, length)
+        for value, length in sorted(set(present) - set(routes), key=lambda r: -r[1]):
+            self.image.delete(value, length)
             count += 1
         return count
 
-    # ---- single-route updates ----
+    # ---- single-route updates (one call into C++ each) ----
     def add(self, value: int, length: int, next_hop: int) -> None:
         """Add or replace one route."""
-        self._check(value, length)
-        if not isinstance(next_hop, int) or not 0 <= next_hop <= NEXT_HOP_MASK:
-            raise LpmError(f"next hop {next_hop!r} out of range 0..{NEXT_HOP_MASK}")
-        old = self._routes.get((value, length))
-        self.core.add(value << self.shape.pad, length, next_hop)
-        try:
-            self._refresh(value, length)
-        except LpmError:  # a full memory: undo the host change, nothing was linked
-            if old is None:
-                self.core.delete(value << self.shape.pad, length)
-            else:
-                self.core.add(value << self.shape.pad, length, old)
-            self.core.reclaim(None)
-            raise
-        self._routes[(value, length)] = next_hop
+        self.image.add(value, length, next_hop)
 
     def delete(self, value: int, length: int) -> None:
         """Remove one route; its addresses fall back to the next shorter covering route."""
-        self._check(value, length)
-        if (value, length) not in self._routes:
-            raise LpmError(f"no route {value:#x}/{length} to delete")
-        old = self._routes[(value, length)]
-        self.core.delete(value << self.shape.pad, length)
-        try:
-            self._refresh(value, length)
-        except LpmError:
-            self.core.add(value << self.shape.pad, length, old)
-            self.core.reclaim(None)
-            raise
-        del self._routes[(value, length)]
+        self.image.delete(value, length)
 
     def reclaim(self, upto: int | None = None) -> None:
         """End of a grace period: blocks retired by updates numbered <= upto (default: all
@@ -234,23 +212,8 @@ class Poptrie:
         return word & NEXT_HOP_MASK if word & ROUTE else None
 
     def max_reads(self) -> int:
-        longest = max((length for _, length in self._routes), default=0)
-        return self.shape.reads(longest)
-
-    # ---- internals ----
-    def _check(self, value: int, length: int) -> None:
-        bits = self.shape.key_bits
-        if not isinstance(value, int) or not isinstance(length, int) \
-                or not 0 <= length <= bits or not 0 <= value < 1 << bits \
-                or value & ((1 << (bits - length)) - 1):
-            raise LpmError(f"bad prefix {value!r}/{length!r} for {bits}-bit keys")
-
-    def _refresh(self, value: int, length: int) -> None:
-        """After the host trie changed for value/length: the C++ image updater brings every
-        direct entry the prefix covers up to date (path copying, one number per update)."""
-        self.core.reclaim(None)  # the host trie has no concurrent readers
-        aligned = value << (128 - self.shape.key_bits)
-        self.image.refresh(aligned >> 64, aligned & LOW64, length)
+        """Worst-case number of dependent reads over the routes present."""
+        return self.shape.reads(max(self.core.max_length, 0))
 
 
 def walk(words: np.ndarray, shape: PoptrieShape, value: int) -> tuple[int, int]:

@@ -196,12 +196,42 @@ class PyTrie {
 // shadow) and the host trie's words, both kept alive here.
 class PyPoptrie {
  public:
-  PyPoptrie(py::array words, py::array host, int direct_bits, bool log)
+  PyPoptrie(py::array words, py::array host, int direct_bits, bool log, py::object core,
+            int key_bits)
       : words_(PyTrie::checked(words)),
         host_(PyTrie::checked(host)),
         image_(static_cast<uint32_t*>(words_.mutable_data()), static_cast<size_t>(words_.size()),
                static_cast<const uint32_t*>(host_.data()), static_cast<size_t>(host_.size()),
-               direct_bits, log) {}
+               direct_bits, log),
+        core_obj_(std::move(core)),
+        core_(core_obj_.cast<PyTrie&>().core()),
+        key_bits_(key_bits),
+        pad_(core_.key_bits() - key_bits) {
+    if (key_bits < 1 || key_bits > 128 || pad_ < 0)
+      throw TrieError("bad Poptrie key bits " + std::to_string(key_bits));
+  }
+
+  // One update: the host trie, then the image; on a full memory the host trie is restored.
+  void add(py::handle value, py::handle length, py::handle next_hop) {
+    const auto [v, len] = prefix(value, length);
+    const int64_t hop = to_int(next_hop, "next hop");
+    if (hop < 0 || hop > kNextHopMask)
+      throw TrieError("next hop " + std::to_string(hop) + " out of range 0..65535");
+    const u128 host_key = v << pad_;
+    const std::optional<uint32_t> old = core_.route(host_key, len);
+    core_.add(host_key, len, hop);
+    update(v, len, host_key, old);
+  }
+  void remove(py::handle value, py::handle length) {
+    const auto [v, len] = prefix(value, length);
+    const u128 host_key = v << pad_;
+    const std::optional<uint32_t> old = core_.route(host_key, len);
+    if (!old)
+      throw TrieError(py::str("no route {}/{} to delete").format(
+          py::reinterpret_borrow<py::object>(value), len).cast<std::string>());
+    core_.remove(host_key, len);
+    update(v, len, host_key, old);
+  }
 
   void refresh(uint64_t hi, uint64_t lo, int length) {
     if (length < 0 || length > 128) throw TrieError("bad prefix length");
@@ -225,9 +255,37 @@ class PyPoptrie {
   const PoptrieImage& image() const { return image_; }
 
  private:
+  std::pair<u128, int> prefix(py::handle value, py::handle length) const {
+    const u128 v = to_value(value, length, key_bits_);
+    const int len = to_length(length, key_bits_);
+    const u128 host_bits = len == 128 ? u128{0} : (~u128{0} >> len) >> (128 - key_bits_);
+    if ((key_bits_ < 128 && v >> key_bits_ != 0) || (v & host_bits) != 0)
+      throw TrieError(py::str("bad prefix {!r}/{} for {}-bit keys")
+                          .format(py::reinterpret_borrow<py::object>(value), len, key_bits_)
+                          .cast<std::string>());
+    return {v, len};
+  }
+  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old) {
+    core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
+    try {
+      image_.refresh(v << (128 - key_bits_), len);
+    } catch (const TrieError&) {
+      if (old)
+        core_.add(host_key, len, *old);
+      else
+        core_.remove(host_key, len);
+      core_.reclaim(core_.sequence());
+      throw;
+    }
+  }
+
   py::array words_;
   py::array host_;
   PoptrieImage image_;
+  py::object core_obj_;  // keeps the host trie alive
+  Trie& core_;
+  int key_bits_;
+  int pad_;
 };
 
 // The IPv4 and IPv6 tries of a route manager (either may be None), with the calls that
@@ -313,8 +371,11 @@ PYBIND11_MODULE(_trie, m) {
   py::register_exception<TrieError>(m, "LpmError", PyExc_ValueError);
 
   py::class_<PyPoptrie>(m, "PoptrieImage")
-      .def(py::init<py::array, py::array, int, bool>(), py::arg("words"), py::arg("host"),
-           py::arg("direct_bits"), py::arg("log") = false)
+      .def(py::init<py::array, py::array, int, bool, py::object, int>(), py::arg("words"),
+           py::arg("host"), py::arg("direct_bits"), py::arg("log"), py::arg("core"),
+           py::arg("key_bits"))
+      .def("add", &PyPoptrie::add, py::arg("network"), py::arg("length"), py::arg("next_hop"))
+      .def("delete", &PyPoptrie::remove, py::arg("network"), py::arg("length"))
       .def("refresh", &PyPoptrie::refresh, py::arg("hi"), py::arg("lo"), py::arg("length"))
       .def("build", [](PyPoptrie& p) { p.image().build(); })
       .def("clear", [](PyPoptrie& p) { p.image().clear(); })

@@ -231,6 +231,13 @@ void Trie::add(u128 value, int length, int64_t next_hop) {
   add_aligned(align(value), length, static_cast<uint32_t>(next_hop));
 }
 
+std::optional<uint32_t> Trie::route(u128 value, int length) const {
+  check_prefix(value, length);
+  const size_t found = routes_.find(align(value), length);
+  if (found == RouteMap::kNone) return std::nullopt;
+  return routes_.entry(found).next_hop;
+}
+
 void Trie::remove(u128 value, int length) {
   check_prefix(value, length);
   remove_aligned(align(value), length);

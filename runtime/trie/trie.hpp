@@ -127,6 +127,8 @@ class Trie {
   void reclaim(uint64_t upto);
 
   std::optional<uint32_t> lookup(u128 value) const;
+  // The next hop of exactly this route, if present (throws TrieError on a bad prefix).
+  std::optional<uint32_t> route(u128 value, int length) const;
   void check_prefix(u128 value, int length) const;  // throws TrieError
   std::string show(u128 value, int length) const;   // "10.0.0.0/8", "2001:db8::/32"
 
