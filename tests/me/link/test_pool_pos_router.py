@@ -166,8 +166,11 @@ def test_back_to_back_at_line_rate() -> None:
     counters = run.chip.counters()
     frames_in = sum(map(len, offered.values()))
     lost = sum(run.receive_drops().values())
+    span = FRAMES * 57.26                      # cycles the offer lasts at line rate (44 B)
+    busy = [round(ch["busy_cycles"] / span, 2) for ch in counters["channels"]["sram"]]
     print(f"\nback to back at line rate: {lost} of {frames_in} frames dropped at the RBUF "
-          f"({lost / frames_in:.1%}), {sum(len(s.frames) for s in sinks.values())} sent")
+          f"({lost / frames_in:.1%}), {sum(len(s.frames) for s in sinks.values())} sent; "
+          f"SRAM channels busy {busy} of the offer's {span:.0f} cycles")
     assert sum(ch["bytes"] for ch in counters["channels"]["dram"]) == 56 * len(exceptions)
 
 
