@@ -1,7 +1,8 @@
 // pool.uc -- docs/datapath.md's compiled data path: a pool of forwarding MEs per input port
 // receives, runs the compiled body and transmits each frame on one thread, the header never
 // leaving the thread (RBUF -> transfer registers -> local memory -> body -> transfer
-// registers -> TBUF).  No RX or TX MEs, no DRAM, no buffers.  The template is the
+// registers -> TBUF).  No RX or TX MEs; DRAM and a buffer only for a frame's bytes past
+// the window and for exceptions.  The template is the
 // hand-written tests/me/link/xfer_path/xferpool.uc; the body ABI is compiler/me/abi.py's
 // LM_WINDOW_ABI (the window in *l$index0[2..15], $14/$15 left to the receive status).
 //
@@ -20,17 +21,19 @@
 // Per frame, each thread: status ($14, $15) -> msf[read] of 14 longwords of the element into
 // $0..$13, and while it runs the REG turn (re-register on the port's receive-thread
 // freelist: the MSF deals frames in registration order; the wrap word goes through $15,
-// free until I register) -> element freed -> window copied to local memory -> metadata
-// set up -> body -> ALLOC turn: a forward claims the next TBUF element of its output port
+// free until I register) -> window copied to local memory -> (a frame longer than the
+// window: a buffer, bytes 56.. RBUF -> DRAM) -> element freed -> metadata set up -> body ->
+// ALLOC turn: a forward claims the next TBUF element of its output port
 // (scratch test_and_add in the turn, awaited after it), anything else takes an idle turn
 // and is counted (drops by reason as fwd.uc does; an exception's frame and record go out
 // as fwd.uc's do, the record onto the exception ring in the turn) -> wait for
-// TBUF space (TX_SEQUENCE) -> window copied local memory -> $0..$13 out -> msf[write] +
-// control word.  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
+// TBUF space (TX_SEQUENCE) -> window copied local memory -> $0..$13 out -> msf[write]
+// (-> the tail DRAM -> TBUF, the buffer back) -> control word.  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
 // context-minor): SAME_ME_SIGNAL inside an ME, NEXT_NEIGHBOR_SIGNAL to the next ME, a
-// scratch wrap word from the last ME to the first.  Frames longer than 56 bytes (the
-// window) are not handled yet (docs/datapath.md, "Not done yet"): counted under
-// CNT_TOO_LONG, an idle turn.
+// scratch wrap word from the last ME to the first.  Frames of several RBUF elements are not
+// handled yet (docs/datapath.md, "Not done yet"): counted once under CNT_TOO_LONG, every
+// element freed with an idle turn.  Metadata words 12 (the frame's DRAM address, when it
+// has a buffer) and 13 (its buffer) are the dispatch's.
 //
 // Registers: the body owns a0..a11, b0..b11, signals 1..10, $0..$13; the dispatch keeps
 // a12..a15, b12..b15 and signals 11..15.
