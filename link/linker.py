@@ -254,6 +254,9 @@ def mapping(manifest: Manifest) -> Mapping:
     info = manifest.program
     if info is None:
         raise LinkError(f"{manifest.path}: no [program] table (not a linked MBL program)")
+    if [spec.path.name for spec in manifest.images] == ["pool.uc"]:
+        from .pool import pool_mapping  # the compiled data path's mapping
+        return pool_mapping(manifest)
     lay = info.layout()
     ports = info.ports
     tx_rings = tuple(f"ring {lay.tx_ring(q)}" for q in range(ports))

@@ -31,7 +31,7 @@ from npkit.compiler.mbl.types import (
     VERDICT_EXCEPTION,
     VERDICT_FORWARD,
 )
-from npkit.compiler.me.abi import LM_WINDOW_ABI, META_DRAM_ADDR
+from npkit.compiler.me.abi import LM_WINDOW_ABI, META_DRAM_ADDR, Mapping, MEAssignment
 from npkit.compiler.uc import assemble_file
 
 from .errors import LinkError
@@ -162,3 +162,21 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
                     program=info, name=build.entry,
                     description=f"{build.entry} linked as a pool for {used.name}")
 
+
+
+def pool_mapping(manifest: Manifest) -> Mapping:
+    """The ME mapping of a pool manifest, as data for the report and `npkit graph`: every
+    pool ME forwards, reading its input port and writing every output port (and the
+    exception ring)."""
+    info = manifest.program
+    if info is None:
+        raise LinkError(f"{manifest.path}: no [program] table (not a linked MBL program)")
+    outputs = tuple(f"port {q}" for q in range(info.ports))
+    exc = f"exception ring {info.layout().exc_ring}"
+    receiving = [p for p, rings in enumerate(info.rx_rings) if rings]
+    mes = tuple(
+        MEAssignment(me, "fwd", info.stages, (f"port {p}",), (*outputs, exc),
+                     image=manifest.images[0].path.name)
+        for p in receiving for me in info.fwd_mes[p * info.fwd_mes_per_port:
+                                                  (p + 1) * info.fwd_mes_per_port])
+    return Mapping(info.entry, tuple(range(info.ports)), mes)

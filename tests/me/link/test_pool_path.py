@@ -22,7 +22,7 @@ from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
 from npkit.compiler.mbl import NativeProgram, compile_source
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
-from npkit.link import LinkError, Manifest, link
+from npkit.link import LinkError, Manifest, link, mapping
 from npkit.link.pool import link_pool
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.loader import leak_check
@@ -176,3 +176,14 @@ def test_frames_longer_than_the_window_take_a_buffer_for_their_tail() -> None:
     dram = sum(ch["bytes"] for ch in run.chip.counters()["channels"]["dram"])
     assert dram == tail + 56 * len(exceptions)
     assert all(r.ok for r in leak_check(run.loaded))   # every buffer back on its freelist
+
+
+def test_the_pool_mapping_as_data() -> None:
+    program = compile_source(WIRE, "wire.mbl")
+    pool = link(program, compile_me(program, "wire"), "ixp2800-2xoc192pos",
+                pool_mes_per_port=2)
+    mes = mapping(pool).mes
+    assert [(a.me, a.role, a.reads) for a in mes] == [
+        (0, "fwd", ("port 0",)), (1, "fwd", ("port 0",)),
+        (2, "fwd", ("port 1",)), (3, "fwd", ("port 1",))]
+    assert all(a.writes[:2] == ("port 0", "port 1") and a.image == "pool.uc" for a in mes)
