@@ -26,7 +26,9 @@ from npkit.compiler.mbl.sema import Program
 from npkit.compiler.mbl.types import (
     META_CODE,
     META_FIELDS,
+    META_MEDIA,
     META_VERDICT,
+    VERDICT_CONSUMED,
     VERDICT_DROP,
     VERDICT_EXCEPTION,
     VERDICT_FORWARD,
@@ -55,6 +57,13 @@ def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int) -> dict[str
     tok = drop_cnt_base + 4 * drop_counters
     claim = tok + 8 * ports
     return {"TOK_BASE": tok, "CLAIM_BASE": claim, "POOL_SCRATCH_END": claim + 4 * ports}
+
+
+def _receive_stage(program: Program, entry: str) -> bool:
+    """The entry's first stage (or the block itself) uses receive operations."""
+    pipeline = program.pipelines.get(entry)
+    first = pipeline.stages[0].block if pipeline is not None else entry
+    return program.media_use.get(first, {}).get("rx") is not None
 
 
 def pool_header(defines: dict[str, int]) -> str:
@@ -120,6 +129,8 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
         "NO_PORT": lay.no_port, "EXC_RING": lay.exc_ring,
         "EXC_ENTRY_WORDS": lay.exc_entry_words,
         "META_NEXT_HOP": META_FIELDS["next_hop"].word, "META_DRAM_ADDR": META_DRAM_ADDR,
+        "META_MEDIA": META_MEDIA, "VERDICT_CONSUMED": VERDICT_CONSUMED,
+        **({"RX_STAGE": 1} if _receive_stage(program, build.entry) else {}),
         "META_IN_PORT": META_FIELDS["in_port"].word, "META_LEN": META_FIELDS["len"].word,
         "META_OUT_PORT": META_FIELDS["out_port"].word, "META_VERDICT": META_VERDICT,
         "META_CODE": META_CODE, "VERDICT_FORWARD": VERDICT_FORWARD,

@@ -55,7 +55,10 @@ def compile_me(program: Program, entry: str | None = None, abi: BodyABI | None =
     wanted = selected(print_after)
     tracer = (trace or stderr_trace) if wanted else None
     abi = abi or BodyABI()
-    fn = run_passes(program, entry, abi.window_max_bytes, print_after=wanted, trace=tracer)
+    # a body with the window in local memory is pool.uc's, which gives a receive stage its
+    # per-mpacket status
+    fn = run_passes(program, entry, abi.window_max_bytes, print_after=wanted, trace=tracer,
+                    receive=abi.header_lm_word is not None)
     body = compile_body(fn, abi, print_after=wanted, trace=tracer)
     return MEBuild(program, entry or fn.name, fn, body)
 

@@ -32,7 +32,9 @@
 // context-minor): SAME_ME_SIGNAL inside an ME, NEXT_NEIGHBOR_SIGNAL to the next ME, a
 // scratch wrap word from the last ME to the first.  Frames of several RBUF elements are not
 // handled yet (docs/datapath.md, "Not done yet"): counted once under CNT_TOO_LONG, every
-// element freed with an idle turn.  Metadata words 12 (the frame's DRAM address, when it
+// element freed with an idle turn; with RX_STAGE (the pipeline's first stage is a receive
+// stage) the body runs once per element instead, with SOP/EOP in metadata word 11, and
+// its media.consume() takes an idle turn.  Metadata words 12 (the frame's DRAM address, when it
 // has a buffer) and 13 (its buffer) are the dispatch's.
 //
 // Registers: the body owns a0..a11, b0..b11, signals 1..10, $0..$13; the dispatch keeps
@@ -165,8 +167,10 @@ reg_passed:
     alu[*l$index0[13], --, B, $11]
     alu[*l$index0[14], --, B, $12]
     alu[*l$index0[15], --, B, $13]
+#ifndef RX_STAGE
     br_bclr[b4, 24, mpacket#]                 // a frame of more than one element: not yet
     br_bclr[b4, 25, mpacket#]
+#endif
     alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
     blt[window_only#]
     // longer than the window: a buffer of the port's freelist, bytes FRAME_MAX.. of the
@@ -233,8 +237,9 @@ window_only:
     immed[*l$index1[8], 0]
     immed[*l$index1[9], 0]
     immed[*l$index1[10], 0]
+    alu_shf[b4, --, B, b4, >>24]
     br[body_entry#], defer[1]
-    immed[*l$index1[11], 0]
+    alu[*l$index1[META_MEDIA], b4, AND, 3]    // the status's SOP (bit 0) and EOP (bit 1)
 
 // not handled yet: a frame of several elements (counted once, at its first, under
 // CNT_TOO_LONG; every element freed) and a long frame without a buffer (rx_no_buffer)
@@ -377,6 +382,8 @@ no_handle:
     alu[--, t_a, -, VERDICT_NO_BUFFER]
     beq[count_no_buffer#]
     alu[--, t_a, -, VERDICT_UNCOUNTED]
+    beq[idle#]
+    alu[--, t_a, -, VERDICT_CONSUMED]         // a receive stage took the mpacket in
     beq[idle#]
     alu[--, t_a, -, VERDICT_FORWARD]
     bne[count_index#], defer[1]

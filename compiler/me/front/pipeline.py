@@ -38,8 +38,8 @@ PASSES = ("prepare", "read", "legalize", *dict.fromkeys(n for n, _ in _wir_passe
 
 
 def run_passes(program: Program, entry: str | None, window_max: int, *,
-               print_after: Collection[str] = (), trace: Trace | None = None
-               ) -> wir.Function:
+               print_after: Collection[str] = (), trace: Trace | None = None,
+               receive: bool = False) -> wir.Function:
     """All passes; `trace(name, text)` sees the IR after each run of a pass named in
     `print_after`: the entry's LLVM IR after prepare and read (read changes its form, not
     its content), the WIR after the others."""
@@ -47,7 +47,7 @@ def run_passes(program: Program, entry: str | None, window_max: int, *,
         if trace is not None and name in print_after:
             trace(name, text())
 
-    prepared = prepare(program, entry)
+    prepared = prepare(program, entry, receive)
     show("prepare", lambda: str(prepared.function))
     lfn = read_function(prepared.function, prepared.locate)
     show("read", lambda: str(prepared.function))

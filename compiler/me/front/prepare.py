@@ -100,10 +100,18 @@ class Prepared:
     locate: Callable[[llvm.ValueRef], wir.Loc | None]
 
 
-def prepare(program: Program, entry: str | None = None) -> Prepared:
+def prepare(program: Program, entry: str | None = None, receive: bool = False) -> Prepared:
+    """`receive`: the entry may have a receive stage (the body is for link/dispatch/pool.uc,
+    which runs it once per mpacket with its status in metadata word 11) as long as the
+    program uses no buffer operation."""
     chosen = choose_entry(program, entry)
-    _reject_receive_stages(program, chosen)
+    rx_where = _reject_receive_stages(program, chosen, allow=receive)
     module = lower(program)
+    if rx_where is not None and any(name.startswith("npu.buf.") for name in module.globals):
+        raise unsupported("buffer operations (buffer.alloc/store/attach/free) are not "
+                          "compiled for the chip yet: a receive stage runs on the chip only "
+                          "without them", rx_where, program.sources,
+                          "docs/datapath.md, \"Not done yet\" 1; the native target runs it")
     if chosen.kind == "pipeline":
         for stage in program.pipelines[chosen.name].stages:
             module.get_global(f"mbl.block.{stage.block}").attributes.add("alwaysinline")
@@ -112,20 +120,26 @@ def prepare(program: Program, entry: str | None = None) -> Prepared:
     return Prepared(ref, ref.get_function(chosen.symbol), chosen, _locator(ref))
 
 
-def _reject_receive_stages(program: Program, chosen) -> None:
-    """A receive stage runs once per mpacket with its status (docs/datapath.md); the
-    dispatch that gives it that does not exist yet, and the forwarding dispatch would run it
-    on whole frames with no status (SOP and EOP both clear), unlike the native target."""
+def _reject_receive_stages(program: Program, chosen, allow: bool = False):
+    """A receive stage runs once per mpacket with its status (docs/datapath.md): only
+    link/dispatch/pool.uc gives it that (`allow`); the forwarding dispatch would run it on
+    whole frames with no status (SOP and EOP both clear), unlike the native target.  The
+    location of the first receive operation (None: no receive stage)."""
     blocks = [st.block for st in program.pipelines[chosen.name].stages] \
         if chosen.kind == "pipeline" else [chosen.name]
     for block in blocks:
         where = program.media_use.get(block, {}).get("rx")
+        if where is not None and allow:
+            return where
         if where is not None:
             raise unsupported(f"block {block} is a receive stage (media.sop/eop/consume, "
                               "buffer.store/attach): the ME backend does not compile "
                               "receive stages yet", where, program.sources,
-                              "docs/datapath.md, \"Not done yet\": the receive-stage "
-                              "dispatch; the native target runs it")
+                              "docs/datapath.md: the pool mapping (compile_me(..., "
+                              "LM_WINDOW_ABI), link(..., pool_mes_per_port=N)) runs "
+                              "receive stages without buffer operations; the native target "
+                              "runs it")
+    return None
 
 
 def _locator(ref: llvm.ModuleRef) -> Callable[[llvm.ValueRef], wir.Loc | None]:

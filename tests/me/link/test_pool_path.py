@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
@@ -30,6 +31,7 @@ from npkit.sim.packets import ListSink, ListSource
 
 from .harness import drive, exceptions_by_port
 
+REPO = Path(__file__).resolve().parents[3]
 POOL_MES = 4                       # per input port
 LOAD = 0.9                         # of line rate: exceptions write their frame to DRAM
 
@@ -187,3 +189,61 @@ def test_the_pool_mapping_as_data() -> None:
         (0, "fwd", ("port 0",)), (1, "fwd", ("port 0",)),
         (2, "fwd", ("port 1",)), (3, "fwd", ("port 1",))]
     assert all(a.writes[:2] == ("port 0", "port 1") and a.image == "pool.uc" for a in mes)
+
+
+RX_STAGE = WIRE + """
+block rx_one {                          // a receive stage without buffers
+    if !media.eop() { media.consume(); }
+    if !media.sop() { drop(too_long); } // the last element of a frame of several
+    next;
+}
+
+pipeline wired {
+    ports 0..1;
+    stage rx = rx_one;
+    stage w = wire;
+    rx -> w;
+}
+"""
+
+
+def test_a_receive_stage_runs_once_per_element_with_its_status() -> None:
+    """pool.uc gives a receive stage every RBUF element with SOP/EOP in metadata word 11 and
+    takes media.consume() as an idle turn: frames of one element go on to the next stage,
+    frames of several are consumed and dropped at their last element, as the native target
+    does with 128-byte elements (NativeProgram.run_media)."""
+    program = compile_source(RX_STAGE, "rx_stage.mbl")
+    manifest = link(program, compile_me(program, "wired", LM_WINDOW_ABI),
+                    "ixp2800-2xoc192pos", pool_mes_per_port=POOL_MES)
+    native = NativeProgram(program, "wired")
+    offered = {p: sized(300, p, p + 3) for p in (0, 1)}
+    run = CompiledRun(manifest)
+    sinks = {p: ListSink() for p in (0, 1)}
+    for p, fs in offered.items():
+        run.chip.attach_source(p, ListSource(paced(fs, LOAD, run.chip.config.ports[p])))
+        run.chip.attach_sink(p, sinks[p])
+    exceptions = drive(run, sum(map(len, offered.values())), sinks)
+    verdicts = {p: [v for _, v in native.run_media([(f, p) for f in fs], element_bytes=128)]
+                for p, fs in offered.items()}
+    assert all(len(verdicts[p]) == len(offered[p]) for p in (0, 1))   # one per frame
+    for q in (0, 1):
+        assert [f.data for f in sinks[q].frames] == [
+            v.data for p in (0, 1) for v in verdicts[p] if v.kind == "forward" and v.port == q]
+    drops = Counter(v.reason for vs in verdicts.values() for v in vs if v.kind == "drop")
+    assert drops["too_long"] and run.drop_counts() == dict(drops)
+    assert exceptions_by_port(exceptions) == {
+        p: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[p] if v.kind == "exception"]
+        for p in (0, 1)}
+    assert run.receive_drops() == {}
+    assert all(r.ok for r in leak_check(run.loaded))
+
+
+def test_buffer_operations_are_refused_at_their_stage() -> None:
+    from npkit.compiler.mbl import CompileError, compile_file
+
+    program = compile_file(REPO / "tests" / "mbl" / "programs" / "media_pos_router.mbl")
+    with pytest.raises(CompileError) as info:
+        compile_me(program, "media_pos_router", LM_WINDOW_ABI)
+    (d,) = info.value.diagnostics
+    assert d.kind == "unsupported" and "buffer operations" in d.message
+    assert d.location.file.endswith("media_rx.mbl")
