@@ -221,6 +221,7 @@ def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PL
     data path instead (docs/datapath.md; npkit.link.pool: the entry recompiled with the
     window in local memory, N MEs per port receive, forward and transmit)."""
     if pool_mes_per_port is not None:
+        served_ports(program, build.entry, as_platform(platform))   # declarations, at MBL
         from npkit.compiler.me import compile_me
         from npkit.compiler.me.abi import LM_WINDOW_ABI
 

@@ -37,7 +37,6 @@ from npkit.compiler.me.abi import LM_WINDOW_ABI, META_DRAM_ADDR, Mapping, MEAssi
 from npkit.compiler.uc import assemble_file
 
 from .errors import LinkError
-from .linker import _source_of, _stages, served_ports
 from .manifest import ImageSpec, Manifest
 from .plan import BAD_PORT, NO_VERDICT, memory_map, plan_runtime, sram_channel_bytes
 from .platform import DEFAULT_PLATFORM, Platform, as_platform
@@ -57,6 +56,35 @@ def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int) -> dict[str
     tok = drop_cnt_base + 4 * drop_counters
     claim = tok + 8 * ports
     return {"TOK_BASE": tok, "CLAIM_BASE": claim, "POOL_SCRATCH_END": claim + 4 * ports}
+
+
+def _served(program: Program, entry: str, platform: Platform) -> tuple[str, ...]:
+    """The port kinds the entry is linked for: the platform's, or the first b + 1 of them
+    for a pipeline that declares `ports 0..b` (link() reports bad declarations at their MBL
+    location; link_pool, which link() calls for the pool option after that check, only
+    refuses them).  Here rather than linker.served_ports: npkit.link may not import in a
+    cycle, and linker imports this module."""
+    pipeline = program.pipelines.get(entry)
+    if pipeline is None or pipeline.ports is None:
+        return platform.ports
+    first, last = pipeline.ports
+    if first != 0 or last >= len(platform.ports):
+        raise LinkError(f"pipeline {entry} declares ports {first}..{last}: platform "
+                        f"{platform.name} has ports 0..{len(platform.ports) - 1}")
+    return platform.ports[:last + 1]
+
+
+def _source_of(program: Program, entry: str) -> str:
+    decl = program.pipelines.get(entry) or program.blocks.get(entry)
+    if decl is None:
+        return ""
+    path = Path(decl.span.file)
+    return str(path.resolve()) if path.is_file() else str(path)
+
+
+def _stages(program: Program, entry: str) -> tuple[str, ...]:
+    edges = program.pipeline_edges.get(entry)
+    return tuple(edges) if edges else (entry,)
 
 
 def _receive_stage(program: Program, entry: str) -> bool:
@@ -85,7 +113,7 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
     if "$$" in body.uc or body.window_bytes > LM_WINDOW_ABI.window_max_bytes:
         raise LinkError(f"{build.entry}: the pool mapping needs a body compiled with "
                         "LM_WINDOW_ABI (the header window in local memory)")
-    kinds = served_ports(program, build.entry, platform)
+    kinds = _served(program, build.entry, platform)
     ports = len(kinds)
     receiving = ports if rx_ports is None else rx_ports
     if not 1 <= receiving <= ports:
