@@ -116,3 +116,19 @@ def test_route_updates_land_on_both_chips_while_they_forward(dual) -> None:
     # the same frames forwarded as without updates (the updates touch no exercised route)
     plain = device.run(trials.at(20))
     assert [r.data for r in plain.received] == [r.data for r in result.received]
+
+
+def test_a_pickled_device_runs_the_same_images(dual) -> None:
+    """What a dask worker gets: the configuration and every chip's linked images."""
+    import pickle
+
+    device, config = dual
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    trials = npf.make_trials(device, config, "ipv4", label, sizes)
+    here = device.run(trials.at(50))
+    there = pickle.loads(pickle.dumps(device))
+    assert there.describe() == device.describe()
+    again = there.run(npf.make_trials(there, config, "ipv4", label, sizes).at(50))
+    assert [(r.port, r.time_ps, r.data) for r in again.received] == \
+        [(r.port, r.time_ps, r.data) for r in here.received]
+    assert again.counters == here.counters
