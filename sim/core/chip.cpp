@@ -167,8 +167,7 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
   if (std::find(loaded_.begin(), loaded_.end(), &m) == loaded_.end()) {
     loaded_.push_back(&m);
     std::sort(loaded_.begin(), loaded_.end(), [](const ME* x, const ME* y) { return x->index < y->index; });
-    run_key_.assign(loaded_.size(), UINT64_MAX);
-    runnable_ = 0;
+    runq_.reset(loaded_.size());
     for (size_t k = 0; k < loaded_.size(); ++k) loaded_pos_[loaded_[k]->index] = static_cast<int>(k);
   }
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
@@ -678,19 +677,10 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     uint64_t t_ev = next_event_time();
     uint64_t t_md = media_->next_event();
     uint64_t t_ext = std::min(t_ev, t_md);
-    // the runnable ME with the smallest local time, the lowest index on a tie: the
-    // runnable ones in ascending position (an ME that cannot run has key UINT64_MAX and
-    // never won the scan over all keys either)
-    uint64_t t_me = UINT64_MAX;
-    size_t best_pos = 0;
-    for (uint64_t bits = runnable_; bits; bits &= bits - 1) {  // branch-free min
-      const size_t k = static_cast<size_t>(__builtin_ctzll(bits));
-      const uint64_t key = run_key_[k];
-      const bool smaller = key < t_me;
-      t_me = smaller ? key : t_me;
-      best_pos = smaller ? k : best_pos;
-    }
-    ME* best = t_me == UINT64_MAX ? nullptr : loaded_[best_pos];
+    // the runnable ME with the smallest local time, the lowest index on a tie
+    const uint64_t top = runq_.top();
+    const uint64_t t_me = top == RunQueue::kNone ? UINT64_MAX : RunQueue::time_of(top);
+    ME* best = top == RunQueue::kNone ? nullptr : loaded_[RunQueue::pos_of(top)];
 
     if (t_ext != UINT64_MAX && t_ext <= t_me) {  // an event comes first
       if (t_ext >= limit) { now_ = limit; result = "cycles"; break; }
