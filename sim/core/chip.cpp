@@ -410,6 +410,10 @@ void Chip::note_media_registration(int me_index, int ci, uint32_t value) {
 }
 
 // ------------------------------------------------------------------ events and signals
+// The latest event time (and ME time at a run's start) accepted: half the run queue's key
+// range, so that bursts after it stay far inside the range (docs/sim-core.md).
+constexpr uint64_t kLatestEvent = RunQueue::kMaxTime / 2;
+
 void Chip::post(const Event& ev) {
   uint32_t slot;
   if (event_free_.empty()) {
@@ -430,6 +434,7 @@ void Chip::post(const Event& ev) {
   e.nwords = ev.nwords;
   e.counts = ev.counts;
   std::copy(ev.words.begin(), ev.words.begin() + ev.nwords, e.words.begin());
+  if (ev.time > kLatestEvent) [[unlikely]] fault("time_limit", "an event beyond 2^57 cycles");
   shorten_burst(ev.time);
   events_.push(ev.time, seq_++, slot);
 }
@@ -559,52 +564,58 @@ void Chip::run_me(ME& m) {
     retired_ += done;
   };
   try {
-    while (m.time < burst_stop_) {
+    bool stalled = false;
+    while (!stalled && m.time < burst_stop_) {
       if (m.cur < 0 && !pick_context(m)) break;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
-      pc = c.pc;
-      const Insn& in = m.code[pc];
-      c.pc = pc + 1;
-      Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
-      if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
-        c.pc = pc;
-        m.fifo_stalled = true;
-        break;
-      }
-      m.time += 1;
-      done++;
-      c.instructions++;
-      if (c.defer_left) {
-        if (o != Outcome::Next)
-          fault("illegal_instruction", "a taken branch or context swap in a defer slot");
-        if (--c.defer_left == 0) {
-          if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
-          else step_swap(m, c, ci, c.swap_mode);
-          c.deferred = Deferred::None;
+      // this context runs until it swaps out, stalls, or the burst ends (handlers may
+      // shorten burst_stop_)
+      do {
+        pc = c.pc;
+        const Insn& in = m.code[pc];
+        c.pc = pc + 1;
+        Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
+        if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
+          c.pc = pc;
+          m.fifo_stalled = true;
+          stalled = true;
+          break;
         }
-        continue;
-      }
-      if (o == Outcome::Taken) {
-        if (in.defer == 0) {
-          c.pc = c.defer_target;
-          m.time += cfg_.branch_taken_penalty;
-          m.stalled += cfg_.branch_taken_penalty;
-        } else {
-          uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
-          m.time += pen;
-          m.stalled += pen;
-          c.defer_left = in.defer;
-          c.deferred = Deferred::Branch;
+        m.time += 1;
+        done++;
+        c.instructions++;
+        if (c.defer_left) {
+          if (o != Outcome::Next)
+            fault("illegal_instruction", "a taken branch or context swap in a defer slot");
+          if (--c.defer_left == 0) {
+            if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
+            else step_swap(m, c, ci, c.swap_mode);
+            c.deferred = Deferred::None;
+          }
+          continue;
         }
-      } else if (o == Outcome::Swap) {
-        if (in.defer == 0) {
-          step_swap(m, c, ci, c.swap_mode);
-        } else {
-          c.defer_left = in.defer;
-          c.deferred = Deferred::Swap;
+        if (o == Outcome::Taken) {
+          if (in.defer == 0) {
+            c.pc = c.defer_target;
+            m.time += cfg_.branch_taken_penalty;
+            m.stalled += cfg_.branch_taken_penalty;
+          } else {
+            uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
+            m.time += pen;
+            m.stalled += pen;
+            c.defer_left = in.defer;
+            c.deferred = Deferred::Branch;
+          }
+        } else if (o == Outcome::Swap) {
+          if (in.defer == 0) {
+            step_swap(m, c, ci, c.swap_mode);
+          } else {
+            c.defer_left = in.defer;
+            c.deferred = Deferred::Swap;
+          }
         }
-      }
+      } while (m.cur >= 0 && m.time < burst_stop_);
     }
   } catch (const LocalFault& f) {
     flush();
@@ -664,7 +675,10 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
   std::string result;
   // last_progress_* carry over from the previous run: where a run ends must not change
   // when a deadlock is found (a sliced run would otherwise restart the clock every slice)
-  for (const ME* m : loaded_) refresh_key(*m);  // the host may have changed MEs between runs
+  for (const ME* m : loaded_) {  // the host may have changed MEs between runs
+    if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
+    refresh_key(*m);
+  }
   for (;;) {
     if (cut_me_ >= 0) {  // the previous run's limit cut a burst: it is the next step
       ME& m = mes_[cut_me_];

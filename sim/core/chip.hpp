@@ -449,12 +449,13 @@ class Chip : public MediaHost {
   // run() refreshes all on entry.  The run queue keeps their minimum.
   RunQueue runq_;
   std::vector<int> loaded_pos_;  // per ME index: position in loaded_, -1 when not loaded
+  // An ME's time only jumps to an event's time (checked by post and by run on entry against
+  // RunQueue::kMaxTime); between events it moves by bursts, which cannot get from there past
+  // the key width in any feasible run.
   void refresh_key(const ME& m) {
     int p = loaded_pos_[m.index];
     if (p >= 0) {
       const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
-      if (m.time > RunQueue::kMaxTime) [[unlikely]]
-        fault("time_limit", "simulated time beyond 2^58 cycles");
       runq_.set(static_cast<size_t>(p), can ? RunQueue::pack(m.time, p) : RunQueue::kNone);
     }
   }
