@@ -17,7 +17,7 @@ import pytest
 
 from npkit.bench import router4_load as r4l
 from npkit.sim.chip import Chip
-from npkit.sim.packets import ListSink
+from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 FRAMES = 600  # per port (about 56,000 cycles of traffic at line rate)
 N_CYCLES = 20_001  # odd: the snapshot falls inside a burst and between memory events
@@ -154,7 +154,6 @@ def test_a_snapshot_goes_back_only_into_its_chip(chip_and_snapshot: Any) -> None
 def test_restore_detaches_sources() -> None:
     chip = loaded_router()
     snap = chip.snapshot()
-    from npkit.sim.packets import ListSource, RxFrame
     chip.attach_source(0, ListSource([RxFrame(bytes(60))]))
     assert chip.frames_fed == {0: 0}
     chip.restore(snap)
