@@ -122,6 +122,14 @@ def test_memory_words_restored_and_views_stay_valid(chip_and_snapshot: Any) -> N
     assert np.array_equal(chip.sram(r4l.TABLE_CHANNEL), before)
 
 
+def test_the_snapshot_says_when_and_how_big(chip_and_snapshot: Any) -> None:
+    _, snap, at_snapshot, _ = chip_and_snapshot
+    assert snap.cycle == at_snapshot["now"] == N_CYCLES
+    assert snap.tx_total == sum(snap_port for _, snap_port in snap.tx_per_port)
+    # the route table and the packet buffers, far less than the 288 MiB of SRAM and DRAM
+    assert 0 < snap.held_bytes < 64 << 20
+
+
 def test_one_snapshot_restores_many_times(chip_and_snapshot: Any) -> None:
     chip, snap, _, first = chip_and_snapshot
     for _ in range(3):
