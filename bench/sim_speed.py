@@ -2,7 +2,7 @@
 2 x OC-192 POS, both at 100 % line rate.
 
     python -m npkit.bench.sim_speed [--frames N] [--pos-frames N] [--repeat 5]
-        [--workload 64|mixed|pos|all]
+        [--workload 64|mixed|pos|all] [--clock wall|cpu]
 
 For the l2wire workloads the packaged l2wire example forwards N frames per port at 100 % of
 line rate on both ports (64-byte frames; and mixed 60..1514-byte frames).  The ``pos``
@@ -19,6 +19,10 @@ Python facade around it (feeding frames in, draining them out).  The median of
 * simulated cycles per host second, how much slower than the real chip that is, and the
   host time one simulated second of this load takes;
 * MIPS against Neptune's published 3.31 MIPS (FACTS.md section 3).
+
+``--clock cpu`` times with the process's CPU time (``time.process_time``) instead of the wall
+clock: on a host shared with other work the wall clock counts the time other processes had
+the core; CPU time does not (cache and memory contention remain).
 
 This is a benchmark, not a test: it asserts nothing.  Results and the machine they were
 measured on go to docs/performance.md.
@@ -83,19 +87,24 @@ class CountingSink:
         pass
 
 
+Clock = Callable[[], float]
+CLOCKS: dict[str, Clock] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
 class TimedCore:
     """Forwards to the C++ core and adds up the host time spent in its ``run``."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, clock: Clock = time.perf_counter) -> None:
         self._core = core
+        self._clock = clock
         self.seconds = 0.0
 
     def run(self, *args: Any) -> Any:
-        start = time.perf_counter()
+        start = self._clock()
         try:
             return self._core.run(*args)
         finally:
-            self.seconds += time.perf_counter() - start
+            self.seconds += self._clock() - start
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -115,10 +124,10 @@ def manifest_path() -> Path:
     return Path(str(resources.files("npkit.examples") / "l2wire" / "l2wire.toml"))
 
 
-def run_once(frames: dict[int, list[bytes]]) -> Sample:
+def run_once(frames: dict[int, list[bytes]], clock: Clock = time.perf_counter) -> Sample:
     loaded = load_manifest(manifest_path())
     chip = loaded.chip
-    timed = TimedCore(chip._core)
+    timed = TimedCore(chip._core, clock)
     chip._core = timed  # the facade calls self._core.run: time the core part
     for port, items in frames.items():
         chip.attach_source(port, ListSource([RxFrame(f) for f in items]))
@@ -127,11 +136,11 @@ def run_once(frames: dict[int, list[bytes]]) -> Sample:
     wire = max(sum((len(f) + WIRE_OVERHEAD) * 8 / LINE_BPS for f in v) for v in frames.values())
     budget = int(wire * chip.config.clock_hz * 1.5) + 100_000
     i0, c0 = chip.instructions_retired, chip.now
-    start = time.perf_counter()
+    start = clock()
     # stop once the offered traffic is through: all frames out, or (with drops) nothing moved
     # for a few frame times -- the transmit threads poll their rings forever otherwise
     result = chip.run(packets=total, cycles=budget, until_idle=True, quiet_cycles=QUIET_CYCLES)
-    host = time.perf_counter() - start
+    host = clock() - start
     return Sample(host, timed.seconds, chip.instructions_retired - i0, chip.now - c0,
                   result.frames_out, total)
 
@@ -153,16 +162,16 @@ def pos_setup(frames_per_port: int) -> PosSetup:
     return PosSetup(linked, native, compiled_pos.pos_frames(routes, 2000, frames_per_port))
 
 
-def run_pos_once(setup: PosSetup) -> Sample:
+def run_pos_once(setup: PosSetup, clock: Clock = time.perf_counter) -> Sample:
     run = CompiledRun(setup.linked)
     run.load_memories(setup.native)  # the table copy is set-up, not simulation
     chip = run.chip
-    timed = TimedCore(chip._core)
+    timed = TimedCore(chip._core, clock)
     chip._core = timed
     i0, c0 = chip.instructions_retired, chip.now
-    start = time.perf_counter()
+    start = clock()
     result = run.run(setup.frames, load=1.0)
-    host = time.perf_counter() - start
+    host = clock() - start
     return Sample(host, timed.seconds, chip.instructions_retired - i0, chip.now - c0,
                   sum(len(v) for v in result.out.values()), result.offered)
 
@@ -204,10 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pos-frames", type=int, default=20_000,
                         help="frames per port for the pos workload")
     parser.add_argument("--workload", choices=["64", "mixed", "pos", "all"], default="all")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="host time: wall clock (default) or the process's CPU time")
     args = parser.parse_args(argv)
+    clock_fn = CLOCKS[args.clock]
     print(f"npkit simulator speed, 100 % line rate on both ports, median of {args.repeat}: "
           f"l2wire on 2 x 10GbE ({args.frames} frames per port), compiled POS router on "
-          f"2 x OC-192 POS ({args.pos_frames} frames per port)")
+          f"2 x OC-192 POS ({args.pos_frames} frames per port), {args.clock} clock")
     print(f"host: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, {platform.system()}")
     chosen = [*WORKLOADS, "pos"] if args.workload == "all" else [args.workload]
@@ -215,13 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     for key in chosen:
         if key == "pos":
             setup = pos_setup(args.pos_frames)
-            samples = [run_pos_once(setup) for _ in range(args.repeat)]
+            samples = [run_pos_once(setup, clock_fn) for _ in range(args.repeat)]
             report("compiled POS router, 40-byte IPv4 on 2 x OC-192 POS", samples,
                    chip_config_for(setup.linked).clock_hz)
             continue
         workload = WORKLOADS[key]
         frames = {p: workload.make(args.frames, p) for p in (0, 1)}
-        samples = [run_once(frames) for _ in range(args.repeat)]
+        samples = [run_once(frames, clock_fn) for _ in range(args.repeat)]
         report(workload.name, samples, clock)
     return 0
 

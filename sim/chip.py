@@ -44,8 +44,8 @@ class SimFault(NpkitError, RuntimeError):
     ``me`` is the ME index (0..15 on the IXP2800; the message shows the hardware number),
     ``ctx`` the context, ``pc`` the program counter,
     ``kind`` one of bad_address, illegal_instruction, control_store_overflow, ring_overflow,
-    deadlock, register_out_of_range, bad_command; ``source`` is ``file:line:col`` of the
-    microcode instruction when the image knows it.
+    deadlock, register_out_of_range, bad_command, time_limit, media; ``source`` is
+    ``file:line:col`` of the microcode instruction when the image knows it.
     """
 
     def __init__(self, kind: str, me: int | None, ctx: int | None, pc: int | None,

@@ -167,8 +167,7 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
   if (std::find(loaded_.begin(), loaded_.end(), &m) == loaded_.end()) {
     loaded_.push_back(&m);
     std::sort(loaded_.begin(), loaded_.end(), [](const ME* x, const ME* y) { return x->index < y->index; });
-    run_key_.assign(loaded_.size(), UINT64_MAX);
-    runnable_ = 0;
+    runq_.reset(loaded_.size());
     for (size_t k = 0; k < loaded_.size(); ++k) loaded_pos_[loaded_[k]->index] = static_cast<int>(k);
   }
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
@@ -411,6 +410,10 @@ void Chip::note_media_registration(int me_index, int ci, uint32_t value) {
 }
 
 // ------------------------------------------------------------------ events and signals
+// The latest event time (and ME time at a run's start) accepted: half the run queue's key
+// range, so that bursts after it stay far inside the range (docs/sim-core.md).
+constexpr uint64_t kLatestEvent = RunQueue::kMaxTime / 2;
+
 void Chip::post(const Event& ev) {
   uint32_t slot;
   if (event_free_.empty()) {
@@ -431,6 +434,7 @@ void Chip::post(const Event& ev) {
   e.nwords = ev.nwords;
   e.counts = ev.counts;
   std::copy(ev.words.begin(), ev.words.begin() + ev.nwords, e.words.begin());
+  if (ev.time > kLatestEvent) [[unlikely]] fault("time_limit", "an event beyond 2^57 cycles");
   shorten_burst(ev.time);
   events_.push(ev.time, seq_++, slot);
 }
@@ -560,52 +564,58 @@ void Chip::run_me(ME& m) {
     retired_ += done;
   };
   try {
-    while (m.time < burst_stop_) {
+    bool stalled = false;
+    while (!stalled && m.time < burst_stop_) {
       if (m.cur < 0 && !pick_context(m)) break;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
-      pc = c.pc;
-      const Insn& in = m.code[pc];
-      c.pc = pc + 1;
-      Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
-      if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
-        c.pc = pc;
-        m.fifo_stalled = true;
-        break;
-      }
-      m.time += 1;
-      done++;
-      c.instructions++;
-      if (c.defer_left) {
-        if (o != Outcome::Next)
-          fault("illegal_instruction", "a taken branch or context swap in a defer slot");
-        if (--c.defer_left == 0) {
-          if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
-          else step_swap(m, c, ci, c.swap_mode);
-          c.deferred = Deferred::None;
+      // this context runs until it swaps out, stalls, or the burst ends (handlers may
+      // shorten burst_stop_)
+      do {
+        pc = c.pc;
+        const Insn& in = m.code[pc];
+        c.pc = pc + 1;
+        Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
+        if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
+          c.pc = pc;
+          m.fifo_stalled = true;
+          stalled = true;
+          break;
         }
-        continue;
-      }
-      if (o == Outcome::Taken) {
-        if (in.defer == 0) {
-          c.pc = c.defer_target;
-          m.time += cfg_.branch_taken_penalty;
-          m.stalled += cfg_.branch_taken_penalty;
-        } else {
-          uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
-          m.time += pen;
-          m.stalled += pen;
-          c.defer_left = in.defer;
-          c.deferred = Deferred::Branch;
+        m.time += 1;
+        done++;
+        c.instructions++;
+        if (c.defer_left) {
+          if (o != Outcome::Next)
+            fault("illegal_instruction", "a taken branch or context swap in a defer slot");
+          if (--c.defer_left == 0) {
+            if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
+            else step_swap(m, c, ci, c.swap_mode);
+            c.deferred = Deferred::None;
+          }
+          continue;
         }
-      } else if (o == Outcome::Swap) {
-        if (in.defer == 0) {
-          step_swap(m, c, ci, c.swap_mode);
-        } else {
-          c.defer_left = in.defer;
-          c.deferred = Deferred::Swap;
+        if (o == Outcome::Taken) {
+          if (in.defer == 0) {
+            c.pc = c.defer_target;
+            m.time += cfg_.branch_taken_penalty;
+            m.stalled += cfg_.branch_taken_penalty;
+          } else {
+            uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
+            m.time += pen;
+            m.stalled += pen;
+            c.defer_left = in.defer;
+            c.deferred = Deferred::Branch;
+          }
+        } else if (o == Outcome::Swap) {
+          if (in.defer == 0) {
+            step_swap(m, c, ci, c.swap_mode);
+          } else {
+            c.defer_left = in.defer;
+            c.deferred = Deferred::Swap;
+          }
         }
-      }
+      } while (m.cur >= 0 && m.time < burst_stop_);
     }
   } catch (const LocalFault& f) {
     flush();
@@ -665,7 +675,10 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
   std::string result;
   // last_progress_* carry over from the previous run: where a run ends must not change
   // when a deadlock is found (a sliced run would otherwise restart the clock every slice)
-  for (const ME* m : loaded_) refresh_key(*m);  // the host may have changed MEs between runs
+  for (const ME* m : loaded_) {  // the host may have changed MEs between runs
+    if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
+    refresh_key(*m);
+  }
   for (;;) {
     if (cut_me_ >= 0) {  // the previous run's limit cut a burst: it is the next step
       ME& m = mes_[cut_me_];
@@ -678,19 +691,10 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     uint64_t t_ev = next_event_time();
     uint64_t t_md = media_->next_event();
     uint64_t t_ext = std::min(t_ev, t_md);
-    // the runnable ME with the smallest local time, the lowest index on a tie: the
-    // runnable ones in ascending position (an ME that cannot run has key UINT64_MAX and
-    // never won the scan over all keys either)
-    uint64_t t_me = UINT64_MAX;
-    size_t best_pos = 0;
-    for (uint64_t bits = runnable_; bits; bits &= bits - 1) {  // branch-free min
-      const size_t k = static_cast<size_t>(__builtin_ctzll(bits));
-      const uint64_t key = run_key_[k];
-      const bool smaller = key < t_me;
-      t_me = smaller ? key : t_me;
-      best_pos = smaller ? k : best_pos;
-    }
-    ME* best = t_me == UINT64_MAX ? nullptr : loaded_[best_pos];
+    // the runnable ME with the smallest local time, the lowest index on a tie
+    const uint64_t top = runq_.top();
+    const uint64_t t_me = top == RunQueue::kNone ? UINT64_MAX : RunQueue::time_of(top);
+    ME* best = top == RunQueue::kNone ? nullptr : loaded_[RunQueue::pos_of(top)];
 
     if (t_ext != UINT64_MAX && t_ext <= t_me) {  // an event comes first
       if (t_ext >= limit) { now_ = limit; result = "cycles"; break; }

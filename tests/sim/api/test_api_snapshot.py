@@ -17,7 +17,7 @@ import pytest
 
 from npkit.bench import router4_load as r4l
 from npkit.sim.chip import Chip
-from npkit.sim.packets import ListSink
+from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 FRAMES = 600  # per port (about 56,000 cycles of traffic at line rate)
 N_CYCLES = 20_001  # odd: the snapshot falls inside a burst and between memory events
@@ -122,6 +122,14 @@ def test_memory_words_restored_and_views_stay_valid(chip_and_snapshot: Any) -> N
     assert np.array_equal(chip.sram(r4l.TABLE_CHANNEL), before)
 
 
+def test_the_snapshot_says_when_and_how_big(chip_and_snapshot: Any) -> None:
+    _, snap, at_snapshot, _ = chip_and_snapshot
+    assert snap.cycle == at_snapshot["now"] == N_CYCLES
+    assert snap.tx_total == sum(snap_port for _, snap_port in snap.tx_per_port)
+    # the route table and the packet buffers, far less than the 288 MiB of SRAM and DRAM
+    assert 0 < snap.held_bytes < 64 << 20
+
+
 def test_one_snapshot_restores_many_times(chip_and_snapshot: Any) -> None:
     chip, snap, _, first = chip_and_snapshot
     for _ in range(3):
@@ -154,7 +162,6 @@ def test_a_snapshot_goes_back_only_into_its_chip(chip_and_snapshot: Any) -> None
 def test_restore_detaches_sources() -> None:
     chip = loaded_router()
     snap = chip.snapshot()
-    from npkit.sim.packets import ListSource, RxFrame
     chip.attach_source(0, ListSource([RxFrame(bytes(60))]))
     assert chip.frames_fed == {0: 0}
     chip.restore(snap)
