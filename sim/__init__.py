@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> the submodule that defines it
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("Chip", "LoadError", "Progress", "RunResult", "SimFault"), "chip"),
+    **dict.fromkeys(("Chip", "ChipSnapshot", "LoadError", "Progress", "RunResult", "SimFault"),
+                    "chip"),
     **dict.fromkeys(("ChipConfig", "ConfigError", "Port"), "config"),
     **dict.fromkeys(("Generator", "ListSink", "ListSource", "PacketFileError", "PcapSink",
                      "PcapSource", "RxFrame", "TxFrame", "parse_tag", "read_packets"), "packets"),
@@ -26,9 +27,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "Chip", "ChipConfig", "ConfigError", "Generator", "ListSink", "ListSource", "LoadError",
-    "PacketFileError", "PcapSink", "PcapSource", "Port", "Progress", "RunResult", "RxFrame",
-    "SimFault", "Span", "TxFrame", "parse_tag", "read_packets", "trace_events", "write_trace",
+    "Chip", "ChipConfig", "ChipSnapshot", "ConfigError", "Generator", "ListSink", "ListSource",
+    "LoadError", "PacketFileError", "PcapSink", "PcapSource", "Port", "Progress", "RunResult",
+    "RxFrame", "SimFault", "Span", "TxFrame", "parse_tag", "read_packets", "trace_events",
+    "write_trace",
 ]
 
 
@@ -44,7 +46,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names for type checkers (and for import-linter's graph)
-    from .chip import Chip, LoadError, Progress, RunResult, SimFault
+    from .chip import Chip, ChipSnapshot, LoadError, Progress, RunResult, SimFault
     from .config import ChipConfig, ConfigError, Port
     from .packets import (
         Generator,
