@@ -205,8 +205,8 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
 @click.option("--system", "system", default="dual-ixp2800-npf", show_default=True,
               help="simulated system: a sim/systems name or a system TOML "
                    "(single-ixp2800: both ports on one chip)")
-@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="host threads for the chips of a system (same results as 1)")
+@click.option("--threads", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="host threads for the chips of a system (the same results as 1)")
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
         workers: int, system: str, threads: int) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
