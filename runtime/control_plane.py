@@ -26,7 +26,15 @@ import numpy as np
 
 from npkit.runtime.exception_path import NOT_IP, Emit, Exc, ExceptionHandler
 from npkit.runtime.icmp import IcmpRateLimiter
-from npkit.runtime.neighbours import LocalAddresses, Neighbours, NextHopTable, Ports, Writer
+from npkit.runtime.neighbours import (
+    IPAddress,
+    LocalAddresses,
+    Neighbours,
+    NextHopTable,
+    Ports,
+    Writer,
+)
+from npkit.runtime.resolver import NudParameters, Resolver
 from npkit.runtime.route_manager import RouteManager, RouteUpdate
 from npkit.runtime.router_config import RouterConfig
 
@@ -77,11 +85,14 @@ class ControlPlane:
     one router program.  `regions(name)` gives a memory's words (or None when the program
     lacks it); `writer` (optional) receives every next-hop / own-address word write in
     order, for a target that replays them in simulated time; `log_routes` makes the route
-    manager keep its write log (the chip target replays it)."""
+    manager keep its write log (the chip target replays it).  `resolve` runs ARP / ND
+    (runtime/resolver.py) for neighbours the config does not give; `tick(now_ns)` fires its
+    timers."""
 
     def __init__(self, regions: Regions, ports: int, *, writer: Writer | None = None,
                  log_routes: bool = False, limiter: IcmpRateLimiter | None = None,
-                 trie_regions: Regions | None = None) -> None:
+                 trie_regions: Regions | None = None, resolve: bool = True,
+                 nud: NudParameters | None = None) -> None:
         nexthop_words = regions(NextHopTable.MEMORY)
         if nexthop_words is None:
             raise ValueError("the program has no nexthops memory "
@@ -93,11 +104,58 @@ class ControlPlane:
         self.ports = Ports(count=ports)
         self.neighbours = Neighbours(self.ports, self.nexthops)
         self.limiter = limiter if limiter is not None else IcmpRateLimiter.of()
+        self.resolver = Resolver(self.ports, self.neighbours, install=self._install_host,
+                                 uninstall=self._uninstall_host,
+                                 unreachable=self._unreachable,
+                                 parameters=nud) if resolve else None
+        self._host_routes: dict[tuple[int, IPAddress], tuple[int, bool]] = {}
         self.exceptions = self._handler()
 
     def _handler(self) -> ExceptionHandler:
-        return ExceptionHandler(list(self.ports), self.nexthops.get, self.routes.lookup,
-                                self.limiter)
+        resolver = self.resolver
+        if resolver is None:
+            return ExceptionHandler(list(self.ports), self.nexthops.get, self.routes.lookup,
+                                    self.limiter)
+        handler = ExceptionHandler(
+            list(self.ports), self.nexthops.get, self.routes.lookup, self.limiter,
+            on_not_ip=lambda frame, port: resolver.on_arp(frame, port, handler.now_ns),
+            on_neighbour_discovery=lambda frame, port: resolver.on_nd(frame, port,
+                                                                      handler.now_ns),
+            on_unresolved=resolver.resolve)
+        return handler
+
+    # ---- neighbour resolution ----
+    def tick(self, now_ns: int) -> list[Emit]:
+        """Fire the resolver's timers due at `now_ns` (retransmissions, failures with their
+        ICMP errors, ageing); the frames to send."""
+        return [] if self.resolver is None else self.resolver.tick(now_ns)
+
+    def _unreachable(self, frame: bytes, in_port: int, now_ns: int) -> list[Emit]:
+        return self.exceptions.neighbour_unreachable(frame, in_port, now_ns)
+
+    def _install_host(self, port: int, ip: IPAddress) -> None:
+        """A learnt neighbour got its MAC: a host route to it, so the data plane forwards
+        to it from now on (a link-local one is never a forwarding destination)."""
+        if ip.is_link_local or (port, ip) in self._host_routes:
+            return
+        current = self.routes.lookup(ip.version, int(ip))
+        if current is None or not self.neighbours.is_glean(current):
+            return        # reached through a gateway or a route of its own: leave it be
+        shared = bool(self.neighbours.users(port, ip))
+        index = self.neighbours.next_hop_for(port, ip)
+        self.routes.add(ip.version, int(ip), ip.max_prefixlen, index)
+        self._host_routes[(port, ip)] = (index, shared)
+
+    def _uninstall_host(self, port: int, ip: IPAddress) -> None:
+        """A learnt neighbour is gone: its host route and (unless a route names it as a
+        gateway) its next hop go; the glean route covers the host again."""
+        entry = self._host_routes.pop((port, ip), None)
+        if entry is None:
+            return
+        index, shared = entry
+        self.routes.delete(ip.version, int(ip), ip.max_prefixlen)
+        if not shared and self.neighbours.users(port, ip) == [index]:
+            self.neighbours.release(index)
 
     # ---- configuration ----
     def configure(self, config: RouterConfig) -> int:
@@ -166,9 +224,9 @@ class NativeRouter:
     def forward(self, frames: Sequence[bytes], in_ports: Sequence[int] | int = 0,
                 now_ns: int = 0) -> Forwarded:
         ports = [in_ports] * len(frames) if isinstance(in_ports, int) else list(in_ports)
+        emits: list[Emit] = self.control.tick(now_ns)
         verdicts = self.native.run(list(frames), ports)
         out: dict[int, list[bytes]] = {}
-        emits: list[Emit] = []
         for frame, port, verdict in zip(frames, ports, verdicts, strict=True):
             counters = self.counters.port(port)
             counters.rx += 1
@@ -189,3 +247,9 @@ class NativeRouter:
             counters.tx += 1
             counters.injected += 1
         return Forwarded(out, verdicts)
+
+    def advance(self, now_ns: int) -> dict[int, list[bytes]]:
+        """Let the control plane's clock reach `now_ns` without traffic: the frames its
+        timers send (solicitations, ICMP errors for packets whose neighbour never
+        answered)."""
+        return self.forward([], [], now_ns).out

@@ -517,8 +517,12 @@ class Neighbours:
         self._users: dict[tuple[int, IPAddress], set[int]] = {}
         self._gleans: dict[int, int] = {}  # port -> its glean next hop
 
-    def _record(self, port: int, gateway: IPAddress) -> NextHop:
+    def _record(self, port: int, gateway: IPAddress, unresolved_ok: bool = False) -> NextHop:
         neighbour = self._cache.get((port, gateway))
+        if neighbour is None and unresolved_ok:
+            # the data plane hands its packets to the slow path, which resolves `gateway`
+            record = glean_record(port, self.ports.get(port).mac)
+            return NextHop(record.dmac, record.smac, port, record.mtu, gateway=gateway)
         if neighbour is None:
             raise NeighbourError(f"no neighbour {gateway} on port {port}: add its MAC first "
                                  "(the data plane does not resolve addresses)")
@@ -546,6 +550,20 @@ class Neighbours:
             self.nexthops.set(index, self._record(port, a))
         return users
 
+    def forget(self, port: int, ip: str | IPAddress) -> list[int]:
+        """Drop a learnt neighbour whose next hops may stay: each is rewritten as an
+        unresolved record (glean_record with its gateway), so the data plane hands its
+        packets to the slow path, which resolves the gateway again.  Returns those
+        next hops."""
+        key = (port, _address(ip))
+        if key not in self._cache:
+            raise NeighbourError(f"no neighbour {key[1]} on port {port}")
+        del self._cache[key]
+        users = sorted(self._users.get(key, ()))
+        for index in users:
+            self.nexthops.set(index, self._record(port, key[1], unresolved_ok=True))
+        return users
+
     def get(self, port: int, ip: str | IPAddress) -> Neighbour | None:
         return self._cache.get((port, _address(ip)))
 
@@ -563,14 +581,16 @@ class Neighbours:
                                  f"{used}: move their routes and release them first")
         del self._cache[key]
 
-    def next_hop_for(self, port: int, gateway: str | IPAddress) -> int:
+    def next_hop_for(self, port: int, gateway: str | IPAddress,
+                     unresolved_ok: bool = False) -> int:
         """The index of a next hop through `gateway` on `port`, created (first free index)
-        when there is none yet."""
+        when there is none yet.  With `unresolved_ok` a gateway without a MAC yet gets an
+        unresolved record (the resolver fills it in); otherwise that is an error."""
         key = (port, _address(gateway))
         users = self._users.get(key)
         if users:
             return min(users)
-        record = self._record(*key)
+        record = self._record(*key, unresolved_ok=unresolved_ok)
         index = self.nexthops.allocate()
         self.nexthops.set(index, record)
         self._users.setdefault(key, set()).add(index)
@@ -618,7 +638,8 @@ class Neighbours:
         are checked before anything is written)."""
         self.ports.validate(p)
         records = [(index, NextHop(dmac=self._cache[key].mac, smac=p.mac, port=p.port,
-                                   mtu=p.mtu, gateway=key[1]))
+                                   mtu=p.mtu, gateway=key[1]) if key in self._cache else
+                    NextHop(0, p.mac, p.port, GLEAN_MTU, gateway=key[1]))
                    for key, users in self._users.items() if key[0] == p.port
                    for index in sorted(users)]
         if p.port in self._gleans:
