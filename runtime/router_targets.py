@@ -219,6 +219,22 @@ def run_chip(router: Any, frames: Sequence[TimedFrame], changes: Sequence[Any] =
     return result
 
 
+def buffer_leaks(router: Any) -> list[Any]:
+    """The chip's freelists that do not hold their buffers after a run (LeakReports).
+    Freelists sharing a Q-array queue are counted together: on the 4-port platform the
+    XScale's buffers are on the same queue as receive port 3's (sram3 queue 1)."""
+    from npkit.runtime.loader import LeakReport
+
+    initial: dict[tuple[int, int], int] = {}
+    for spec in router.loaded.freelists:
+        key = (spec.channel, spec.queue)
+        initial[key] = initial.get(key, 0) + spec.count
+    reports = [LeakReport(channel, queue, count,
+                          int(router.chip.queue_state(channel, queue)["count"]))
+               for (channel, queue), count in initial.items()]
+    return [r for r in reports if not r.ok]
+
+
 def write_outputs(result: RouterResult, files: dict[int, Path]) -> None:
     """Each `--out` port's frames to its pcap (a port that sent nothing: an empty pcap)."""
     for port, path in files.items():

@@ -142,8 +142,9 @@ def config_with(old: str, new: str, tmp_path: Path) -> Path:
 ])
 def test_router_check_and_run_refuse_the_same_configs(tmp_path, old, new, message):
     path = config_with(old, new, tmp_path)
-    check = fails("router", "check", str(path), naming=message)
-    run = fails("router", "run", "--config", str(path), "--count", "5", naming=message)
+    check = fails("router", "check", str(path), "--program", "router4", naming=message)
+    run = fails("router", "run", "--program", "router4", "--config", str(path), "--count", "5",
+               naming=message)
     line = check.split("Error: ", 1)[1].strip()
     assert line.startswith(f"{path}:") and line in run, (check, run)
     assert f"{path}: {path}" not in run  # the file named once
@@ -166,15 +167,15 @@ def many_updates(tmp_path: Path, count: int = 200) -> Path:
 
 
 def test_updates_1us_apart_are_all_applied(tmp_path):
-    code, out = invoke("router", "run", "--updates", str(many_updates(tmp_path)),
-                       "--count", "20")
+    code, out = invoke("router", "run", "--program", "router4", "--updates",
+                       str(many_updates(tmp_path)), "--count", "20")
     assert code == 0, out
     assert "200 route changes applied" in out and "not applied" not in out, out
 
 
 def test_updates_a_short_run_cuts_off_are_reported(tmp_path):
-    code, out = invoke("router", "run", "--updates", str(many_updates(tmp_path)),
-                       "--count", "20", "--cycles", "300000")
+    code, out = invoke("router", "run", "--program", "router4", "--updates",
+                       str(many_updates(tmp_path)), "--count", "20", "--cycles", "300000")
     assert code == 0, out
     assert "of 200 route changes were not applied" in " ".join(out.split()), out
 

@@ -1,5 +1,6 @@
-"""`npkit router check` and `npkit router run`: the router4 microcode with its control
-plane, driven from the command line; output pcaps checked with scapy."""
+"""`npkit router check` and `npkit router run --program router4`: the router4 microcode (the
+baseline) with its control plane, driven from the command line; output pcaps checked with
+scapy.  The MBL router on both targets: test_cli_router_targets.py."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
 
+from npkit.cli.router import CONFIGS
+
+ROUTER4_CONFIG = CONFIGS["router4"]
+RUN4 = ("router", "run", "--program", "router4")
+
 
 def test_check_lists_the_ports():
-    code, out = invoke("router", "check")
+    code, out = invoke("router", "check", "--program", "router4", str(ROUTER4_CONFIG))
     assert code == 0, out
     assert "198.51.100.1/24" in out and "is ok" in out
 
@@ -21,7 +27,7 @@ def test_run_answers_exceptions_and_applies_updates(tmp_path):
                        "5 add 10.1.0.0/16 via 198.51.100.2\n"
                        "20 delete 10.1.0.0/16\n")
     out0 = tmp_path / "out0.pcap"
-    code, out = invoke("router", "run", "--updates", str(updates), "--count", "200",
+    code, out = invoke(*RUN4, "--updates", str(updates), "--count", "200",
                         "--out", f"0={out0}")
     assert code == 0, out
     assert "2 route changes applied" in out
@@ -36,17 +42,17 @@ def test_run_answers_exceptions_and_applies_updates(tmp_path):
 def test_bad_update_lines_name_file_and_line(tmp_path):
     updates = tmp_path / "updates.txt"
     updates.write_text("5 add 10.1.0.0/16 via 198.51.100.2\n7 replace 10.1.0.0/16\n")
-    code, out = invoke("router", "run", "--updates", str(updates))
+    code, out = invoke(*RUN4, "--updates", str(updates))
     assert code == 1 and f"{updates}:2: expected" in out
     updates.write_text("5 add 10.1.0.1/16 via 198.51.100.2\n")
-    code, out = invoke("router", "run", "--updates", str(updates))
+    code, out = invoke(*RUN4, "--updates", str(updates))
     assert code == 1 and f"{updates}:1:" in out and "host bits" in out
 
 
 def test_an_update_the_control_plane_refuses_is_reported(tmp_path):
     updates = tmp_path / "updates.txt"
     updates.write_text("5 delete 10.99.0.0/16\n")
-    code, out = invoke("router", "run", "--updates", str(updates), "--count", "50")
+    code, out = invoke(*RUN4, "--updates", str(updates), "--count", "50")
     assert code == 1 and "update line 1" in out and "Traceback" not in out
 
 
@@ -54,5 +60,5 @@ def test_generated_traffic_options_with_input_files_are_errors(tmp_path) -> None
     from scapy.all import UDP, wrpcap
 
     wrpcap(str(tmp_path / "in.pcap"), [Ether() / IP(dst="10.0.0.1") / UDP()])
-    code, out = invoke("router", "run", "--in", f"0={tmp_path / 'in.pcap'}", "--count", "5")
+    code, out = invoke(*RUN4, "--in", f"0={tmp_path / 'in.pcap'}", "--count", "5")
     assert code == 1 and "--count: only for the generated traffic" in out, out
