@@ -9,9 +9,10 @@ port runs link/dispatch/pool.uc around a body compiled with the window in local 
 The runtime layout (memory map, drop counters, the exception ring and the freelists that
 CompiledRun reads) is link.plan's, planned as for one forwarding ME per port; the pool's
 own scratch words (token wrap words, TBUF claim counters) follow the drop counters.
-A one-element frame longer than the 56-byte window takes a buffer of the input port's
-freelist for its tail (dram[rbuf_rd] in, dram[tbuf_wr] out); frames of several elements are
-counted under the media's rx_too_long counter (docs/datapath.md, "Not done yet").
+A frame longer than the 56-byte window takes a buffer of the input port's freelist for its
+bytes past the window (dram[rbuf_rd] in per RBUF element, dram[tbuf_wr] out); a frame of
+several elements is reassembled in it mpacket by mpacket, its header window read from its
+first element by the thread of its last (docs/datapath.md, "Mpackets").
 Exceptions reach the exception ring with their frame in a buffer, as with link()
 (CompiledRun.take_exceptions)."""
 
@@ -47,15 +48,22 @@ if TYPE_CHECKING:
 
 LINK_DIR = Path(__file__).resolve().parent
 POOL_FIRST_ME = 0
-TAIL_MAX_BYTES = 56 + 16 * 8     # pool.uc: the window, then dram[rbuf_rd] of 1..16 quadwords
+FRAME_WINDOW = 56                # pool.uc's header window ($0..$13)
+ELEMENT_MAX_BYTES = 16 * 8       # pool.uc: one dram[rbuf_rd] of 1..16 quadwords an element
 
 
-def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int) -> dict[str, int]:
+def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int,
+                 rbuf_elements: int) -> dict[str, int]:
     """The pool's scratch words after the drop counters: per input port two token wrap
-    words, per output port a TBUF claim counter."""
+    words, per output port a TBUF claim counter, per input port a reassembly word (SOP
+    element | next mpacket's index << 16), per RBUF element the buffer handle of the frame
+    whose first element it is (docs/datapath.md, "Mpackets")."""
     tok = drop_cnt_base + 4 * drop_counters
     claim = tok + 8 * ports
-    return {"TOK_BASE": tok, "CLAIM_BASE": claim, "POOL_SCRATCH_END": claim + 4 * ports}
+    rasm = claim + 4 * ports
+    handles = rasm + 4 * ports
+    return {"TOK_BASE": tok, "CLAIM_BASE": claim, "RASM_BASE": rasm, "HANDLE_BASE": handles,
+            "POOL_SCRATCH_END": handles + 4 * rbuf_elements}
 
 
 def _served(program: Program, entry: str, platform: Platform) -> tuple[str, ...]:
@@ -128,15 +136,17 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
     channel_bytes = sram_channel_bytes(placements, cfg)
     runtime = plan_runtime(program, ports, cfg, channel_bytes, 1, platform.descriptor_align,
                            rx_ports)
-    scratch = pool_scratch(runtime.drop_cnt_base, runtime.drop_counters, ports)
-    if scratch["POOL_SCRATCH_END"] > cfg.scratch_bytes:
-        raise LinkError("no scratch left for the pool's token and claim words")
     msf = cfg.raw["msf"]
     element_bytes = int(msf["element_bytes"])
+    scratch = pool_scratch(runtime.drop_cnt_base, runtime.drop_counters, ports,
+                           int(msf["rbuf_bytes"]) // element_bytes)
+    if scratch["POOL_SCRATCH_END"] > cfg.scratch_bytes:
+        raise LinkError("no scratch left for the pool's token, claim and reassembly words")
     part = int(msf["tbuf_bytes"]) // element_bytes // ports
-    if element_bytes > TAIL_MAX_BYTES:
-        raise LinkError(f"RBUF elements of {element_bytes} B: pool.uc moves at most "
-                        f"{TAIL_MAX_BYTES} B of a frame (the window and 16 quadwords)")
+    if not FRAME_WINDOW < element_bytes <= ELEMENT_MAX_BYTES:
+        raise LinkError(f"RBUF elements of {element_bytes} B: pool.uc needs more than the "
+                        f"{FRAME_WINDOW} B window and at most {ELEMENT_MAX_BYTES} B (one "
+                        "dram[rbuf_rd] of 16 quadwords an element)")
     if part & (part - 1) or element_bytes & (element_bytes - 1):
         raise LinkError(f"{part} TBUF elements of {element_bytes} B per port: pool.uc needs "
                         "powers of two")
@@ -145,10 +155,11 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
     defines = {
         "POOL_FIRST_ME": POOL_FIRST_ME, "POOL_MES": mes_per_port, "PORTS": ports,
         "DISPATCH_LM_BYTE": 4 * runtime.dispatch_lm_word,
-        "ELEMENT_SHIFT": element_bytes.bit_length() - 1, "TBUF_PART_ELEMENTS": part,
-        "TBUF_PART_SHIFT": part.bit_length() - 1,
+        "ELEMENT_SHIFT": element_bytes.bit_length() - 1, "ELEMENT_BYTES": element_bytes,
+        "TBUF_PART_ELEMENTS": part, "TBUF_PART_SHIFT": part.bit_length() - 1,
+        "TBUF_PART_BYTES": part * element_bytes,
         "DROP_CNT_BASE": runtime.drop_cnt_base, "DROP_REASON_MAX": reasons,
-        "BAD_PORT_INDEX": reasons + 1, "CNT_TOO_LONG": lay.cnt_rx_too_long,
+        "BAD_PORT_INDEX": reasons + 1,
         "CNT_RX_NO_BUFFER": lay.cnt_rx_no_buffer, "RX_FL_CHANNEL": lay.rx_fl_channel,
         "FREELIST_QUEUE": lay.freelist_queue, "BUF_SHIFT": lay.buf_shift,
         "BUF_DATA_OFFSET": lay.buf_data_offset,

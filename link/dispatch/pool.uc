@@ -12,8 +12,9 @@
 //             PORTS, ELEMENT_SHIFT, TBUF_PART_ELEMENTS / _SHIFT (a port's TBUF partition),
 //             scratch: TOK_BASE (two wrap words per input port), CLAIM_BASE (a claim
 //             counter per output port), DROP_CNT_BASE / DROP_REASON_MAX /
-//             BAD_PORT_INDEX (fwd.uc's drop counters), CNT_TOO_LONG / CNT_RX_NO_BUFFER
-//             (the media's, per port), the buffers' and exception ring's numbers
+//             BAD_PORT_INDEX (fwd.uc's drop counters), CNT_RX_NO_BUFFER (the media's, per
+//             port), RASM_BASE (a reassembly word per input port), HANDLE_BASE (a buffer
+//             handle word per RBUF element), ELEMENT_BYTES, TBUF_PART_BYTES, the buffers' and exception ring's numbers
 //             (router4.h's names: RX_FL_CHANNEL, FREELIST_QUEUE, K_DATA, BUF_SHIFT, ...),
 //             DISPATCH_LM_BYTE and the META_* / VERDICT_* numbers;
 //   body.uc   the compiled body (body_entry# ... br[body_exit#]).
@@ -30,12 +31,15 @@
 // TBUF space (TX_SEQUENCE) -> window copied local memory -> $0..$13 out -> msf[write]
 // (-> the tail DRAM -> TBUF, the buffer back) -> control word.  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
 // context-minor): SAME_ME_SIGNAL inside an ME, NEXT_NEIGHBOR_SIGNAL to the next ME, a
-// scratch wrap word from the last ME to the first.  Frames of several RBUF elements are not
-// handled yet (docs/datapath.md, "Not done yet"): counted once under CNT_TOO_LONG, every
-// element freed with an idle turn; with RX_STAGE (the pipeline's first stage is a receive
-// stage) the body runs once per element instead, with SOP/EOP in metadata word 11, and
-// its media.consume() takes an idle turn.  Metadata words 12 (the frame's DRAM address, when it
-// has a buffer) and 13 (its buffer) are the dispatch's.
+// scratch wrap word from the last ME to the first.  A frame of several RBUF elements
+// (mpackets) is reassembled in a buffer, one thread per mpacket, each taking both turns
+// (docs/datapath.md, "Mpackets"): the first keeps its element (the header window) and
+// stores bytes 56..; a later one stores its bytes at its offset and frees its element;
+// the last one reads the window from the first element and runs the body.  With RX_STAGE
+// (the pipeline's first stage is a receive stage) the body runs once per element instead,
+// with SOP/EOP in metadata word 11, and its media.consume() takes an idle turn.  Metadata
+// words 12 (the frame's DRAM address, when it has a buffer), 13 (its buffer), 14 (a
+// multi-element frame's SOP element) and 15 (its TBUF elements - 1) are the dispatch's.
 //
 // Registers: the body owns a0..a11, b0..b11, signals 1..10, $0..$13; the dispatch keeps
 // a12..a15, b12..b15 and signals 11..15.
@@ -43,10 +47,14 @@
 #include "pool.h"
 
 #define FRAME_MAX 56                    // $0..$13: the window
-#define VERDICT_TOO_LONG 7              // not verdicts of the body: this dispatch's own
+                                        // not verdicts of the body: this dispatch's own
 #define VERDICT_NO_BUFFER 6
 #define VERDICT_UNCOUNTED 15
 #define LM_HANDLE 13                    // metadata word: the frame's buffer (0: none)
+#define LM_SOP 14                       // metadata word: a multi-element frame's SOP element
+                                        // as RBUF_ELEMENT_DONE wants it (0: none), freed
+                                        // after the EOP thread's ALLOC turn
+#define LM_MORE 15                      // metadata word: TBUF elements the frame needs - 1
 
 #define SIG_STATUS 11
 #define SIG_TOK_REG 12
@@ -97,6 +105,8 @@ pos:
     alu[b0, b0, +, 1]
 pos_done:
     alu[*l$index1[META_IN_PORT], --, B, b0]
+    immed[*l$index1[LM_SOP], 0]               // set by a multi-element frame's EOP thread,
+    immed[*l$index1[LM_MORE], 0]              // cleared when it frees the SOP element
     alu[fl_csr, b0, +, MSF_RX_THREAD_FREELIST_BASE]
     alu_shf[t_a, --, B, b0, <<3]
     immed[tok_w, TOK_BASE]
@@ -142,6 +152,10 @@ rx_loop:
     alu[*l$index1[META_LEN], --, B, t_a]
     alu[t_a, t_b, AND, st1]
     alu_shf[a4, --, B, t_a, <<ELEMENT_SHIFT]  // the element's RBUF address
+#ifndef RX_STAGE
+    br_bclr[b4, 24, mp_later#]                // a later mpacket of a frame
+    br_bclr[b4, 25, mp_sop#]                  // the first of several
+#endif
     msf[read, $0, a4, 0, 14], sig_done[SIG_IO]
     load_addr[ret, reg_taken#]                // the REG turn while the window comes in
     br[take_reg#]
@@ -167,10 +181,6 @@ reg_passed:
     alu[*l$index0[13], --, B, $11]
     alu[*l$index0[14], --, B, $12]
     alu[*l$index0[15], --, B, $13]
-#ifndef RX_STAGE
-    br_bclr[b4, 24, mpacket#]                 // a frame of more than one element: not yet
-    br_bclr[b4, 25, mpacket#]
-#endif
     alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
     blt[window_only#]
     // longer than the window: a buffer of the port's freelist, bytes FRAME_MAX.. of the
@@ -189,43 +199,49 @@ reg_passed:
     alu[a4, a4, +, FRAME_MAX]
     alu[b6, *l$index1[META_LEN], -, (FRAME_MAX - 7)]
     alu_shf[b6, --, B, b6, >>3]               // quadwords of the tail: 1..
+    load_addr[a7, window_only#]
+    br[rbuf_rd_n#]
+
+// dram[rbuf_rd] of b6 (1..16) quadwords from RBUF address a4 to DRAM address b2, awaited;
+// returns to a7
+rbuf_rd_n:
     load_addr[a6, rbuf_rd_table#]
     alu_shf[a6, a6, +, b6, <<1]
     alu[a6, a6, -, 2]
     jump[a6, rbuf_rd_table#]
 rbuf_rd_table:
     dram[rbuf_rd, --, b2, a4, 1], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 2], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 3], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 4], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 5], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 6], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 7], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 8], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 9], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 10], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 11], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 12], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 13], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 14], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 15], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
     dram[rbuf_rd, --, b2, a4, 16], ctx_swap[SIG_IO]
-    br[window_only#]
+    rtn[a7]
 window_only:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
     immed[*l$index1[2], 0]
@@ -241,14 +257,129 @@ window_only:
     br[body_entry#], defer[1]
     alu[*l$index1[META_MEDIA], b4, AND, 3]    // the status's SOP (bit 0) and EOP (bit 1)
 
-// not handled yet: a frame of several elements (counted once, at its first, under
-// CNT_TOO_LONG; every element freed) and a long frame without a buffer (rx_no_buffer)
-mpacket:
+// a frame of several elements (docs/datapath.md, "Mpackets").  The first mpacket: a buffer
+// (asked for before the REG turn, awaited in it), HANDLE[element] and the port's
+// reassembly word (element | 1 << 16) written in the turn; bytes FRAME_MAX.. of the element
+// to DRAM; the element stays allocated for the EOP thread's window read
+mp_sop:
+    alu[a0, --, B, *l$index1[META_IN_PORT]]
+    alu[a1, a0, +, RX_FL_CHANNEL]
+    alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
+    sram[dequeue, $0, a1, 0], sig_done[SIG_IO]
+    load_addr[ret, sop_reg#]
+    br[take_reg#]
+sop_reg:
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
+    immed[t_b, 0xFFFF]
+    alu[a5, t_b, AND, st1]                    // the SOP element
+    immed32[b7, HANDLE_BASE]
+    alu_shf[a2, b7, +, a5, <<2]
+    immed32[b7, RASM_BASE]
+    alu_shf[a1, b7, +, a0, <<2]
+    immed[b7, 1]
+    alu_shf[$2, a5, OR, b7, <<16]             // element | next mpacket's index 1
+    ctx_arb[SIG_IO]
+    alu[b5, --, B, $0]                        // the handle (0: the freelist is empty)
+    alu[$1, --, B, b5]
+    scratch[write, $1, a2, 0, 1], sig_done[SIG_IO]
+    scratch[write, $2, a1, 0, 1], sig_done[SIG_TX]
+    ctx_arb[SIG_IO, SIG_TX]
+    load_addr[ret, sop_passed#]
+    br[pass_reg#]
+sop_passed:
+    alu[--, --, B, b5]
+    beq[sop_no_buffer#]
+    immed32[a2, K_DATA]
+    alu_shf[b2, a2, +, b5, <<BUF_SHIFT]       // DRAM address of the frame's byte 0
+    alu[b2, b2, +, FRAME_MAX]
+    alu[a4, a4, +, FRAME_MAX]
+    immed[b6, ((ELEMENT_BYTES - FRAME_MAX) >> 3)]
+    load_addr[a7, idle#]                      // the ALLOC turn after the copy
+    br[rbuf_rd_n#]
+sop_no_buffer:                                // counted once; the later mpackets only free
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
-    br_bset[b4, 24, not_forward#], defer[1]   // the first element: counted
-    immed[*l$index1[META_VERDICT], VERDICT_TOO_LONG]
-    br[not_forward#], defer[1]
-    immed[*l$index1[META_VERDICT], VERDICT_UNCOUNTED]
+    br[count_no_buffer#]
+
+// a later mpacket: e | k << 16 from the port's reassembly word (test_and_add of 1 << 16
+// issued in the REG turn, so in mpacket order), its bytes to DRAM at k * ELEMENT_BYTES;
+// the ALLOC turn only after the copy, so the EOP thread finds the frame whole in DRAM
+mp_later:
+    alu[a0, --, B, *l$index1[META_IN_PORT]]
+    immed32[b7, RASM_BASE]
+    alu_shf[a1, b7, +, a0, <<2]
+    load_addr[ret, later_reg#]
+    br[take_reg#]
+later_reg:
+    immed[a3, 1]
+    alu_shf[$1, --, B, a3, <<16]
+    scratch[test_and_add, $1, a1, 0], sig_done[SIG_IO]
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
+    load_addr[ret, later_passed#]
+    br[pass_reg#]
+later_passed:
+    ctx_arb[SIG_IO]
+    alu[a5, --, B, $1]                        // SOP element | k << 16
+    immed[t_b, 0xFFFF]
+    alu[a8, t_b, AND, a5]                     // SOP element
+    alu_shf[b3, --, B, a5, >>16]              // k
+    immed32[b7, HANDLE_BASE]
+    alu_shf[a2, b7, +, a8, <<2]
+    scratch[read, $2, a2, 0, 1], ctx_swap[SIG_IO]
+    alu[b5, --, B, $2]                        // the frame's buffer (0: none, dropped)
+    beq[later_no_buffer#]
+    immed32[a2, K_DATA]
+    alu_shf[a2, a2, +, b5, <<BUF_SHIFT]       // DRAM address of the frame's byte 0
+    alu_shf[b3, --, B, b3, <<ELEMENT_SHIFT]   // this mpacket's offset in the frame
+    alu[b2, a2, +, b3]
+    alu[a3, *l$index1[META_LEN], +, 7]
+    alu_shf[b6, --, B, a3, >>3]               // quadwords: 1..ELEMENT_BYTES / 8
+    br_bset[b4, 25, later_eop#]
+    load_addr[a7, later_stored#]
+    br[rbuf_rd_n#]
+later_stored:
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+    br[idle#]
+later_no_buffer:
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+    br[idle#]
+// the last mpacket: its bytes stored, the window read from the SOP element, its own element
+// freed; the frame then runs the body as a one-element frame with a buffer would
+later_eop:
+    load_addr[a7, eop_stored#]
+    br[rbuf_rd_n#]
+eop_stored:
+    alu_shf[a4, --, B, a8, <<ELEMENT_SHIFT]   // the SOP element's RBUF address
+    msf[read, $0, a4, 0, 14], sig_done[SIG_IO]
+    alu[a3, b3, +, *l$index1[META_LEN]]       // the frame's length
+    alu[*l$index1[META_LEN], --, B, a3]
+    alu[*l$index1[LM_HANDLE], --, B, b5]
+    alu[*l$index1[META_DRAM_ADDR], --, B, a2]
+    immed[b7, 1]
+    alu_shf[a3, a8, OR, b7, <<16]
+    alu[*l$index1[LM_SOP], --, B, a3]
+    alu[a3, *l$index1[META_LEN], -, 1]
+    alu_shf[a3, --, B, a3, >>ELEMENT_SHIFT]
+    alu[*l$index1[LM_MORE], --, B, a3]        // TBUF elements - 1
+    immed32[b4, 0x03000000]                   // a whole frame: SOP and EOP for META_MEDIA
+    ctx_arb[SIG_IO]
+    alu[*l$index0[2], --, B, $0]
+    alu[*l$index0[3], --, B, $1]
+    alu[*l$index0[4], --, B, $2]
+    alu[*l$index0[5], --, B, $3]
+    alu[*l$index0[6], --, B, $4]
+    alu[*l$index0[7], --, B, $5]
+    alu[*l$index0[8], --, B, $6]
+    alu[*l$index0[9], --, B, $7]
+    alu[*l$index0[10], --, B, $8]
+    alu[*l$index0[11], --, B, $9]
+    alu[*l$index0[12], --, B, $10]
+    alu[*l$index0[13], --, B, $11]
+    alu[*l$index0[14], --, B, $12]
+    alu[*l$index0[15], --, B, $13]
+    br[window_only#]                          // frees my element, runs the body
+
 no_buffer:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
     br[not_forward#], defer[1]
@@ -265,7 +396,7 @@ body_exit:
     load_addr[ret, alloc_taken#]
     br[take_alloc#]
 alloc_taken:
-    immed[$13, 1]                             // one element a frame
+    alu[$13, *l$index1[LM_MORE], +, 1]        // the TBUF elements the frame needs
     immed[t_b, CLAIM_BASE]
     alu_shf[t_b, t_b, +, st1, <<2]
     scratch[test_and_add, $13, t_b, 0], sig_done[SIG_IO]
@@ -279,6 +410,7 @@ alloc_passed:
 space:
     msf[read, $13, t_b, 0, 1], ctx_swap[SIG_IO]
     alu[t_a, ret, -, $13]                     // claimed before me and not yet sent
+    alu[t_a, t_a, +, *l$index1[LM_MORE]]      // ... and mine after the first
     alu[--, (TBUF_PART_ELEMENTS - 1), -, t_a]
     blt[space#]
     alu[$0, --, B, *l$index0[2]]
@@ -303,50 +435,78 @@ space:
     msf[write, $0, t_b, 0, 14], ctx_swap[SIG_TX]
     alu[b5, --, B, *l$index1[LM_HANDLE]]
     beq[tx_control#]
-    // the tail: DRAM -> TBUF (dram[tbuf_wr], the quadwords rbuf_rd wrote), then the buffer
-    // goes back to the input port's freelist
+    alu[a3, --, B, *l$index1[LM_SOP]]         // a SOP element: every mpacket of its frame
+    beq[tx_tail_start#]                       // has passed its ALLOC turn before mine
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, a3]
+    immed[*l$index1[LM_SOP], 0]
+    immed[*l$index1[LM_MORE], 0]
+tx_tail_start:
+    // the tail: DRAM -> TBUF (dram[tbuf_wr], the quadwords the rbuf_rd wrote, up to 16 a
+    // command, the TBUF offset wrapped in the port's partition), then the buffer goes back
+    // to the input port's freelist
     alu[b2, *l$index1[META_DRAM_ADDR], +, FRAME_MAX]
-    alu_shf[a4, --, B, t_a, <<ELEMENT_SHIFT]  // the element's TBUF byte address
-    alu[a4, a4, +, FRAME_MAX]
+    alu_shf[b8, --, B, ret, <<ELEMENT_SHIFT]
+    alu[b8, b8, +, FRAME_MAX]                 // byte offset in the partition (ring)
+    immed[a10, (TBUF_PART_BYTES - 1)]
+    alu[b8, b8, AND, a10]
+    alu_shf[a8, --, B, st1, <<TBUF_PART_SHIFT]
+    alu_shf[a8, --, B, a8, <<ELEMENT_SHIFT]   // the partition's first TBUF byte
     alu[b6, *l$index1[META_LEN], -, (FRAME_MAX - 7)]
-    alu_shf[b6, --, B, b6, >>3]
+    alu_shf[b6, --, B, b6, >>3]               // quadwords of the tail
+    immed[a5, 128]                            // bytes a command
+tx_tail:
+    alu[a4, a8, +, b8]
+    alu[b9, --, B, b6]
+    alu[--, b6, -, 17]
+    blt[tx_tail_n#]
+    immed[b9, 16]
+tx_tail_n:
+    alu[a11, --, B, b9]
     load_addr[a6, tbuf_wr_table#]
-    alu_shf[a6, a6, +, b6, <<1]
+    alu_shf[a6, a6, +, b9, <<1]
     alu[a6, a6, -, 2]
+    load_addr[a7, tx_tail_next#]
     jump[a6, tbuf_wr_table#]
+tx_tail_next:
+    alu[b6, b6, -, a11]
+    beq[tx_tail_done#]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    br[tx_tail#], defer[1]
+    alu[b8, b8, AND, a10]
 tbuf_wr_table:
     dram[tbuf_wr, --, b2, a4, 1], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 2], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 3], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 4], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 5], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 6], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 7], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 8], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 9], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 10], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 11], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 12], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 13], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 14], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 15], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
     dram[tbuf_wr, --, b2, a4, 16], ctx_swap[SIG_TX]
-    br[tx_tail_done#]
+    rtn[a7]
 tx_tail_done:
     alu[$13, --, B, b5]
     alu[a1, --, B, *l$index1[META_IN_PORT]]
@@ -377,8 +537,6 @@ not_forward:
 no_handle:
     alu[--, t_a, -, VERDICT_DROP]
     beq[count_drop#]
-    alu[--, t_a, -, VERDICT_TOO_LONG]
-    beq[count_too_long#]
     alu[--, t_a, -, VERDICT_NO_BUFFER]
     beq[count_no_buffer#]
     alu[--, t_a, -, VERDICT_UNCOUNTED]
@@ -448,7 +606,7 @@ exc_buffer:
     br[take_alloc#]
 exc_taken:
     scratch[put, $14, EXC_RING, 0, EXC_ENTRY_WORDS], ctx_swap[SIG_IO]
-    load_addr[ret, rx_loop#]
+    load_addr[ret, free_sop#]
     br[pass_alloc#]
 exc_no_buffer:
     immed[t_b, CNT_RX_NO_BUFFER]
@@ -459,18 +617,23 @@ count_no_buffer:
     immed[t_b, CNT_RX_NO_BUFFER]
     br[counted#], defer[1]
     alu_shf[t_b, t_b, +, t_a, <<2]
-count_too_long:
-    alu[t_a, --, B, *l$index1[META_IN_PORT]]
-    immed[t_b, CNT_TOO_LONG]
-    alu_shf[t_b, t_b, +, t_a, <<2]
 counted:
     scratch[incr, --, t_b, 0]
 idle:
     load_addr[ret, idle_taken#]
     br[take_alloc#]
 idle_taken:
-    load_addr[ret, rx_loop#]
+    load_addr[ret, free_sop#]
     br[pass_alloc#]
+// after the ALLOC turn: a multi-element frame's SOP element is free (every mpacket of the
+// frame has passed its ALLOC turn, so no thread reads HANDLE[element] any more)
+free_sop:
+    alu[t_a, --, B, *l$index1[LM_SOP]]
+    beq[rx_loop#]
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, t_a]
+    immed[*l$index1[LM_MORE], 0]
+    br[rx_loop#], defer[1]
+    immed[*l$index1[LM_SOP], 0]
 
 // ---------------------------------------------------------------- tokens (return to ret)
 take_reg:
