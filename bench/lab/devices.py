@@ -199,6 +199,9 @@ class _Loaded:
     # how the trial moves time on: the chip alone, or the chip with the XScale model beside
     # it (route updates landing while the frames flow); None: chip.run
     advance: Callable[[int], Any] | None = None
+    # the same chip seen afresh (counts taken so far back to zero), for the next trial on
+    # it after ``chip.restore``; None: the chip is not reused
+    again: Callable[[], _Loaded] | None = None
 
     def step(self, cycles: int) -> None:
         if self.advance is None:
@@ -209,11 +212,11 @@ class _Loaded:
 
 def _run_trial(loaded: _Loaded, traffic: Traffic, settle_ps: int,
                models: Mapping[int, PortModel]) -> tuple[list[RxRecord], dict[str, float], int]:
-    """Feed the traffic, run to the end, return (records, counters, simulated ps)."""
+    """Feed the traffic, run to the end, return (records, counters, simulated ps).
+    ``models`` are the tester's ports (``traffic.models``: ``last_bit_ps`` uses those)."""
     chip = loaded.chip
     sinks = attach(chip, traffic)
-    last_ps = max((r.time_ps + models[r.port].wire_ps(len(r.data))
-                   for recs in traffic.ports.values() for r in recs), default=Fraction(0))
+    last_ps = traffic.last_bit_ps()  # one Fraction per port and frame length, not per frame
     during = _run_until_done(loaded, sinks, traffic.count(), last_ps, settle_ps)
     counters = _counters(loaded, during)
     clock = chip.config.clock_hz
@@ -329,12 +332,29 @@ class _ChipDevice:
         self.reference  # noqa: B018 (builds the tables too)
 
     def _load(self) -> _Loaded:
+        """A fresh chip with the program and the tables loaded."""
         raise NotImplementedError
+
+    def _trial_chip(self) -> _Loaded:
+        """The chip a trial runs on: the device loads one chip once and snapshots it
+        (``Chip.snapshot``) before any frame; every later trial restores that snapshot
+        (~1.4 ms on the NPF chip instead of a ~15 ms fresh load, docs/sim-core.md) and
+        gets the chip exactly as loaded, so a trial's result is the fresh chip's."""
+        base = self.__dict__.get("_base")
+        if base is None:
+            loaded = self._load()
+            self.__dict__["_base"] = (loaded, loaded.chip.snapshot())
+            return loaded
+        loaded, snap = base
+        if loaded.again is None:  # a view that cannot be seen afresh: a fresh chip
+            return self._load()
+        loaded.chip.restore(snap)
+        return loaded.again()
 
     def run(self, trial: Trial) -> TrialResult:
         self.prepare()
         traffic = generate(trial.streams, self.ports)
-        return self._trial_on(self._load(), trial, traffic)
+        return self._trial_on(self._trial_chip(), trial, traffic)
 
     def _trial_on(self, loaded: _Loaded, trial: Trial, traffic: Traffic) -> TrialResult:
         """Run ``traffic`` on a loaded chip and analyze it against the loaded table."""
@@ -477,7 +497,7 @@ class CompiledChipDevice(_ChipDevice):
             return {**out, **taken}
 
         return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.program.fwd_mes),
-                       advance)
+                       advance, lambda: self._loaded(run, advance))
 
     # ---- the control plane (npf.UpdatableDevice) ----
     @cached_property
@@ -628,6 +648,12 @@ class Router4Device(_ChipDevice):
             r4.write_next_hop(chip, hop, dmac, smac, self.tables.port_of(hop),
                               self.options.next_hop_mtu)
         r4.local4_add(chip, ROUTER4_ADDRESS)
+        return self._view(chip)
+
+    def _view(self, chip: Any) -> _Loaded:
+        """A trial's view of a loaded router4 chip: drops and exceptions from zero."""
+        from npkit.microblocks.uc import router4 as r4
+
         taken: dict[str, float] = {}
 
         def drops() -> dict[str, int]:
@@ -649,5 +675,6 @@ class Router4Device(_ChipDevice):
             drain()
             return {**{f"drop.{k}": v for k, v in drops().items()}, **taken}
 
-        return _Loaded(chip, settled, drain, finish, (2, 3, 4, 5))
+        return _Loaded(chip, settled, drain, finish, (2, 3, 4, 5),
+                       again=lambda: self._view(chip))
 

@@ -212,14 +212,34 @@ class SystemChipDevice(CompiledChipDevice):
     def run(self, trial: Trial) -> TrialResult:
         self.prepare()
         traffic = generate(trial.streams, self.ports)
-        return self.run_traffic(trial, traffic)
+        return self.run_traffic(trial, traffic, self.restored())
 
     def load(self) -> tuple[System, dict[str, _Loaded]]:
         """A fresh system: every chip built from its manifest, with the tables."""
+        return self._system(self._runs())
+
+    def restored(self) -> tuple[System, dict[str, _Loaded]]:
+        """The system a trial runs on: every chip loaded once and snapshotted before any
+        frame (as ``CompiledChipDevice``), restored for every later trial, and a new
+        ``System`` over them (its links, collectors and port counts start afresh)."""
+        base = self.__dict__.get("_base_runs")
+        if base is None:
+            runs = self._runs()
+            self.__dict__["_base_runs"] = (runs, {n: r.chip.snapshot() for n, r in runs.items()})
+            return self._system(runs)
+        runs, snaps = base
+        for name, run in runs.items():
+            run.chip.restore(snaps[name])
+        return self._system(runs)
+
+    def _runs(self) -> dict[str, Any]:
+        """Every chip built from its manifest, with the tables (``CompiledRun`` per chip)."""
         from npkit.runtime.compiled import CompiledRun
 
-        runs = {name: CompiledRun(manifest, seed=self.options.chip_seed)
+        return {name: CompiledRun(manifest, seed=self.options.chip_seed)
                 for name, manifest in self.chip_loadables.items()}
+
+    def _system(self, runs: dict[str, Any]) -> tuple[System, dict[str, _Loaded]]:
         system = System(self.spec, {n: r.chip for n, r in runs.items()},
                         threads=self.threads)
         return system, {n: self._loaded(r) for n, r in runs.items()}
@@ -235,8 +255,7 @@ class SystemChipDevice(CompiledChipDevice):
         sinks = {i: ListSink() for i in range(len(names))}
         for index, sink in sinks.items():
             system.attach_sink(names[index], sink)
-        last_ps = max((r.time_ps + models[r.port].wire_ps(len(r.data))
-                       for recs in traffic.ports.values() for r in recs), default=Fraction(0))
+        last_ps = traffic.last_bit_ps()  # a Fraction per port and frame length, not frame
         during = _run_until_done(system, loaded, sinks, traffic.count(), last_ps,
                                  trial.settle_ps)
         counters = system_counters(system, loaded, during)

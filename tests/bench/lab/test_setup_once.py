@@ -5,6 +5,7 @@ change; ``Chip.run`` keeps the garbage collector off while it runs."""
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -145,3 +146,36 @@ def test_chip_run_turns_the_collector_off_and_back_as_it_was(collecting) -> None
         assert gc.isenabled() == collecting
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_restored_chip_gives_the_fresh_chips_results() -> None:
+    """The device loads one chip and restores its snapshot per trial: a trial after other
+    trials (drops, exceptions, frames in flight at the end) gives the TrialResult a fresh
+    chip gives, and the device keeps one chip."""
+    device = CompiledChipDevice(SMALL)
+    light = duplex(device, 30)
+    # cut short: frames still inside the chip when the trial ends
+    busy = replace(duplex(device, 100, duration_ps=10_000_000), settle_ps=0)
+    first = device.run(light)
+    chip = device.__dict__["_base"][0].chip
+    assert device.run(busy).report.total.lost > 0
+    again = device.run(light)
+    fresh = device._trial_on(device._load(), light, generate(light.streams, device.ports))
+    assert again == first == fresh
+    assert device.__dict__["_base"][0].chip is chip
+    assert first.report.total.received > 100 and first.report.errors == 0
+
+
+def test_router4_on_a_restored_chip_counts_from_zero() -> None:
+    from npkit.bench.lab.devices import Router4Device
+
+    device = Router4Device(SMALL)
+    streams = tuple(Stream(id=i + 1, port=i, sizes=Sizes.fixed(64), load_percent=100,
+                           duration_ps=10_000_000, seed=1,
+                           destinations={4: device.destinations(4, 1 - i, 20)})
+                    for i in (0, 1))
+    trial = Trial(streams, settle_ps=50_000_000)
+    first, second = device.run(trial), device.run(trial)
+    assert second == first
+    fresh = device._trial_on(device._load(), trial, generate(trial.streams, device.ports))
+    assert fresh == first

@@ -13,7 +13,7 @@ from npkit.bench.lab import npf
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.system_device import SystemChipDevice
 from npkit.bench.lab.unit_use import dram_bytes_per_packet, dram_bytes_per_packet_by_chip
-from npkit.bench.tester import Sizes
+from npkit.bench.tester import Sizes, generate
 from npkit.runtime.system import SystemSpec
 
 TRIAL = dict(trial_ps=10_000_000, settle_ps=30_000_000)
@@ -132,3 +132,18 @@ def test_a_pickled_device_runs_the_same_images(dual) -> None:
     assert [(r.port, r.time_ps, r.data) for r in again.received] == \
         [(r.port, r.time_ps, r.data) for r in here.received]
     assert again.counters == here.counters
+
+
+def test_a_restored_system_gives_the_fresh_systems_results(dual) -> None:
+    """Every chip is loaded once and restored per trial: a trial after another gives the
+    TrialResult of a freshly loaded system."""
+    device, config = dual
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    trials = npf.make_trials(device, config, "ipv4", label, sizes)
+    first = device.run(trials.at(30))
+    device.run(trials.at(100))
+    again = device.run(trials.at(30))
+    fresh = device.run_traffic(trials.at(30), generate(trials.at(30).streams, device.ports),
+                               device.load())
+    assert again == first == fresh
+    assert first.report.total.received > 0
