@@ -1,5 +1,6 @@
-"""A run of router4 with its control plane (``npkit router run``): the timed route-change
-file, the demo traffic and the loop that runs until the traffic has left.
+"""A router run with its control plane (``npkit router run``): the timed route-change
+file, the demo traffic and the loop that runs until the traffic has left (router4 and, via
+runtime/router_targets.py, the compiled MBL router on the chip).
 
 The update file has one change a line (``#`` comments):
 
@@ -10,7 +11,8 @@ Times are finite, in order and at most MAX_UPDATE_US.  The run goes on until eve
 was applied (they queue on the XScale: 200 changes 1 µs apart take about a millisecond);
 `unapplied` says which a run cut short by --cycles left out.  Configs are loaded with
 `load_config`, checked against what router4 can hold (ROUTER4): `npkit router check` and
-`npkit router run` use the same check.
+`npkit router run --program router4` use the same check (router_targets.load_config is the
+MBL router's).
 """
 
 from __future__ import annotations
