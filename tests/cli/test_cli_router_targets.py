@@ -157,3 +157,38 @@ def test_router4_runs_on_the_chip_only() -> None:
 
 def test_cycles_are_for_the_chip() -> None:
     fails("--target", "native", "--cycles", "1000", naming="--cycles: only for --target chip")
+
+
+def test_a_missing_or_unparsable_config_is_named(tmp_path: Path) -> None:
+    fails(str(tmp_path / "none.toml"), naming=f"cannot read router config {tmp_path}")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[port]]\nport = 0\nmac = \n")
+    fails(str(bad), naming=f"{bad}:3")
+
+
+def test_check_defaults_to_the_mbl_router_config() -> None:
+    code, out = invoke("router", "check")
+    assert code == 0, out
+    assert "2001:db8:0:11::1/64" in out and "is ok for router on the chip" in " ".join(
+        out.split()), out
+
+
+def test_inputs_of_several_ports_are_merged_by_capture_time(tmp_path: Path) -> None:
+    from scapy.utils import wrpcap
+
+    from npkit.runtime.router_targets import read_inputs
+
+    def capture(name: str, times: list[float]) -> Path:
+        packets = []
+        for t in times:
+            p = Ether() / IP(dst="198.18.0.1") / UDP(sport=round(t * 1e6))
+            p.time = 1000 + t
+            packets.append(p)
+        wrpcap(str(tmp_path / name), packets)
+        return tmp_path / name
+
+    frames = read_inputs({0: capture("a.pcap", [0.0, 30e-6, 50e-6]),
+                          2: capture("b.pcap", [10e-6, 30e-6])})
+    assert [(f.port, round(f.time_s * 1e6)) for f in frames] == \
+        [(0, 0), (2, 10), (0, 30), (2, 30), (0, 50)]
+    assert [Ether(f.data)[UDP].sport for f in frames] == [0, 10, 30, 30, 50]
