@@ -190,9 +190,7 @@ class Resolver:
                 return self._solicit(entry, at, multicast=True)
             return self._fail(entry, at)
         if entry.state is NudState.REACHABLE:
-            self._enter(entry, NudState.STALE, at)
-            # the data plane's use is invisible: an installed entry counts as used
-            self._enter(entry, NudState.DELAY, at)
+            self._stale(entry, at)
             return []
         if entry.state is NudState.DELAY:
             self._enter(entry, NudState.PROBE, at)
@@ -211,6 +209,13 @@ class Resolver:
         entry.deadline = {NudState.REACHABLE: now_ns + p.reachable_ns,
                           NudState.DELAY: now_ns + p.delay_first_probe_ns}.get(state, 0)
         self.counters[f"state.{state.value}"] += 1
+
+    def _stale(self, entry: Entry, now_ns: int) -> None:
+        """Enter STALE; the data plane's use is invisible, so an entry installed in the
+        next-hop table counts as used at once (STALE -> DELAY, RFC 4861 7.3.3)."""
+        self._enter(entry, NudState.STALE, now_ns)
+        if self.neighbours.users(entry.port, entry.ip):
+            self._enter(entry, NudState.DELAY, now_ns)
 
     def _fail(self, entry: Entry, now_ns: int) -> list[Emit]:
         """No answer after the retries: ICMP for each waiting packet (RFC 4861 7.2.2,
@@ -279,9 +284,12 @@ class Resolver:
                 del self.entries[key]
             return []
         entry.mac = mac
-        self._enter(entry, state, now_ns)
         if first:
             self.install(port, ip)
+        if state is NudState.STALE:
+            self._stale(entry, now_ns)
+        else:
+            self._enter(entry, state, now_ns)
         out = [self._addressed(port, w.frame, mac) for w in entry.queue]
         self.counters["sent.after_resolution"] += len(entry.queue)
         entry.queue.clear()
@@ -366,8 +374,7 @@ class Resolver:
         changed = message.lla is not None and message.lla != entry.mac
         if not message.override and changed:
             if entry.state is NudState.REACHABLE:
-                self._enter(entry, NudState.STALE, now_ns)
-                self._enter(entry, NudState.DELAY, now_ns)   # installed: counts as used
+                self._stale(entry, now_ns)
             return []
         if changed:
             assert message.lla is not None
