@@ -8,9 +8,10 @@ target, from one router config (``npkit router run CONFIG --target native|chip``
 Both targets take the same frames with the capture's timing (each file's timestamps,
 relative to the earliest record of all inputs) and the same timed route changes:
 
-* **native**: the router runs natively (NativeProgram) frame by frame in time order; an
-  exception is answered at once, so the control plane's frames follow the frame that caused
-  them; a route change applies before the first frame at or after its time;
+* **native**: the router runs natively (NativeProgram) in time order, in batches; each
+  exception is answered as its verdict is taken, so the control plane's frames follow the
+  frame that caused them; a route change applies before the first frame at or after its
+  time;
 * **chip**: the program compiled for the MEs and linked for the IXP2800 with as many 10GbE
   ports as the config needs (2 or 4), the control plane in the XScale model (exceptions
   polled, replies injected, changes replayed word by word in simulated time).
@@ -37,6 +38,7 @@ DEFAULT_CONFIG = Path(str(resources.files("npkit.examples").joinpath("router", "
 TARGETS = ("native", "chip")
 CHIP_PORT_COUNTS = (2, 4)        # the IXP2800 platforms (link.platform.for_ports)
 CHIP_PORT_KIND = "10gbe"
+NATIVE_BATCH = 1024     # frames the native data plane runs at once (between route changes)
 
 
 class RouterTargetError(NpkitError):
@@ -133,10 +135,12 @@ def _checked_program() -> Any:
 
 # ------------------------------------------------------------------------------ native
 def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
-               changes: Sequence[Any] = ()) -> RouterResult:
-    """router.mbl on the native target with its control plane, frame by frame in time
-    order; `changes` (router_run.TimedChange) apply before the first frame at or after
-    their time."""
+               changes: Sequence[Any] = (), batch: int = NATIVE_BATCH) -> RouterResult:
+    """router.mbl on the native target with its control plane, in time order: the data
+    plane runs batches of up to `batch` frames (cut at route changes), then each verdict is
+    taken in order and an exception answered at once, so the control plane's frames follow
+    the frame that caused them (as NativeRouter.forward counts them); `changes`
+    (router_run.TimedChange) apply before the first frame at or after their time."""
     from npkit.compiler.mbl import NativeProgram
     from npkit.runtime.control_plane import NativeRouter
     from npkit.runtime.router_run import change_function
@@ -145,14 +149,17 @@ def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
     router = NativeRouter(NativeProgram(_checked_program()), ports=ports, config=config)
     pending = list(changes)
     result = RouterResult()
-    applied = 0
-    for frame in frames:
-        while pending and pending[0].time_us * 1e-6 <= frame.time_s:
+    applied, start = 0, 0
+    while start < len(frames):
+        while pending and pending[0].time_us * 1e-6 <= frames[start].time_s:
             change_function(pending.pop(0))(router.control)
             applied += 1
-        forwarded = router.forward([frame.data], frame.port, now_ns=round(frame.time_s * 1e9))
-        for port, datas in forwarded.out.items():
-            result.out.setdefault(port, []).extend((frame.time_s, d) for d in datas)
+        stop = min(len(frames), start + batch)
+        if pending:             # the batch ends before the next change's time
+            stop = next((i for i in range(start + 1, stop)
+                         if pending[0].time_us * 1e-6 <= frames[i].time_s), stop)
+        _native_batch(router, frames[start:stop], result)
+        start = stop
     for change in pending:              # changes after the last frame still apply
         change_function(change)(router.control)
         applied += 1
@@ -160,6 +167,32 @@ def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
                        "exception_path": dict(router.control.exceptions.counters),
                        "changes_applied": applied}
     return result
+
+
+def _native_batch(router: Any, frames: Sequence[TimedFrame], result: RouterResult) -> None:
+    from npkit.runtime.control_plane import exception_name
+
+    verdicts = router.native.run([f.data for f in frames], [f.port for f in frames])
+    counters = router.counters
+    for frame, verdict in zip(frames, verdicts, strict=True):
+        port = counters.port(frame.port)
+        port.rx += 1
+        if verdict.kind == "forward":
+            result.out.setdefault(verdict.port, []).append((frame.time_s, verdict.data))
+            counters.port(verdict.port).tx += 1
+        elif verdict.kind == "drop":
+            port.drops[verdict.reason] += 1
+        elif verdict.kind == "exception":
+            port.exceptions[exception_name(verdict.code)] += 1
+            for emit in router.control.exceptions.handle(verdict.code, frame.data, frame.port,
+                                                          verdict.next_hop,
+                                                          round(frame.time_s * 1e9)):
+                result.out.setdefault(emit.port, []).append((frame.time_s, emit.frame))
+                out = counters.port(emit.port)
+                out.tx += 1
+                out.injected += 1
+        else:
+            port.drops[f"verdict_{verdict.kind}"] += 1
 
 
 # -------------------------------------------------------------------------------- chip
