@@ -39,18 +39,18 @@ def frames() -> list[Packet]:
     return [
         v4(dst="198.18.0.1") / UDP(sport=4000, dport=9) / Raw(b"default"),  # port 1
         v4(dst="10.1.2.3") / UDP(sport=4001, dport=9) / Raw(b"10/8"),       # port 2
-        v4(dst="172.16.5.5") / TCP(sport=4002, dport=80),                  # port 3
-        v4(dst="192.0.2.130") / UDP(sport=4003, dport=9),                  # port 3, host
-        v6(dst="2001:db8:ffff::1") / UDP(sport=4004, dport=9),           # port 1, ::/0
-        v6(dst="2001:db8:100::7") / UDP(sport=4005, dport=9),            # port 2, /40
-        v4(dst="192.0.2.1") / ICMP(id=7, seq=1) / Raw(b"ping"),            # echo reply
-        v6(dst="2001:db8:0:10::1") / ICMPv6EchoRequest(id=7, seq=2),     # echo reply
-        v4(dst="10.1.2.3", ttl=1) / UDP(sport=4006, dport=9),              # time exceeded
-        v6(dst="2001:db8:ffff::1", hlim=1) / UDP(sport=4007, dport=9),   # time exceeded
+        v4(dst="172.16.5.5") / TCP(sport=4002, dport=80),                   # port 3
+        v4(dst="192.0.2.130") / UDP(sport=4003, dport=9),                   # port 3, host
+        v6(dst="2001:db8:ffff::1") / UDP(sport=4004, dport=9),              # port 1, ::/0
+        v6(dst="2001:db8:100::7") / UDP(sport=4005, dport=9),               # port 2, /40
+        v4(dst="192.0.2.1") / ICMP(id=7, seq=1) / Raw(b"ping"),             # echo reply
+        v6(dst="2001:db8:0:10::1") / ICMPv6EchoRequest(id=7, seq=2),        # echo reply
+        v4(dst="10.1.2.3", ttl=1) / UDP(sport=4006, dport=9),               # time exceeded
+        v6(dst="2001:db8:ffff::1", hlim=1) / UDP(sport=4007, dport=9),      # time exceeded
         v4(dst="172.16.5.5", flags="DF") / UDP(sport=4008, dport=9)
-        / Raw(bytes(1300)),                                                     # frag. needed
-        v4(dst="10.9.9.9", chksum=0x1234) / UDP(sport=4009, dport=9),      # dropped
-        v4(dst="198.18.0.2", ttl=2) / TCP(sport=4010, dport=443),          # port 1, TTL 1
+        / Raw(bytes(1300)),                                                 # frag. needed
+        v4(dst="10.9.9.9", chksum=0x1234) / UDP(sport=4009, dport=9),       # dropped
+        v4(dst="198.18.0.2", ttl=2) / TCP(sport=4010, dport=443),           # port 1, TTL 1
     ]
 
 
