@@ -34,6 +34,7 @@ from npkit.runtime.neighbours import (
     Ports,
     Writer,
 )
+from npkit.runtime.reassembly import Reassembler, ReassemblyLimits
 from npkit.runtime.resolver import NudParameters, Resolver
 from npkit.runtime.route_manager import RouteManager, RouteUpdate
 from npkit.runtime.router_config import RouterConfig
@@ -92,7 +93,8 @@ class ControlPlane:
     def __init__(self, regions: Regions, ports: int, *, writer: Writer | None = None,
                  log_routes: bool = False, limiter: IcmpRateLimiter | None = None,
                  trie_regions: Regions | None = None, resolve: bool = True,
-                 nud: NudParameters | None = None) -> None:
+                 nud: NudParameters | None = None,
+                 reassembly: ReassemblyLimits | None = None) -> None:
         nexthop_words = regions(NextHopTable.MEMORY)
         if nexthop_words is None:
             raise ValueError("the program has no nexthops memory "
@@ -109,26 +111,28 @@ class ControlPlane:
                                  unreachable=self._unreachable,
                                  parameters=nud) if resolve else None
         self._host_routes: dict[tuple[int, IPAddress], tuple[int, bool]] = {}
+        self.reassembler = Reassembler(reassembly)
         self.exceptions = self._handler()
 
     def _handler(self) -> ExceptionHandler:
         resolver = self.resolver
         if resolver is None:
             return ExceptionHandler(list(self.ports), self.nexthops.get, self.routes.lookup,
-                                    self.limiter)
+                                    self.limiter, reassembler=self.reassembler)
         handler = ExceptionHandler(
             list(self.ports), self.nexthops.get, self.routes.lookup, self.limiter,
             on_not_ip=lambda frame, port: resolver.on_arp(frame, port, handler.now_ns),
             on_neighbour_discovery=lambda frame, port: resolver.on_nd(frame, port,
                                                                       handler.now_ns),
-            on_unresolved=resolver.resolve)
+            on_unresolved=resolver.resolve, reassembler=self.reassembler)
         return handler
 
     # ---- neighbour resolution ----
     def tick(self, now_ns: int) -> list[Emit]:
-        """Fire the resolver's timers due at `now_ns` (retransmissions, failures with their
-        ICMP errors, ageing); the frames to send."""
-        return [] if self.resolver is None else self.resolver.tick(now_ns)
+        """Fire the timers due at `now_ns`: the resolver's (retransmissions, failures with
+        their ICMP errors, ageing) and reassembly timeouts; the frames to send."""
+        out = [] if self.resolver is None else self.resolver.tick(now_ns)
+        return out + self.exceptions.reassembly_timeouts(now_ns)
 
     def _unreachable(self, frame: bytes, in_port: int, now_ns: int) -> list[Emit]:
         return self.exceptions.neighbour_unreachable(frame, in_port, now_ns)

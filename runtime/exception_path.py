@@ -11,7 +11,7 @@ import ipaddress
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from npkit.base.checksum import internet_checksum
@@ -59,6 +59,7 @@ from npkit.runtime.icmp import (
     time_exceeded6,
 )
 from npkit.runtime.neighbours import NextHop, PortConfig, is_glean
+from npkit.runtime.reassembly import Reassembler
 from npkit.runtime.router_config import subnet_router_anycast
 
 
@@ -449,7 +450,9 @@ class ExceptionHandler:
     it, a next hop without a MAC (glean_record) is used with its port's MTU and the frames
     built for it go to the hook, which queues them until the neighbour answers; without it
     such a next hop is a drop.  `now_ns` is the time of the exception being handled (the
-    frame hooks read it).
+    frame hooks read it);
+    reassembler: reassembles fragments addressed to the router (runtime/reassembly.py;
+    None: they are consumed unanswered).
     """
 
     def __init__(self, ports: Sequence[PortConfig], next_hop: NextHopFn,
@@ -457,7 +460,8 @@ class ExceptionHandler:
                  prohibited: Iterable[int] = (), ttl: int = 64,
                  on_not_ip: FrameHook | None = None,
                  on_neighbour_discovery: FrameHook | None = None,
-                 on_unresolved: UnresolvedHook | None = None) -> None:
+                 on_unresolved: UnresolvedHook | None = None,
+                 reassembler: Reassembler | None = None) -> None:
         if not 1 <= ttl <= 255:
             raise ValueError(f"ICMP TTL / hop limit must be 1..255, got {ttl}")
         self.ports = {p.port: p for p in ports}
@@ -469,6 +473,7 @@ class ExceptionHandler:
         self.on_not_ip = on_not_ip
         self.on_neighbour_discovery = on_neighbour_discovery
         self.on_unresolved = on_unresolved
+        self.reassembler = reassembler
         self.now_ns = 0
         self._in_port = 0
         self.local4 = frozenset(int(i.ip) for p in ports for i in p.ipv4)
@@ -525,6 +530,28 @@ class ExceptionHandler:
                                 "address_unreachable", lambda src, **kw:
                                 dest_unreachable6(ip6.packet, src, UNREACH6_ADDRESS, **kw))
         return self._done("dropped.malformed")
+
+    def reassembly_timeouts(self, now_ns: int) -> list[Emit]:
+        """Drop the datagrams whose reassembly time is up; for each whose first fragment
+        had arrived, ICMP Time Exceeded code 1 to its source (RFC 792, RFC 8200 4.5)."""
+        out: list[Emit] = []
+        for expired in self.reassembler.expire(now_ns) if self.reassembler else ():
+            self.counters["rx.reassembly_timeout"] += 1
+            self.now_ns, self._in_port = now_ns, -1
+            if expired.first is None:
+                out += self._done("dropped.reassembly_timeout")
+                continue
+            ethertype = ETHERTYPE_IPV4 if expired.family == 4 else ETHERTYPE_IPV6
+            pkt = _Input(ethernet_frame(0, 0, ethertype, expired.first), -1, 0, now_ns)
+            if (ip := self._ipv4(pkt)) is not None:
+                out += self._error4(pkt, ip, "reassembly_time_exceeded", lambda src, **kw:
+                                    time_exceeded4(ip.packet, src, 1, **kw))
+            elif (ip6 := self._ipv6(pkt)) is not None:
+                out += self._error6(pkt, ip6, ICMP6_TIME_EXCEEDED, 1, "reassembly_time_exceeded",
+                                    lambda src, **kw: time_exceeded6(ip6.packet, src, 1, **kw))
+            else:
+                out += self._done("dropped.malformed")
+        return out
 
     def received(self) -> int:
         return sum(v for k, v in self.counters.items() if k.startswith("rx."))
@@ -780,7 +807,14 @@ class ExceptionHandler:
         if ip.dst not in self.local4:
             return self._done("dropped.not_local")
         if ip.fragment_offset or ip.more_fragments:
-            return self._done("consumed.fragment")        # no reassembly here
+            if self.reassembler is None:
+                return self._done("consumed.fragment")    # no reassembly here
+            whole = self.reassembler.add4(ip, pkt.now_ns)
+            if whole is None or (whole_ip := parse_ipv4(whole)) is None:
+                return self._done("consumed.fragment_held")
+            self.counters["reassembled"] += 1
+            return self._for_router_ip(replace(pkt, frame=pkt.frame[:ETH_HEADER] + whole),
+                                       whole_ip)
         if ip.protocol == IPPROTO_ICMP:
             if ip.payload[:1] != bytes([ICMP_ECHO_REQUEST]):
                 return self._done("consumed.icmp")
@@ -900,7 +934,14 @@ class ExceptionHandler:
             return self._done("dropped.not_local")
         upper = local_chain6(ip)
         if upper.action == "fragment":
-            return self._done("consumed.fragment")        # no reassembly here
+            if self.reassembler is None:
+                return self._done("consumed.fragment")    # no reassembly here
+            whole = self.reassembler.add6(ip, pkt.now_ns)
+            if whole is None or (whole_ip := parse_ipv6(whole)) is None:
+                return self._done("consumed.fragment_held")
+            self.counters["reassembled"] += 1
+            return self._for_router6_ip(replace(pkt, frame=pkt.frame[:ETH_HEADER] + whole),
+                                        whole_ip)
         if upper.action in ("malformed", "discard", "no_next_header"):
             return self._done(f"dropped.{upper.action}")
         if upper.action == "param_problem_unicast" and ip.dst >> 120 == 0xFF:
