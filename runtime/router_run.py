@@ -71,6 +71,7 @@ class TimedChange:
     op: str
     prefix: str
     gateway: str | None
+    path: Path | None = None        # the update file, for errors at file:line
 
 
 def parse_updates(path: Path) -> list[TimedChange]:
@@ -101,9 +102,9 @@ def parse_updates(path: Path) -> list[TimedChange]:
                                   f"after {changes[-1].time_us:g} µs at line "
                                   f"{changes[-1].line})")
         if len(words) == 5 and words[1] == "add" and words[3] == "via":
-            change = TimedChange(number, time_us, "add", words[2], words[4])
+            change = TimedChange(number, time_us, "add", words[2], words[4], path)
         elif len(words) == 3 and words[1] == "delete":
-            change = TimedChange(number, time_us, "delete", words[2], None)
+            change = TimedChange(number, time_us, "delete", words[2], None, path)
         else:
             raise UpdateFileError(f"{where}: expected 'TIME_US add PREFIX via GATEWAY' "
                                   f"or 'TIME_US delete PREFIX', got {text.strip()!r}")
@@ -130,7 +131,10 @@ def change_function(change: TimedChange) -> Callable[[Any], None]:
             control.add_route(change.prefix,
                               control.neighbours.next_hop_for(ports[0], change.gateway))
         except ValueError as exc:
-            raise UpdateFileError(f"update line {change.line}: {exc}") from None
+            where = (f"{change.path}:{change.line}" if change.path is not None
+                     else f"update line {change.line}")
+            raise UpdateFileError(f"{where}: {exc} (the control plane refused this change "
+                                  f"at {change.time_us:g} µs)") from None
     return apply
 
 
