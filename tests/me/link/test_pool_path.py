@@ -178,14 +178,14 @@ def test_frames_longer_than_the_window_take_a_buffer_for_their_tail() -> None:
 
 
 def dram_tail_bytes(offered: dict[int, list[bytes]], verdicts: dict) -> int:
-    """DRAM bytes pool.uc moves for forwarded frames and exceptions past the window (an
-    independent count from the design): written per RBUF element in quadwords (the first
+    """DRAM bytes pool.uc moves for frames past the window (an independent count from the
+    design): written, before the verdict, per RBUF element in quadwords (the first
     element's bytes 56..127, every later element's bytes), read back for a forward in
-    commands of up to 16 quadwords from byte 56 (an exception's tail is not read)."""
+    commands of up to 16 quadwords from byte 56 (a drop's or an exception's is not)."""
     total = 0
     for p, fs in offered.items():
         for f, v in zip(fs, verdicts[p], strict=True):
-            if len(f) <= 56 or v.kind not in ("forward", "exception"):
+            if len(f) <= 56:
                 continue
             written = 8 * -(-(min(len(f), 128) - 56) // 8)
             written += sum(8 * -(-min(128, len(f) - at) // 8) for at in range(128, len(f), 128))

@@ -26,10 +26,12 @@ from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
 from npkit.link.pool import link_pool
 from npkit.runtime.compiled import CompiledRun, paced
+from npkit.runtime.loader import leak_check
 from npkit.runtime.lpm import RouteTables
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 from .harness import drive, exceptions_by_port, is_interleaving
+from .test_pool_path import dram_tail_bytes, rbuf_in_use
 
 REPO = Path(__file__).resolve().parents[3]
 POS_ROUTER = REPO / "examples" / "pos_router" / "pos_router.mbl"
@@ -218,3 +220,68 @@ def test_dram_bytes_per_forwarded_packet_by_size(ip_bytes: int) -> None:
         assert [f.data for f in sinks[q].frames] == [
             v.data for v in verdicts[0] if v.kind == "forward" and v.port == q]
     assert dram == 2000 * 2 * 8 * max(0, -(-(frame - 56) // 8))
+
+
+def sized_mix(sizes: list[int] | None, seed: int):
+    """A frame maker for run_at: IPv4 and IPv6 packets of the given IP sizes in turn (None:
+    a random mix of the NPF sizes and sizes drawn from 40..1,500), routed, unrouted, TTL /
+    hop limit 1, bad IPv4 checksums, as frames() draws them."""
+    def make(count: int, port: int) -> list[bytes]:
+        rng = random.Random(seed + port)
+        out = []
+        for uid in range(count):
+            size = (sizes[uid % len(sizes)] if sizes else
+                    rng.choice((40, 64, 128, 256, 576, 1500, rng.randrange(40, 1501))))
+            roll = rng.random()
+            if roll < 0.7:
+                out.append(v4(rng.choice(V4_DESTS), uid, 1 if rng.random() < 0.03 else 64,
+                              port, size))
+            elif roll < 0.95:
+                out.append(raw(HDLC() / PPP(proto=0x0057)
+                               / IPv6(src="2001:db8:ffff::1", dst=rng.choice(V6_DESTS),
+                                      hlim=1 if rng.random() < 0.03 else 64, tc=port,
+                                      fl=uid & 0xFFFFF, nh=59) / (b"s" * (size - 40))))
+            else:
+                f = bytearray(v4(rng.choice(V4_DESTS), uid, port=port, ip_bytes=size))
+                f[14] ^= 0x5A                            # a bad header checksum
+                out.append(bytes(f))
+        return out
+    return make
+
+
+@pytest.mark.parametrize("sizes", [[40], [128], [256], [576], [1500], None],
+                         ids=["40", "128", "256", "576", "1500", "mix"])
+def test_frames_of_several_elements_on_two_ports(sizes: list[int] | None) -> None:
+    """Frames of 1..12 RBUF elements (128 B each) on 2 x OC-192 POS at 75 % of line rate
+    (back to back, 40 B loses frames at the RBUF on two ports: see the line-rate test), 8
+    MEs per port: each output port's frames are the native target's, each input port's in order;
+    drops and exceptions (with their whole frames) as natively; every buffer back on its
+    freelist and every RBUF element free; the DRAM bytes are exactly the design's (the
+    bytes past the window stored per element, read back once when forwarded, 56 B per
+    exception's window: docs/datapath.md, "Mpackets")."""
+    count = 300 if sizes is None or max(sizes) > 256 else 600
+    _, run, offered, verdicts, sinks, exceptions = run_at(
+        LOAD, count=count, make=sized_mix(sizes, 31))
+    for q in (0, 1):
+        by_input = [[v.data for v in verdicts[p] if v.kind == "forward" and v.port == q]
+                    for p in (0, 1)]
+        assert is_interleaving([f.data for f in sinks[q].frames], *by_input), q
+    drops = Counter(v.reason for vs in verdicts.values() for v in vs if v.kind == "drop")
+    assert run.drop_counts() == dict(drops)
+    assert exceptions_by_port(exceptions) == {
+        p: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[p] if v.kind == "exception"]
+        for p in (0, 1)}
+    assert run.receive_drops() == {}
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
+    dram = sum(ch["bytes"] for ch in run.chip.counters()["channels"]["dram"])
+    assert dram == dram_tail_bytes(offered, verdicts) + 56 * len(exceptions)
+    forwarded = [(len(f), v) for p in (0, 1) for f, v in zip(offered[p], verdicts[p],
+                                                             strict=True)
+                 if v.kind == "forward"]
+    fwd_dram = dram_tail_bytes({0: [b"x" * n for n, _ in forwarded]},
+                               {0: [v for _, v in forwarded]})
+    frames_in = sum(map(len, offered.values()))
+    print(f"\nIP sizes {sizes or 'mix'}: {frames_in} frames at {LOAD:.0%} of 2 x OC-192 POS, "
+          f"{len(forwarded)} forwarded, {len(exceptions)} exceptions, "
+          f"{sum(drops.values())} drops; DRAM {dram} B = {dram / frames_in:.1f} B/frame, "
+          f"{fwd_dram / max(1, len(forwarded)):.1f} B per forwarded packet")
