@@ -139,20 +139,21 @@ def test_link_selects_the_pool_by_an_option() -> None:
 
 
 def sized(count: int, port: int, rng_seed: int) -> list[bytes]:
-    """IPv4/UDP frames of 44..200 bytes (payload drawn), every 16th with TTL 1."""
+    """IPv4/UDP frames of 44..1,504 bytes (payload drawn: 1 to 12 RBUF elements), every
+    16th with TTL 1."""
     rng = random.Random(rng_seed)
     return [raw(HDLC() / PPP(proto=0x0021) / IP(src="198.18.0.1", dst="10.0.0.9", id=k,
                                                  ttl=1 if k % 16 == 15 else 64, tos=port)
                 / UDP(sport=9, dport=k) / (b"q" * rng.choice((12, 13, 24, 40, 60, 96, 120,
-                                                               156))))
+                                                               156, 228, 548, 1472))))
             for k in range(count)]
 
 
 def test_frames_longer_than_the_window_take_a_buffer_for_their_tail() -> None:
     """A frame longer than the 56-byte window: its bytes 56.. go RBUF -> DRAM
     (dram[rbuf_rd]) and DRAM -> TBUF (dram[tbuf_wr]) in quadwords, the header as for short
-    frames; a frame of two elements (129..200 bytes) is reassembled in its buffer mpacket
-    by mpacket (docs/datapath.md, "Mpackets"); every buffer is back on its freelist and
+    frames; a frame of several elements (up to 1,504 bytes: 12) is reassembled in its buffer
+    mpacket by mpacket (docs/datapath.md, "Mpackets"); every buffer is back on its freelist and
     every RBUF element free afterwards."""
     manifest, native = build()
     offered = {p: sized(600, p, p + 7) for p in (0, 1)}
