@@ -87,12 +87,13 @@ class ControlPlane:
     lacks it); `writer` (optional) receives every next-hop / own-address word write in
     order, for a target that replays them in simulated time; `log_routes` makes the route
     manager keep its write log (the chip target replays it).  `resolve` runs ARP / ND
-    (runtime/resolver.py) for neighbours the config does not give; `tick(now_ns)` fires its
-    timers."""
+    (runtime/resolver.py) for neighbours the config does not give, and lets routes name
+    gateways not resolved yet; `tick(now_ns)` fires its timers.  (The chip targets leave it
+    off: the resolver's table writes would need flushing to the chip per exception.)"""
 
     def __init__(self, regions: Regions, ports: int, *, writer: Writer | None = None,
                  log_routes: bool = False, limiter: IcmpRateLimiter | None = None,
-                 trie_regions: Regions | None = None, resolve: bool = True,
+                 trie_regions: Regions | None = None, resolve: bool = False,
                  nud: NudParameters | None = None,
                  reassembly: ReassemblyLimits | None = None) -> None:
         nexthop_words = regions(NextHopTable.MEMORY)
@@ -104,7 +105,7 @@ class ControlPlane:
         self.nexthops = NextHopTable(nexthop_words, ports=ports, writer=writer)
         self.local = LocalAddresses(regions("local4"), regions("local6"), writer)
         self.ports = Ports(count=ports)
-        self.neighbours = Neighbours(self.ports, self.nexthops)
+        self.neighbours = Neighbours(self.ports, self.nexthops, resolving=resolve)
         self.limiter = limiter if limiter is not None else IcmpRateLimiter.of()
         self.resolver = Resolver(self.ports, self.neighbours, install=self._install_host,
                                  uninstall=self._uninstall_host,
@@ -214,13 +215,15 @@ class Forwarded:
 
 class NativeRouter:
     """The MBL router on the native target with its control plane: exceptions go to the
-    handler at once, and the frames it returns are transmitted after the batch."""
+    handler at once, and the frames it returns are transmitted after the batch.  ARP / ND
+    run unless `resolve` is False; the timers fire at each batch's `now_ns`."""
 
     def __init__(self, native: Any, ports: int, config: RouterConfig | None = None,
-                 limiter: IcmpRateLimiter | None = None) -> None:
+                 limiter: IcmpRateLimiter | None = None, *, resolve: bool = True,
+                 nud: NudParameters | None = None) -> None:
         self.native = native
         self.control = ControlPlane(lambda name: native.region(name, missing_ok=True), ports,
-                                    limiter=limiter)
+                                    limiter=limiter, resolve=resolve, nud=nud)
         if config is not None:
             self.control.configure(config)
         self.counters = RouterCounters()

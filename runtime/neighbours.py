@@ -510,9 +510,12 @@ class Neighbours:
     the port's MTU.  When a neighbour's MAC or a port's MAC / MTU changes, every next hop
     that uses it is rewritten in place (NextHopTable.set writes only the changed words)."""
 
-    def __init__(self, ports: Ports, nexthops: NextHopTable) -> None:
+    def __init__(self, ports: Ports, nexthops: NextHopTable, resolving: bool = False) -> None:
         self.ports = ports
         self.nexthops = nexthops
+        # a resolver runs (runtime/resolver.py): a gateway may be named before its MAC is
+        # known; its next hop is an unresolved record until the resolver learns it
+        self.resolving = resolving
         self._cache: dict[tuple[int, IPAddress], Neighbour] = {}
         self._users: dict[tuple[int, IPAddress], set[int]] = {}
         self._gleans: dict[int, int] = {}  # port -> its glean next hop
@@ -590,7 +593,7 @@ class Neighbours:
         users = self._users.get(key)
         if users:
             return min(users)
-        record = self._record(*key, unresolved_ok=unresolved_ok)
+        record = self._record(*key, unresolved_ok=unresolved_ok or self.resolving)
         index = self.nexthops.allocate()
         self.nexthops.set(index, record)
         self._users.setdefault(key, set()).add(index)
@@ -613,7 +616,7 @@ class Neighbours:
         """Make next hop `index` go through `gateway` on `port` (an explicit index, e.g. one
         that a route file names)."""
         key = (port, _address(gateway))
-        self.nexthops.set(index, self._record(*key))
+        self.nexthops.set(index, self._record(*key, unresolved_ok=self.resolving))
         self._drop_user(index)
         self._users.setdefault(key, set()).add(index)
 

@@ -76,6 +76,7 @@ class ConfigTarget:
     nexthops: int = DEFAULT_NEXTHOPS
     local4_slots: int = DEFAULT_LOCAL_SLOTS
     local6_slots: int = DEFAULT_LOCAL_SLOTS  # 0: no local6 table (and no IPv6 forwarding)
+    resolves: bool = False   # runs ARP / ND: a route's gateway needs no [[neighbour]]
 
     @property
     def families(self) -> tuple[int, ...]:
@@ -287,10 +288,11 @@ class RouterConfig:
         config = cls(path, *cls._tables(path, where, data))
         config.check_families(target)
         local6 = np.zeros(target.local6_slots * 6, np.uint32) if target.local6_slots else None
+        nexthops = NextHopTable(np.zeros(target.nexthops * NEXTHOP_WORDS, np.uint32),
+                                ports=target.ports)
         routes = config.apply(
-            NextHopTable(np.zeros(target.nexthops * NEXTHOP_WORDS, np.uint32),
-                         ports=target.ports),
-            LocalAddresses(np.zeros(target.local4_slots * 3, np.uint32), local6))
+            nexthops, LocalAddresses(np.zeros(target.local4_slots * 3, np.uint32), local6),
+            Neighbours(Ports(count=target.ports), nexthops, resolving=target.resolves))
         if routes.v6 and 6 not in target.families and config.route_file is not None:
             raise config._error(config.route_file.line, f"routes: {config.route_file.path} "
                                 f"has IPv6 routes; {target.name} forwards IPv4 only")
@@ -500,7 +502,7 @@ class RouterConfig:
                         raise ValueError(f"gateway {route.via} is on no port's subnet: fix "
                                          "it or add port = N")
                     port = candidates[0]
-                if neighbours.get(port, route.via) is None:
+                if neighbours.get(port, route.via) is None and not neighbours.resolving:
                     raise ValueError(f"no [[neighbour]] with ip = \"{route.via}\" on port "
                                      f"{port}; add one (the data plane does not resolve "
                                      "addresses)")

@@ -27,7 +27,7 @@ from tshark_check import TSHARK, assert_well_formed, checksum_statuses, dissect
 from npkit.runtime.control_plane import NativeRouter
 from npkit.runtime.nd import parse_nd
 from npkit.runtime.resolver import NudParameters, NudState
-from npkit.runtime.router_config import RouterConfig
+from npkit.runtime.router_config import ConfigTarget, RouterConfig
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000
@@ -338,3 +338,31 @@ def test_configured_neighbours_are_permanent(program):
     assert router.control.resolver.state(1, HOST4) is NudState.PERMANENT
     send(router, [arp_reply(1, "02:bb:00:00:00:99", HOST4)], 1, 0)
     assert router.control.neighbours.get(1, HOST4).mac == int(HOST_MAC.replace(":", ""), 16)
+
+
+GATEWAY_ROUTE = '[[route]]\nprefix = "10.0.0.0/8"\nvia = "198.51.100.9"\n'
+
+
+def test_a_route_through_an_unresolved_gateway_resolves_the_gateway(program, tmp_path):
+    config = RouterConfig.loads(CONFIG + GATEWAY_ROUTE, target=ConfigTarget(resolves=True))
+    router = NativeRouter(fresh(program), ports=2, config=config)
+    tester_known(router)
+    gateway_mac = "02:cc:00:00:00:09"
+    out = send(router, [udp4(1, dst="10.1.2.3"), udp4(2, dst="10.9.9.9")], 0, MS)
+    (request,) = out[1]
+    assert (request[ARP].pdst, request.dst) == ("198.51.100.9", "ff:ff:ff:ff:ff:ff")
+    out = send(router, [arp_reply(1, gateway_mac, "198.51.100.9")], 1, 2 * MS)
+    assert [(f.dst, f[IP].dst, f[IP].ttl) for f in out[1]] == [
+        (gateway_mac, "10.1.2.3", 8), (gateway_mac, "10.9.9.9", 8)]
+    verdicts = router.forward([bytes(udp4(3, dst="10.7.7.7"))], 0, 3 * MS).verdicts
+    assert [(v.kind, v.port, Ether(v.data).dst) for v in verdicts] == [("forward", 1,
+                                                                        gateway_mac)]
+    well_formed([request, *out[1]], tmp_path)
+
+
+def test_without_resolution_a_route_needs_a_configured_gateway(program):
+    with pytest.raises(ValueError, match="no \\[\\[neighbour\\]\\]"):
+        RouterConfig.loads(CONFIG + GATEWAY_ROUTE)
+    config = RouterConfig.loads(CONFIG + GATEWAY_ROUTE, target=ConfigTarget(resolves=True))
+    with pytest.raises(ValueError, match="no \\[\\[neighbour\\]\\]"):
+        NativeRouter(fresh(program), ports=2, config=config, resolve=False)
