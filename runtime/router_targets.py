@@ -8,10 +8,10 @@ target, from one router config (``npkit router run CONFIG --target native|chip``
 Both targets take the same frames with the capture's timing (each file's timestamps,
 relative to the earliest record of all inputs) and the same timed route changes:
 
-* **native**: the router runs natively (NativeProgram) in time order, in batches; each
-  exception is answered as its verdict is taken, so the control plane's frames follow the
-  frame that caused them; a route change applies before the first frame at or after its
-  time;
+* **native**: the router runs natively (NativeProgram) in time order, in batches; the
+  control plane's timers fire at each frame's time and each exception is answered as its
+  verdict is taken, so the control plane's frames follow the frame that caused them; a
+  route change applies before the first frame at or after its time;
 * **chip**: the program compiled for the MEs and linked for the IXP2800 with as many 10GbE
   ports as the config needs (2 or 4), the control plane in the XScale model (exceptions
   polled, replies injected, changes replayed word by word in simulated time).
@@ -136,11 +136,15 @@ def _checked_program() -> Any:
 # ------------------------------------------------------------------------------ native
 def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
                changes: Sequence[Any] = (), batch: int = NATIVE_BATCH) -> RouterResult:
-    """router.mbl on the native target with its control plane, in time order: the data
-    plane runs batches of up to `batch` frames (cut at route changes), then each verdict is
-    taken in order and an exception answered at once, so the control plane's frames follow
-    the frame that caused them (as NativeRouter.forward counts them); `changes`
-    (router_run.TimedChange) apply before the first frame at or after their time."""
+    """router.mbl on the native target with its control plane, in time order, giving what
+    NativeRouter.forward gives one frame a call: the control plane's timers fire at each
+    frame's time (ARP / ND, reassembly), an exception is answered at once, so the frames
+    the control plane sends follow the frame that caused them; `changes`
+    (router_run.TimedChange) apply before the first frame at or after their time.
+
+    The data plane runs batches of up to `batch` frames; a batch ends at a route change,
+    after an exception (its handler may change the tables, e.g. learn a neighbour) and
+    before a frame whose timers changed the routes, so no verdict is from stale tables."""
     from npkit.compiler.mbl import NativeProgram
     from npkit.runtime.control_plane import NativeRouter
     from npkit.runtime.router_run import change_function
@@ -154,12 +158,12 @@ def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
         while pending and pending[0].time_us * 1e-6 <= frames[start].time_s:
             change_function(pending.pop(0))(router.control)
             applied += 1
+        _send(router, result, frames[start].time_s, _tick(router, frames[start].time_s))
         stop = min(len(frames), start + batch)
         if pending:             # the batch ends before the next change's time
             stop = next((i for i in range(start + 1, stop)
                          if pending[0].time_us * 1e-6 <= frames[i].time_s), stop)
-        _native_batch(router, frames[start:stop], result)
-        start = stop
+        start += _native_batch(router, frames[start:stop], result)
     for change in pending:              # changes after the last frame still apply
         change_function(change)(router.control)
         applied += 1
@@ -169,12 +173,33 @@ def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
     return result
 
 
-def _native_batch(router: Any, frames: Sequence[TimedFrame], result: RouterResult) -> None:
+def _tick(router: Any, time_s: float) -> list[Any]:
+    tick = getattr(router.control, "tick", None)     # the control plane's timers, if any
+    return [] if tick is None else tick(round(time_s * 1e9))
+
+
+def _send(router: Any, result: RouterResult, time_s: float, emits: Sequence[Any]) -> None:
+    """The control plane's frames, counted as NativeRouter counts them (tx and injected)."""
+    for emit in emits:
+        result.out.setdefault(emit.port, []).append((time_s, emit.frame))
+        out = router.counters.port(emit.port)
+        out.tx += 1
+        out.injected += 1
+
+
+def _native_batch(router: Any, frames: Sequence[TimedFrame], result: RouterResult) -> int:
+    """Run `frames` through the data plane and take the verdicts in order; returns how many
+    were taken (the timers of the first already fired)."""
     from npkit.runtime.control_plane import exception_name
 
     verdicts = router.native.run([f.data for f in frames], [f.port for f in frames])
-    counters = router.counters
-    for frame, verdict in zip(frames, verdicts, strict=True):
+    counters, routes = router.counters, router.control.routes
+    for taken, (frame, verdict) in enumerate(zip(frames, verdicts, strict=True)):
+        if taken:
+            before = routes.sequence
+            _send(router, result, frame.time_s, _tick(router, frame.time_s))
+            if routes.sequence != before:
+                return taken            # this frame's verdict predates the change
         port = counters.port(frame.port)
         port.rx += 1
         if verdict.kind == "forward":
@@ -184,15 +209,14 @@ def _native_batch(router: Any, frames: Sequence[TimedFrame], result: RouterResul
             port.drops[verdict.reason] += 1
         elif verdict.kind == "exception":
             port.exceptions[exception_name(verdict.code)] += 1
-            for emit in router.control.exceptions.handle(verdict.code, frame.data, frame.port,
-                                                          verdict.next_hop,
-                                                          round(frame.time_s * 1e9)):
-                result.out.setdefault(emit.port, []).append((frame.time_s, emit.frame))
-                out = counters.port(emit.port)
-                out.tx += 1
-                out.injected += 1
+            _send(router, result, frame.time_s,
+                  router.control.exceptions.handle(verdict.code, frame.data, frame.port,
+                                                   verdict.next_hop,
+                                                   round(frame.time_s * 1e9)))
+            return taken + 1
         else:
             port.drops[f"verdict_{verdict.kind}"] += 1
+    return len(frames)
 
 
 # -------------------------------------------------------------------------------- chip

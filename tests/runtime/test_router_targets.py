@@ -57,3 +57,42 @@ def test_the_changes_move_traffic(traffic) -> None:
     without = rt.run_native(config, frames)
     assert len(with_changes.frames(0)) > len(without.frames(0))       # 20/8 to port 0 a while
     assert len(with_changes.frames(2)) > len(without.frames(2))       # 45/8 to port 2
+
+
+def test_a_neighbour_learnt_in_a_batch_is_used_by_the_next_frames() -> None:
+    """A connected host with no configured MAC: the first frames wait for ARP, its reply
+    (mid-batch) installs a host route, and the frames after it are forwarded by the data
+    plane; the batch must not use verdicts from before the reply."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import ARP, Ether
+
+    config = rt.load_config(rt.DEFAULT_CONFIG, "native")
+    host, host_mac = "203.0.113.50", "02:00:00:00:12:50"
+
+    def udp(i: int) -> bytes:
+        return bytes(Ether(src="02:00:00:00:10:02", dst="02:00:00:00:00:10")
+                     / IP(src="192.0.2.2", dst=host) / UDP(sport=5000 + i, dport=9))
+
+    reply = bytes(Ether(src=host_mac, dst="02:00:00:00:00:12")
+                  / ARP(op=2, hwsrc=host_mac, psrc=host, hwdst="02:00:00:00:00:12",
+                        pdst="203.0.113.1"))
+    frames = [rt.TimedFrame(i * 1e-6, 0, udp(i)) for i in range(2)]
+    frames.append(rt.TimedFrame(2e-6, 2, reply))
+    frames += [rt.TimedFrame(i * 1e-6, 0, udp(i)) for i in range(3, 8)]
+    expected = reference_without_changes(config, frames)
+    got = rt.run_native(config, frames)
+    assert {p: got.frames(p) for p in got.out} == expected
+    to_host = [Ether(f) for f in expected[2] if Ether(f).dst == host_mac]
+    assert [f[UDP].sport for f in to_host] == [5000 + i for i in (0, 1, 3, 4, 5, 6, 7)]
+    assert got.counters["ports"][0]["exceptions"]     # the first two took the slow path
+
+
+def reference_without_changes(config, frames) -> dict[int, list[bytes]]:
+    router = NativeRouter(NativeProgram(compile_file(rt.ROUTER_MBL)),
+                          ports=len(config.ports), config=config)
+    out: dict[int, list[bytes]] = {}
+    for f in frames:
+        for port, datas in router.forward([f.data], f.port,
+                                          now_ns=round(f.time_s * 1e9)).out.items():
+            out.setdefault(port, []).extend(datas)
+    return out
