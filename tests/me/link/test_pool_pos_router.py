@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
 
+from npkit.bench.tester.stream import IMIX_SIZES, IMIX_WEIGHTS
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
@@ -198,40 +199,47 @@ def test_one_port_per_chip_with_all_sixteen_mes_at_line_rate() -> None:
     assert dram == 56 * len(exceptions)
 
 
-@pytest.mark.parametrize("ip_bytes", [40, 64, 124])
+@pytest.mark.parametrize("ip_bytes", [40, 64, 124, 128, 256, 576, 1500])
 def test_dram_bytes_per_forwarded_packet_by_size(ip_bytes: int) -> None:
     """Routed IPv4 packets of one size on one port with 16 MEs, back to back: the DRAM
     bytes per packet are the tail's (bytes 56.. of the frame, in quadwords) written once and
-    read once, as docs/datapath.md's table has them."""
+    read once, as docs/datapath.md's table has them (a frame of several RBUF elements
+    writes its bytes element by element: the same quadwords)."""
     def make(count: int, port: int) -> list[bytes]:
         rng = random.Random(port + 11)
         return [v4(rng.choice(V4_DESTS[:-1]), uid, 64, port, ip_bytes) for uid in range(count)]
 
-    _, run, offered, verdicts, sinks, exceptions = run_at(None, 16, 1, 2000, make)
+    count = 2000 if ip_bytes <= 256 else 500
+    _, run, offered, verdicts, sinks, exceptions = run_at(None, 16, 1, count, make)
     frame = ip_bytes + 4
     counters = run.chip.counters()
     dram = sum(ch["bytes"] for ch in counters["channels"]["dram"])
     sent = sum(len(s.frames) for s in sinks.values())
     print(f"\n{ip_bytes}-byte IPv4 ({frame}-byte frames), one port, 16 MEs, back to back: "
-          f"{sent} of 2000 sent, RBUF drops {run.receive_drops()}, DRAM "
-          f"{dram / 2000:.1f} B per packet")
-    assert sent == 2000 and not exceptions and run.receive_drops() == {}
+          f"{sent} of {count} sent, RBUF drops {run.receive_drops()}, DRAM "
+          f"{dram / count:.1f} B per packet")
+    assert sent == count and not exceptions and run.receive_drops() == {}
     for q in (0, 1):
         assert [f.data for f in sinks[q].frames] == [
             v.data for v in verdicts[0] if v.kind == "forward" and v.port == q]
-    assert dram == 2000 * 2 * 8 * max(0, -(-(frame - 56) // 8))
+    assert dram == count * 2 * 8 * max(0, -(-(frame - 56) // 8))
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
 
 
-def sized_mix(sizes: list[int] | None, seed: int):
+def sized_mix(sizes: list[int] | None, seed: int, imix: bool = False):
     """A frame maker for run_at: IPv4 and IPv6 packets of the given IP sizes in turn (None:
-    a random mix of the NPF sizes and sizes drawn from 40..1,500), routed, unrouted, TTL /
-    hop limit 1, bad IPv4 checksums, as frames() draws them."""
+    a random mix of the NPF sizes and sizes drawn from 40..1,500; imix: 40 / 576 / 1,500
+    drawn 7:4:1, bench.tester's IMIX), routed, unrouted, TTL / hop limit 1, bad IPv4
+    checksums, as frames() draws them."""
     def make(count: int, port: int) -> list[bytes]:
         rng = random.Random(seed + port)
         out = []
         for uid in range(count):
-            size = (sizes[uid % len(sizes)] if sizes else
-                    rng.choice((40, 64, 128, 256, 576, 1500, rng.randrange(40, 1501))))
+            if imix:
+                size = rng.choices(IMIX_SIZES, IMIX_WEIGHTS)[0]
+            else:
+                size = (sizes[uid % len(sizes)] if sizes else
+                        rng.choice((40, 64, 128, 256, 576, 1500, rng.randrange(40, 1501))))
             roll = rng.random()
             if roll < 0.7:
                 out.append(v4(rng.choice(V4_DESTS), uid, 1 if rng.random() < 0.03 else 64,
@@ -285,3 +293,30 @@ def test_frames_of_several_elements_on_two_ports(sizes: list[int] | None) -> Non
           f"{len(forwarded)} forwarded, {len(exceptions)} exceptions, "
           f"{sum(drops.values())} drops; DRAM {dram} B = {dram / frames_in:.1f} B/frame, "
           f"{fwd_dram / max(1, len(forwarded)):.1f} B per forwarded packet")
+
+
+def test_one_port_per_chip_at_line_rate_with_the_imix() -> None:
+    """The NPF system's chip (one OC-192 POS port, 16 MEs) back to back at 100 % of line rate
+    with IMIX sizes (40 / 576 / 1,500 IP bytes, 7:4:1) and frames()'s kinds: no RBUF drop;
+    what leaves is the native target's frames in order, exceptions as natively, the DRAM
+    bytes exactly the design's (printed per packet), every buffer and element back."""
+    count = 2000
+    _, run, offered, verdicts, sinks, exceptions = run_at(
+        None, 16, 1, count, sized_mix(None, 41, imix=True))
+    counters = run.chip.counters()
+    dram = sum(ch["bytes"] for ch in counters["channels"]["dram"])
+    busy = [round(ch["busy_cycles"] / run.chip.now, 2) for ch in counters["channels"]["dram"]]
+    forwarded = sum(v.kind == "forward" for v in verdicts[0])
+    print(f"\none port, 16 MEs, {count} IMIX frames back to back: RBUF drops "
+          f"{run.receive_drops()}, DRAM {dram} B = {dram / count:.1f} B per packet "
+          f"(channels busy {busy} of {run.chip.now} cycles), {forwarded} forwarded, "
+          f"{len(exceptions)} exceptions")
+    assert run.receive_drops() == {}
+    for q in (0, 1):
+        assert [f.data for f in sinks[q].frames] == [
+            v.data for v in verdicts[0] if v.kind == "forward" and v.port == q]
+    assert exceptions_by_port(exceptions) == {
+        0: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[0]
+            if v.kind == "exception"]}
+    assert dram == dram_tail_bytes(offered, verdicts) + 56 * len(exceptions)
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
