@@ -765,6 +765,7 @@ class System:
         if threads < 1:
             raise SystemConfigError(f"threads must be >= 1, got {threads}")
         self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None  # started by the first parallel run
         # how a chip's time moves on: chip.run, or e.g. a control plane's run that replays
         # the XScale model's work beside the chip (runtime.compiled_router)
         self._advance: dict[str, Callable[[int], Any]] = {
@@ -826,7 +827,7 @@ class System:
         a step); returns the cycles run."""
         start = self.now
         end = start + cycles
-        pool = ThreadPoolExecutor(self.threads) if self._parallel() else None
+        pool = self._thread_pool() if self._parallel() else None
         collecting = gc.isenabled()
         gc.disable()  # once for all threads (Chip.run's own switch is not thread-aware)
         try:
@@ -851,11 +852,16 @@ class System:
                 if until is not None and until(self):
                     break
         finally:
-            if pool is not None:
-                pool.shutdown()
             if collecting:
                 gc.enable()
         return self.now - start
+
+    def _thread_pool(self) -> ThreadPoolExecutor:
+        """The system's host threads, started once and kept for every ``run`` (a pool per
+        call started two threads per step; its threads end when the system is dropped)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads)
+        return self._pool
 
     def _parallel(self) -> bool:
         """Whether a step runs its chips on ``threads`` host threads: only when no link
