@@ -148,6 +148,14 @@ class Resolver:
         returns what goes out now (the frame itself, or a solicitation)."""
         target = emit.awaiting
         assert target is not None
+        if target.is_multicast or target in self._broadcasts(emit.port):
+            # a subnet's broadcast address has no neighbour to ask for; directed broadcasts
+            # are not forwarded (RFC 2644, Linux's default)
+            self.counters["dropped.broadcast_destination"] += 1
+            return []
+        if target in self.ports.router_addresses():   # e.g. an error to a spoofed source
+            self.counters["dropped.own_address"] += 1
+            return []
         known = self.neighbours.get(emit.port, target)
         if known is not None:                       # resolved meanwhile (same batch)
             entry = self.entries.get((emit.port, target))
@@ -167,6 +175,10 @@ class Resolver:
         entry.queue.append(Waiting(emit.frame, in_port, local))
         self.counters["queued"] += 1
         return out
+
+    def _broadcasts(self, port: int) -> set[IPAddress]:
+        p = self.ports.get(port)
+        return {i.network.broadcast_address for i in p.ipv4 if i.network.prefixlen < 31}
 
     # ---- timers ----
     def tick(self, now_ns: int) -> list[Emit]:

@@ -9,6 +9,7 @@ checksums)."""
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -366,3 +367,17 @@ def test_without_resolution_a_route_needs_a_configured_gateway(program):
     config = RouterConfig.loads(CONFIG + GATEWAY_ROUTE, target=ConfigTarget(resolves=True))
     with pytest.raises(ValueError, match="no \\[\\[neighbour\\]\\]"):
         NativeRouter(fresh(program), ports=2, config=config, resolve=False)
+
+
+def test_no_solicitation_for_our_own_or_a_broadcast_address(router):
+    """An error to a spoofed source that is ours, or a directed broadcast, asks nobody
+    (the Linux differential suite found the first)."""
+    from npkit.runtime.exception_path import Emit
+
+    resolver = router.control.resolver
+    for target in (ROUTER4[0], "192.0.2.255"):
+        emit = Emit(0, bytes(60), awaiting=ipaddress.ip_address(target))
+        assert resolver.resolve(emit, 0, False, 0) == []
+    assert resolver.counters["dropped.own_address"] == 1
+    assert resolver.counters["dropped.broadcast_destination"] == 1
+    assert not resolver.entries
