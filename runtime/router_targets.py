@@ -39,6 +39,7 @@ TARGETS = ("native", "chip")
 CHIP_PORT_COUNTS = (2, 4)        # the IXP2800 platforms (link.platform.for_ports)
 CHIP_PORT_KIND = "10gbe"
 NATIVE_BATCH = 1024     # frames the native data plane runs at once (between route changes)
+MIN_BATCH = 16          # ... at least, after a batch an exception cut short
 
 
 class RouterTargetError(NpkitError):
@@ -153,17 +154,21 @@ def run_native(config: RouterConfig, frames: Sequence[TimedFrame],
     router = NativeRouter(NativeProgram(_checked_program()), ports=ports, config=config)
     pending = list(changes)
     result = RouterResult()
-    applied, start = 0, 0
+    applied, start, size = 0, 0, batch
     while start < len(frames):
         while pending and pending[0].time_us * 1e-6 <= frames[start].time_s:
             change_function(pending.pop(0))(router.control)
             applied += 1
         _send(router, result, frames[start].time_s, _tick(router, frames[start].time_s))
-        stop = min(len(frames), start + batch)
+        stop = min(len(frames), start + size)
         if pending:             # the batch ends before the next change's time
             stop = next((i for i in range(start + 1, stop)
                          if pending[0].time_us * 1e-6 <= frames[i].time_s), stop)
-        start += _native_batch(router, frames[start:stop], result)
+        taken = _native_batch(router, frames[start:stop], result)
+        # cut short: the next batch about twice as long as this one got (exceptions come
+        # at some rate; running far past the next would be wasted), else grow back
+        size = min(batch, max(MIN_BATCH, 2 * taken) if taken < stop - start else 2 * size)
+        start += taken
     for change in pending:              # changes after the last frame still apply
         change_function(change)(router.control)
         applied += 1
