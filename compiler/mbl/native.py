@@ -7,6 +7,7 @@ through the fixed pass pipeline and MCJIT.  Packets run in batches: one call per
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import threading
 from collections.abc import Iterable, Iterator
@@ -863,6 +864,15 @@ class NativeProgram:
             yield from self._run_batch(batch, widest)
 
     def _run_batch(self, batch: list[tuple[bytes, int, int]], stride: int) -> list[Verdict]:
+        buf, lens, metas = self.lay_out(batch, stride)
+        self.run_laid_out(buf, lens, metas)
+        return self.verdicts(buf, metas)
+
+    # ---- batches laid out once (npkit.compiler.mbl.workers: one thread per worker) ----
+    def lay_out(self, batch: list[tuple[bytes, int, int]],
+                stride: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(buffer (n, stride) with HEADROOM before each packet, lengths, metadata) of
+        (packet, in_port, status) items; stride must hold the largest (_slot_bytes)."""
         n = len(batch)
         buf = np.zeros((n, stride), dtype=np.uint8)
         lens = np.zeros(n, dtype=np.uint32)
@@ -873,17 +883,36 @@ class NativeProgram:
             metas[i, META_FIELDS["in_port"].word] = port
             metas[i, META_FIELDS["len"].word] = len(p)
             metas[i, META_MEDIA] = status
+        return buf, lens, metas
+
+    def run_laid_out(self, buf: np.ndarray, lens: np.ndarray, metas: np.ndarray) -> None:
+        """Run the batch driver on a laid-out batch, in place (ctypes releases the GIL for
+        the call, so replicas run in parallel threads)."""
         with self._batch_lock:
-            self._run(buf.ctypes.data, stride, lens.ctypes.data, metas.ctypes.data, n,
-                      self.memory["sram"].ctypes.data, self.memory["scratch"].ctypes.data,
-                      self.memory["local"].ctypes.data)
+            self._run(buf.ctypes.data, buf.shape[1], lens.ctypes.data, metas.ctypes.data,
+                      len(lens), self.memory["sram"].ctypes.data,
+                      self.memory["scratch"].ctypes.data, self.memory["local"].ctypes.data)
+
+    def verdicts(self, buf: np.ndarray, metas: np.ndarray) -> list[Verdict]:
+        """The verdicts (with the rewritten bytes) of a batch that ran."""
         out = []
         len_word = META_FIELDS["len"].word
-        for i in range(n):
+        for i in range(len(metas)):
             start = HEADROOM + int(metas[i, META_HEAD].astype(np.int32))
             data = bytes(buf[i, start:start + int(metas[i, len_word])])
             out.append(self._verdict(metas[i], data))
         return out
+
+    def replica(self) -> NativeProgram:
+        """A program sharing this one's JIT code, with its own memories (copies of these now)
+        and batch lock: one per worker thread (npkit.compiler.mbl.workers)."""
+        if self.uses_buffers:
+            raise NativeError("a program with a buffer pool cannot be replicated")
+        twin = copy.copy(self)
+        twin.memory = {space: words.copy() for space, words in self.memory.items()}
+        twin._table_fill = dict(self._table_fill)
+        twin._batch_lock = threading.Lock()
+        return twin
 
     def _verdict(self, meta: np.ndarray, data: bytes) -> Verdict:
         kind = int(meta[META_VERDICT])
