@@ -12,8 +12,8 @@
 //             PORTS, ELEMENT_SHIFT, TBUF_PART_ELEMENTS / _SHIFT (a port's TBUF partition),
 //             scratch: TOK_BASE (two wrap words per input port), CLAIM_BASE (a claim
 //             counter per output port), DROP_CNT_BASE / DROP_REASON_MAX /
-//             BAD_PORT_INDEX (fwd.uc's drop counters), CNT_RX_NO_BUFFER (the media's, per
-//             port), RASM_BASE (a reassembly word per input port), HANDLE_BASE (a buffer
+//             BAD_PORT_INDEX (fwd.uc's drop counters), CNT_TOO_LONG / CNT_RX_NO_BUFFER (the
+//             media's, per port), FRAME_BYTES_MAX (a buffer's data bytes), RASM_BASE (a reassembly word per input port), HANDLE_BASE (a buffer
 //             handle word per RBUF element), ELEMENT_BYTES, TBUF_PART_BYTES, the buffers' and exception ring's numbers
 //             (router4.h's names: RX_FL_CHANNEL, FREELIST_QUEUE, K_DATA, BUF_SHIFT, ...),
 //             DISPATCH_LM_BYTE and the META_* / VERDICT_* numbers;
@@ -47,7 +47,7 @@
 #include "pool.h"
 
 #define FRAME_MAX 56                    // $0..$13: the window
-                                        // not verdicts of the body: this dispatch's own
+#define VERDICT_TOO_LONG 7              // not verdicts of the body: this dispatch's own
 #define VERDICT_NO_BUFFER 6
 #define VERDICT_UNCOUNTED 15
 #define LM_HANDLE 13                    // metadata word: the frame's buffer (0: none)
@@ -335,6 +335,10 @@ later_passed:
     alu[b2, a2, +, b3]
     alu[a3, *l$index1[META_LEN], +, 7]
     alu_shf[b6, --, B, a3, >>3]               // quadwords: 1..ELEMENT_BYTES / 8
+    alu[a3, b3, +, *l$index1[META_LEN]]       // the frame's bytes up to mine
+    immed[b7, FRAME_BYTES_MAX]
+    alu[--, b7, -, a3]
+    blt[later_too_long#]                      // past the buffer: not stored
     br_bset[b4, 25, later_eop#]
     load_addr[a7, later_stored#]
     br[rbuf_rd_n#]
@@ -344,6 +348,19 @@ later_stored:
 later_no_buffer:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
     br[idle#]
+// a frame longer than its buffer: the mpackets past it are not stored; at the last one
+// the frame is counted under CNT_TOO_LONG, its buffer goes back, its SOP element is freed
+later_too_long:
+    br_bset[b4, 25, eop_too_long#], defer[1]
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+    br[idle#]
+eop_too_long:
+    alu[*l$index1[LM_HANDLE], --, B, b5]
+    immed[b7, 1]
+    alu_shf[a3, a8, OR, b7, <<16]
+    alu[*l$index1[LM_SOP], --, B, a3]
+    br[not_forward#], defer[1]
+    immed[*l$index1[META_VERDICT], VERDICT_TOO_LONG]
 // the last mpacket: its bytes stored, the window read from the SOP element, its own element
 // freed; the frame then runs the body as a one-element frame with a buffer would
 later_eop:
@@ -621,6 +638,8 @@ not_forward:
 no_handle:
     alu[--, t_a, -, VERDICT_DROP]
     beq[count_drop#]
+    alu[--, t_a, -, VERDICT_TOO_LONG]
+    beq[count_too_long#]
     alu[--, t_a, -, VERDICT_NO_BUFFER]
     beq[count_no_buffer#]
     alu[--, t_a, -, VERDICT_UNCOUNTED]
@@ -696,6 +715,11 @@ exc_no_buffer:
     immed[t_b, CNT_RX_NO_BUFFER]
     br[counted#], defer[1]
     alu_shf[t_b, t_b, +, a0, <<2]
+count_too_long:
+    alu[t_a, --, B, *l$index1[META_IN_PORT]]
+    immed[t_b, CNT_TOO_LONG]
+    br[counted#], defer[1]
+    alu_shf[t_b, t_b, +, t_a, <<2]
 count_no_buffer:
     alu[t_a, --, B, *l$index1[META_IN_PORT]]
     immed[t_b, CNT_RX_NO_BUFFER]

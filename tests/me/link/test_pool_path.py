@@ -266,3 +266,28 @@ def test_buffer_operations_are_refused_at_their_stage() -> None:
     (d,) = info.value.diagnostics
     assert d.kind == "unsupported" and "buffer operations" in d.message
     assert d.location.file.endswith("media_rx.mbl")
+
+
+def test_a_frame_longer_than_its_buffer_is_counted_not_stored() -> None:
+    """A buffer holds 1,920 frame bytes (2,048 less the 128-byte data offset, link.media's
+    Layout): a frame of 1,921 bytes or more is counted once under the media's rx_too_long
+    and its buffer and elements go back; one of exactly 1,920 bytes and the frames around
+    them leave as natively."""
+    manifest, native = build()
+
+    def frame(length: int, k: int) -> bytes:
+        return raw(HDLC() / PPP(proto=0x0021) / IP(src="198.18.0.1", dst="10.0.0.9", id=k)
+                   / UDP(sport=9, dport=k) / (b"r" * (length - 32)))
+
+    lengths = [44, 1921, 300, 1920, 2400, 44, 1504, 1922, 44]
+    offered = {0: [frame(n, k) for k, n in enumerate(lengths)], 1: []}
+    run = CompiledRun(manifest)
+    sinks = {p: ListSink() for p in (0, 1)}
+    run.chip.attach_source(0, ListSource(paced(offered[0], 0.5, run.chip.config.ports[0])))
+    for p in (0, 1):
+        run.chip.attach_sink(p, sinks[p])
+    drive(run, len(lengths), sinks)
+    fits = [f for f in offered[0] if len(f) <= 1920]
+    assert [f.data for f in sinks[1].frames] == [v.data for v in native.run(fits, 0)]
+    assert run.receive_drops() == {"rx_too_long0": 3}
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
