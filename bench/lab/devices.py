@@ -181,8 +181,12 @@ def chip_counters(counters: dict[str, Any], cycles: int) -> dict[str, float]:
     return out
 
 
-def _mean_of(counters: Mapping[str, float], mes: tuple[int, ...], what: str) -> float:
-    values = [counters.get(f"me{m}.{what}", 0.0) for m in mes]
+def _mean_of(counters: Mapping[str, float], mes: tuple[int, ...], what: str,
+             raw: Mapping[str, Any]) -> float:
+    """The mean of ``me<number>.<what>`` over ``mes``, ME indices (0..15, as a link's
+    ``fwd_mes``) turned into the numbers the flat counters are keyed by (0..7, 16..23 on
+    the IXP2800) through ``raw``, the chip's ``counters()``."""
+    values = [counters.get(f"me{raw['mes'][m]['number']}.{what}", 0.0) for m in mes]
     return sum(values) / len(values) if values else 0.0
 
 
@@ -249,8 +253,9 @@ def _counters(loaded: _Loaded, during: dict[str, Any]) -> dict[str, float]:
     """Busy fractions over the traffic's span, counts over the whole run, drops by reason."""
     chip = loaded.chip
     counters = chip_counters(during, during["cycles"])
-    counters["fwd.busy_fraction"] = _mean_of(counters, loaded.fwd_mes, "busy_fraction")
-    counters["fwd.stall_fraction"] = _mean_of(counters, loaded.fwd_mes, "stall_fraction")
+    counters["fwd.busy_fraction"] = _mean_of(counters, loaded.fwd_mes, "busy_fraction", during)
+    counters["fwd.stall_fraction"] = _mean_of(counters, loaded.fwd_mes, "stall_fraction",
+                                              during)
     counters.update(loaded.finish())
     final = chip.counters()
     counters.update({k: v for k, v in chip_counters(final, chip.now).items()
@@ -476,9 +481,13 @@ class CompiledChipDevice(_ChipDevice):
 
         return self._loaded(CompiledRun(self.loadable, seed=self.options.chip_seed))
 
-    def _loaded(self, run: Any, advance: Callable[[int], Any] | None = None) -> _Loaded:
-        """A trial's view of a CompiledRun (also a CompiledRouter's): drops, exceptions."""
-        names = self.linked.program.exceptions
+    def _loaded(self, run: Any, advance: Callable[[int], Any] | None = None,
+                linked: Any = None) -> _Loaded:
+        """A trial's view of a CompiledRun (also a CompiledRouter's): drops, exceptions,
+        the forwarding MEs of ``linked`` (the manifest the run was built from; default
+        ``self.linked``)."""
+        program = (linked if linked is not None else self.linked).program
+        names = program.exceptions
         taken: dict[str, float] = {}
 
         def drain() -> None:
@@ -496,8 +505,8 @@ class CompiledChipDevice(_ChipDevice):
             out.update({f"rx.{k}": v for k, v in run.receive_drops().items()})
             return {**out, **taken}
 
-        return _Loaded(run.chip, settled, drain, finish, tuple(self.linked.program.fwd_mes),
-                       advance, lambda: self._loaded(run, advance))
+        return _Loaded(run.chip, settled, drain, finish, tuple(program.fwd_mes),
+                       advance, lambda: self._loaded(run, advance, linked))
 
     # ---- the control plane (npf.UpdatableDevice) ----
     @cached_property

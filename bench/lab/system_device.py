@@ -242,7 +242,7 @@ class SystemChipDevice(CompiledChipDevice):
     def _system(self, runs: dict[str, Any]) -> tuple[System, dict[str, _Loaded]]:
         system = System(self.spec, {n: r.chip for n, r in runs.items()},
                         threads=self.threads)
-        return system, {n: self._loaded(r) for n, r in runs.items()}
+        return system, {n: self._loaded(r, linked=self.chip_linked(n)) for n, r in runs.items()}
 
     def run_traffic(self, trial: Trial, traffic: Traffic,
                     loaded_system: tuple[System, dict[str, _Loaded]] | None = None
@@ -326,7 +326,8 @@ class SystemChipDevice(CompiledChipDevice):
         advance = {name: _control_runner(router) for name, router in routers.items()}
         system = System(self.spec, {n: r.chip for n, r in routers.items()},
                         threads=self.threads, advance=advance)
-        loaded = {n: self._loaded(r.compiled, advance[n]) for n, r in routers.items()}
+        loaded = {n: self._loaded(r.compiled, advance[n], self.chip_linked(n))
+                  for n, r in routers.items()}
         result = self.run_traffic(trial, traffic, (system, loaded))
         landed = {n: [r for r in router.records if r.end <= router.chip.now]
                   for n, router in routers.items()}
@@ -381,8 +382,8 @@ def system_counters(system: System, loaded: Mapping[str, _Loaded],
     for name, one in loaded.items():
         span = during["chips"][name]
         flat = chip_counters(span, span["cycles"])
-        busy = _mean_of(flat, one.fwd_mes, "busy_fraction")
-        stall = _mean_of(flat, one.fwd_mes, "stall_fraction")
+        busy = _mean_of(flat, one.fwd_mes, "busy_fraction", span)
+        stall = _mean_of(flat, one.fwd_mes, "stall_fraction", span)
         flat["fwd.busy_fraction"] = busy
         flat["fwd.stall_fraction"] = stall
         fwd_busiest = max(fwd_busiest, (busy, stall))

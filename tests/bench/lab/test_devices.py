@@ -83,6 +83,18 @@ def test_compiled_router_overload_loses_frames_and_counts_why(compiled) -> None:
     assert total.misrouted == total.corrupted == total.duplicates == 0
 
 
+def test_forwarding_busy_is_the_mean_over_the_forwarding_mes(compiled) -> None:
+    """fwd_mes are ME indices (0..15); the flat counters are keyed by the IXP2800's ME
+    numbers (0..7, 16..23): every forwarding ME, past the first cluster too, counts."""
+    result = compiled.run(duplex(compiled, 50, duration_ps=30_000_000))
+    c = result.counters
+    fwd = tuple(compiled.linked.program.fwd_mes)
+    assert max(fwd) >= 8  # some in the second cluster
+    busy = [c[f"me{m if m < 8 else m + 8}.busy_fraction"] for m in fwd]
+    assert min(busy) > 0
+    assert c["fwd.busy_fraction"] == pytest.approx(sum(busy) / len(busy))
+
+
 def test_trials_are_deterministic(compiled) -> None:
     trial = duplex(compiled, 50, duration_ps=30_000_000)
     first, second = compiled.run(trial), compiled.run(trial)

@@ -147,3 +147,22 @@ def test_a_restored_system_gives_the_fresh_systems_results(dual) -> None:
                                device.load())
     assert again == first == fresh
     assert first.report.total.received > 0
+
+
+def test_forwarding_figures_count_each_chips_own_forwarding_mes(dual) -> None:
+    """A chip that receives one port links its forwarding MEs elsewhere than the lab's
+    single chip; fwd.* counters average that chip's, all of which ran."""
+    device, config = dual
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    result = device.run(npf.make_trials(device, config, "ipv4", label, sizes).at(30))
+    counters = result.counters
+    for chip in ("east", "west"):
+        fwd = tuple(device.chip_linked(chip).program.fwd_mes)
+        assert fwd != tuple(device.linked.program.fwd_mes)  # why the link matters
+        numbers = [m if m < 8 else m + 8 for m in fwd]  # ME index -> IXP2800 ME number
+        ran = {int(k.split(".")[1][2:]) for k, v in counters.items()
+               if k.startswith(f"{chip}.me") and k.endswith(".instructions") and v}
+        assert set(numbers) <= ran
+        busy = [counters[f"{chip}.me{m}.busy_fraction"] for m in numbers]
+        assert min(busy) > 0
+        assert counters[f"{chip}.fwd.busy_fraction"] == pytest.approx(sum(busy) / len(busy))
