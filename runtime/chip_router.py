@@ -72,6 +72,9 @@ class ChipRouter:
     poll_cycles: int | None = None          # XScale cycles; None: the config's period
     records: list[ChangeRecord] = field(default_factory=list)
     counters_cp: Counter[str] = field(default_factory=Counter)
+    # ARP / ND in the control plane (runtime/resolver.py); its table writes are replayed
+    # into the chip after the exception that made them, its timers fire at each exception
+    resolve: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
         lay = self.layout
@@ -90,7 +93,7 @@ class ChipRouter:
         self._schedule: list[tuple[int, Callable[[ControlPlane], Any], str]] = []
         self._updater: Any = None
         self.control = ControlPlane(self._region, lay.ports, writer=self._table_write,
-                                    log_routes=True)
+                                    log_routes=True, resolve=self.resolve)
         self.cp = ControlProcessor(self.chip, self.timing)
         self.port_counters = RouterCounters()
         self._poller = self.cp.poll_ring(lay.exc_ring, lay.exc_entry_words,
@@ -181,7 +184,10 @@ class ChipRouter:
         self.port_counters.port(in_port).exceptions[exception_name(code)] += 1
         yield from cp.compute(cp.timing.exception_cycles)
         now_ns = int(cp.now / self.chip.config.clock_hz * 1e9)
-        emits = self.control.exceptions.handle(code, frame, in_port, word & 0xFFFF, now_ns)
+        emits = self.control.tick(now_ns) if self.resolve else []
+        emits += self.control.exceptions.handle(code, frame, in_port, word & 0xFFFF, now_ns)
+        if self.resolve and self._pending:      # the resolver installed or forgot neighbours
+            yield from self._replay()
         for emit in emits:
             yield from self._inject(emit.port, emit.frame)
 

@@ -162,7 +162,8 @@ class CompiledRouter(ChipRouter):
         self._schedule = []
         self._updater = None
         self.control = ControlPlane(self._region, len(self.linked.ports),
-                                    writer=self._table_write, log_routes=True)
+                                    writer=self._table_write, log_routes=True,
+                                    resolve=self.resolve)
         self.cp = ControlProcessor(self.chip, self.timing)
         self.port_counters = RouterCounters()
         self._poller = (self.cp.poll_ring(self.layout.exc_ring, self.layout.exc_entry_words,
