@@ -19,6 +19,10 @@ and unprefixed summaries: ``fwd.busy_fraction`` of the chip whose forwarding MEs
 busiest, ``fwd.instructions_per_frame`` over the whole system, ``sim.cycles`` and
 ``sim.instructions``.  ``unit_use.dram_bytes_per_packet`` reports the worst chip.
 
+Every chip is loaded once and snapshotted; a trial restores the snapshots and builds a new
+``System`` over the chips (as ``CompiledChipDevice``: the fresh system's results).  The
+``fwd.*`` counters of a chip average that chip's own forwarding MEs (its link's).
+
 ``threads`` > 1 runs the chips of a system with no chip-to-chip link on that many host
 threads (``System(threads=...)``): the same frames and counters as the serial run, bit for
 bit (tests/bench/lab/test_system_device.py).
