@@ -9,6 +9,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -171,3 +172,108 @@ def test_bad_actions_and_sizes_are_errors(native):
         with pytest.raises(FlowDirectorError):
             fd.insert(FlowKey(1, 2, 3, 4), bad)
     assert len(fd) == 0
+
+
+def test_live_inserts_and_deletes_lose_and_misdirect_nothing(native):
+    """A host thread inserts, changes and deletes filters while batches run (the JIT call
+    releases the GIL, so the writes land in the middle of batches): every packet is forwarded,
+    either by its own filter (one of its two actions) or by RSS, never by another flow's
+    filter or half a filter."""
+    import threading
+
+    fd = FlowDirector(native, buckets=2)  # 8 slots for 6 flows: buckets collide
+    flows = [FlowKey(0x0A000001, 0x0A000002, p, 80, L4.UDP) for p in range(6)]
+    allowed = {}
+    for i, k in enumerate(flows):
+        queue, h = rss_expect(k)
+        allowed[k] = {(queue, h), (100 + i, 0x1000 + i), (150 + i, 0x2000 + i)}
+    stop = threading.Event()
+    changes = 0
+
+    def control_plane() -> None:
+        nonlocal changes
+        while not stop.is_set():
+            for i, k in enumerate(flows):
+                if k in fd.slots and changes % 3 == 0:
+                    fd.delete(k)
+                else:
+                    flip = changes % 2
+                    try:
+                        fd.insert(k, Action(queue=(100, 150)[flip] + i,
+                                            mark=(0x1000, 0x2000)[flip] + i))
+                    except FlowDirectorError:
+                        pass  # this bucket is full now; the flow stays on RSS
+                changes += 1
+
+    writer = threading.Thread(target=control_plane)
+    writer.start()
+    try:
+        packets = [k for _ in range(300) for k in flows]
+        frames = [frame(k) for k in packets]
+        for _ in range(20):
+            for k, v in zip(packets, native.run(frames), strict=True):
+                assert v.kind == "forward"
+                assert (v.queue, flow_id(v)) in allowed[k]
+    finally:
+        stop.set()
+        writer.join()
+    assert changes > 100
+
+
+class _Stepping(np.ndarray):
+    """fd_table's words, running a check after every write the control plane makes."""
+
+    after_write = None
+
+    def __setitem__(self, index, value) -> None:
+        super().__setitem__(index, value)
+        if self.after_write is not None:
+            self.after_write()
+
+
+class _SteppingTarget:
+    def __init__(self, native: NativeProgram, check) -> None:
+        self.native = native
+        self.check = check
+
+    def region(self, name: str) -> np.ndarray:
+        words = self.native.region(name)
+        if name != "fd_table":
+            return words
+        stepping = words.view(_Stepping)
+        stepping.after_write = self.check
+        return stepping
+
+    def write(self, name: str, index: int, value: int) -> None:
+        self.native.write(name, index, value)
+
+    def read(self, name: str, index: int) -> int:
+        return self.native.read(name, index)
+
+
+def test_every_intermediate_table_state_misdirects_nothing(native):
+    """After each single write of inserts, changes and deletes (a deleted flow's slot reused
+    by another flow), every flow's packet goes by its own filter's old or new action or by
+    RSS: no state in between sends a packet by another flow's filter."""
+    flows = [FlowKey(0x0A000001, 0x0A000002, p, 80, L4.UDP) for p in range(5)]
+    allowed = {k: {rss_expect(k), (100 + i, 0x1000 + i), (150 + i, 0x2000 + i)}
+               for i, k in enumerate(flows)}
+    frames = [frame(k) for k in flows]
+    checks = 0
+
+    def check() -> None:
+        nonlocal checks
+        checks += 1
+        for k, v in zip(flows, native.run(frames), strict=True):
+            assert v.kind == "forward"
+            assert (v.queue, flow_id(v)) in allowed[k], (k, v.queue, hex(flow_id(v)))
+
+    fd = FlowDirector(_SteppingTarget(native, check), buckets=1)  # one bucket of 4 slots
+    for i, k in enumerate(flows[:4]):
+        fd.insert(k, Action(queue=100 + i, mark=0x1000 + i))
+    fd.insert(flows[1], Action(queue=151, mark=0x2001))   # change in place
+    fd.delete(flows[0])
+    fd.insert(flows[4], Action(queue=104, mark=0x1004))   # reuses flow 0's slot
+    fd.delete(flows[2])
+    fd.insert(flows[0], Action(queue=150, mark=0x2000))   # reuses flow 2's slot
+    assert checks >= 14
