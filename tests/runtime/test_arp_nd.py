@@ -381,3 +381,22 @@ def test_no_solicitation_for_our_own_or_a_broadcast_address(router):
     assert resolver.counters["dropped.own_address"] == 1
     assert resolver.counters["dropped.broadcast_destination"] == 1
     assert not resolver.entries
+
+
+def test_the_glean_path_applies_the_ports_mtu_before_resolving(router):
+    """A packet to an unresolved host meets the real link MTU (the glean record's MTU 0
+    is only the slow-path trigger): DF and too big -> Fragmentation Needed with 1500 and no
+    solicitation; not DF -> fragments, each waiting for the neighbour."""
+    tester_known(router)
+    big = (Ether(src=TESTER_MAC, dst=ROUTER_MAC[0]) / IP(src=TESTER4, dst=HOST4, flags="DF",
+                                                         id=9) / UDP() / bytes(1600))
+    out = send(router, [big], 0, MS)
+    assert list(out) == [0]
+    (error,) = out[0]
+    assert (error[ICMP].type, error[ICMP].code, error[ICMP].nexthopmtu) == (3, 4, 1500)
+    big[IP].flags = 0
+    (request,) = send(router, [big], 0, 2 * MS)[1]
+    assert request[ARP].pdst == HOST4
+    pieces = send(router, [arp_reply(1, HOST_MAC, HOST4)], 1, 3 * MS)[1]
+    assert [(len(p[IP]), p[IP].frag, p[IP].flags.MF) for p in pieces] == [
+        (1500, 0, 1), (148, 185, 0)]

@@ -192,6 +192,31 @@ def test_a_deleted_next_hop_sends_packets_to_the_slow_path(router):
     neighbours.remove(1, "198.51.100.2")  # no longer used: allowed
 
 
+def test_an_unresolved_gateway_is_slow_path_until_learnt_and_after_it_is_forgotten(router):
+    """With a resolver (resolving=True) a gateway may be named before its MAC is known:
+    its next hop is a glean-style record naming it; learning fills it in, forgetting puts
+    the unresolved record back, and the data plane follows each step."""
+    nexthops = NextHopTable(router.region("nexthops"), ports=4)
+    neighbours = Neighbours(Ports(PORTS, count=4), nexthops, resolving=True)
+    index = neighbours.next_hop_for(1, "198.51.100.2")
+    record = nexthops.get(index)
+    assert (record.dmac, record.mtu, record.port) == (0, 0, 1)
+    assert str(record.gateway) == "198.51.100.2"
+    routes(router, {"10.0.0.0/8": index})
+    got = run_one(router, v4("10.0.0.9"))
+    assert (got.kind, got.next_hop) == ("exception", index)
+    assert neighbours.set(1, "198.51.100.2", GW_MAC["198.51.100.2"], static=False) == [index]
+    assert_forwarded(run_one(router, v4("10.0.0.9")), 1, GW_MAC["198.51.100.2"], PORT_MAC[1])
+    assert neighbours.forget(1, "198.51.100.2") == [index]
+    assert neighbours.get(1, "198.51.100.2") is None and nexthops.get(index).mtu == 0
+    assert run_one(router, v4("10.0.0.9")).kind == "exception"
+    with pytest.raises(NeighbourError, match="no neighbour"):
+        neighbours.forget(1, "198.51.100.2")
+    static = Neighbours(Ports(PORTS, count=4), NextHopTable(np.zeros(64, np.uint32), ports=4))
+    with pytest.raises(NeighbourError, match="add its MAC first"):
+        static.next_hop_for(1, "198.51.100.2")
+
+
 def test_writes_redirected_to_another_memory_reproduce_the_table(router):
     """The chip path: the table writes a host shadow and hands each write to `writer`,
     here copying into the native router's memory."""
