@@ -45,7 +45,8 @@ class MemoryWriter(Protocol):
 
 @dataclass(frozen=True)
 class FlowKey:
-    """An IPv4 flow as the filter matches it (ports 0 for OTHER)."""
+    """An IPv4 flow as the filter matches it.  An OTHER flow's ports are not part of its key
+    (two OTHER keys that differ only in ports are the same filter)."""
 
     src: int
     dst: int
@@ -99,17 +100,21 @@ class FlowDirector:
         self.buckets = buckets
         self.table = target.region("fd_table")
         self.table[:] = 0
-        self.slots: dict[FlowKey, int] = {}
+        self.slots: dict[tuple[int, ...], int] = {}  # by key words: OTHER ignores ports
         self._used: set[int] = set()
         target.write("fd_config", 0, buckets - 1)
 
     def __len__(self) -> int:
         return len(self.slots)
 
+    def __contains__(self, key: FlowKey) -> bool:
+        return key.words() in self.slots
+
     def insert(self, key: FlowKey, action: Action) -> None:
         """Add a filter, or change the action of an existing one (in place)."""
         header = action.header()
-        slot = self.slots.get(key)
+        words = key.words()
+        slot = self.slots.get(words)
         if slot is None:
             first = key.bucket(self.buckets) * SLOTS
             free = [s for s in range(first, first + SLOTS) if s not in self._used]
@@ -119,14 +124,14 @@ class FlowDirector:
         base = slot * ENTRY_WORDS
         if slot in self._used:  # an update: invalidate, rewrite, validate
             self.table[base] = 0
-        self.table[base + 1:base + ENTRY_WORDS] = [*key.words(), action.mark or 0]
+        self.table[base + 1:base + ENTRY_WORDS] = [*words, action.mark or 0]
         self.table[base] = header
-        self.slots[key] = slot
+        self.slots[words] = slot
         self._used.add(slot)
 
     def delete(self, key: FlowKey) -> bool:
         """Remove a filter; False if there was none."""
-        slot = self.slots.pop(key, None)
+        slot = self.slots.pop(key.words(), None)
         if slot is None:
             return False
         self.table[slot * ENTRY_WORDS] = 0
