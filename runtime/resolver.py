@@ -19,6 +19,7 @@ REACHABLE (docs/control-plane.md, "Neighbour resolution").
 from __future__ import annotations
 
 import ipaddress
+import random
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,13 +68,15 @@ class NudParameters:
     """RFC 4861 section 10 protocol constants (the same for ARP, as in Linux).  The
     reachable time is BaseReachableTime without the 0.5..1.5 random factor (6.3.2), so a
     run is reproducible; `queue_limit` packets wait per neighbour (7.2.2 "a small queue";
-    Linux's unres_qlen was 3)."""
+    Linux's unres_qlen was 3).  An answer for an anycast address waits a random time
+    below `max_anycast_delay_ns` (7.2.7 SHOULD), drawn from the resolver's seeded RNG."""
 
     retrans_ns: int = 1000 * MS               # RETRANS_TIMER
     reachable_ns: int = 30_000 * MS           # REACHABLE_TIME
     delay_first_probe_ns: int = 5000 * MS     # DELAY_FIRST_PROBE_TIME
     max_multicast_solicit: int = 3            # MAX_MULTICAST_SOLICIT
     max_unicast_solicit: int = 3              # MAX_UNICAST_SOLICIT
+    max_anycast_delay_ns: int = 1000 * MS     # MAX_ANYCAST_DELAY_TIME (7.2.7)
     queue_limit: int = 3
 
     def __post_init__(self) -> None:
@@ -124,7 +127,7 @@ class Resolver:
 
     def __init__(self, ports: Ports, neighbours: Neighbours, *, install: Install,
                  uninstall: Install, unreachable: Unreachable,
-                 parameters: NudParameters | None = None) -> None:
+                 parameters: NudParameters | None = None, seed: int = 0) -> None:
         self.ports = ports
         self.neighbours = neighbours
         self.install = install
@@ -133,6 +136,8 @@ class Resolver:
         self.parameters = parameters or NudParameters()
         self.entries: dict[tuple[int, IPAddress], Entry] = {}
         self.counters: Counter[str] = Counter()
+        self._rng = random.Random(seed)
+        self._delayed: list[tuple[int, Emit]] = []      # anycast answers: (due, frame)
 
     # ---- queries ----
     def state(self, port: int, ip: str | IPAddress) -> NudState | None:
@@ -183,7 +188,9 @@ class Resolver:
     # ---- timers ----
     def tick(self, now_ns: int) -> list[Emit]:
         """Fire every timer due at `now_ns`: retransmissions, failures, ageing."""
-        out: list[Emit] = []
+        due = [e for t, e in self._delayed if t <= now_ns]
+        self._delayed = [(t, e) for t, e in self._delayed if t > now_ns]
+        out: list[Emit] = due
         for key in sorted(self.entries, key=lambda k: (k[0], k[1].version, int(k[1]))):
             entry = self.entries.get(key)
             while entry is not None and entry.deadline and entry.deadline <= now_ns:
@@ -193,6 +200,7 @@ class Resolver:
 
     def next_deadline(self) -> int | None:
         deadlines = [e.deadline for e in self.entries.values() if e.deadline]
+        deadlines += [t for t, _ in self._delayed]
         return min(deadlines, default=None)
 
     def _expire(self, entry: Entry, at: int) -> list[Emit]:
@@ -370,9 +378,14 @@ class Resolver:
             else:                                   # DAD: to all nodes (7.2.4)
                 dst, dst_mac = ALL_NODES6, multicast_mac(ALL_NODES6)
             self.counters["sent.neighbour_advertisement"] += 1
-            answer = neighbor_advertisement(port.mac, dst_mac, int(target), dst, int(target),
-                                            flags)
-            return [Emit(in_port, answer), *out]
+            answer = Emit(in_port, neighbor_advertisement(port.mac, dst_mac, int(target), dst,
+                                                          int(target), flags))
+            if target in anycast:               # 7.2.7: after a random delay (sorted: FIFO)
+                delay = self._rng.randrange(self.parameters.max_anycast_delay_ns)
+                self._delayed.append((now_ns + delay, answer))
+                self._delayed.sort(key=lambda d: d[0])
+                return out
+            return [answer, *out]
         assert message.kind == ND_NEIGHBOR_ADVERT
         entry = self.entries.get((in_port, target))
         if entry is None:                           # 7.2.5: no entry, silently discard

@@ -74,6 +74,8 @@ def canonical(port: int, frame: bytes, router_addresses: frozenset[bytes]) -> Ou
                 ok = _icmp6_sum(bytes(body[ETH:])) == 0
             elif body[ETH + 6] == 44 and len(body) >= ETH + 48:   # a fragment of our own:
                 body[ETH + 44:ETH + 48] = bytes(4)                # Linux draws the ident
+    elif ethertype == b"\x08\x06" and len(frame) >= ETH + 28:   # ARP: 28 bytes, then padding
+        body, extra = bytearray(frame[:ETH + 28]), b""
     else:
         body, extra = bytearray(frame), b""
     if len(frame) <= 60 and not any(extra):

@@ -15,6 +15,7 @@ echo identifier) that is unique within the run.
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import (
     HBHOptUnknown,
     ICMPv6EchoRequest,
+    ICMPv6ND_NS,
+    ICMPv6NDOptSrcLLAddr,
     IPv6,
     IPv6ExtHdrDestOpt,
     IPv6ExtHdrFragment,
@@ -31,7 +34,7 @@ from scapy.layers.inet6 import (
     PadN,
     RouterAlert,
 )
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
 
 from npkit.base.checksum import internet_checksum
@@ -324,9 +327,36 @@ def _echo(mk: _Maker) -> None:
                   / ICMPv6EchoRequest(seq=port, data=mk.pad(0, 64)))
 
 
+def _solicited_node(address: str) -> tuple[str, str]:
+    """ff02::1:ffXX:XXXX of an address and its Ethernet group 33:33:ff:XX:XX:XX."""
+    low = ipaddress.IPv6Address(address).packed[13:]
+    return (str(ipaddress.IPv6Address(b"\xff\x02" + bytes(9) + b"\x01\xff" + low)),
+            "33:33:ff:" + low.hex(":"))
+
+
+def _neighbour_discovery(mk: _Maker) -> None:
+    """ARP requests (RFC 826) and Neighbor Solicitations (RFC 4861 7.2.3) from each
+    port's neighbour: for the port's address, another port's, and one nobody has.  The
+    neighbours are permanent on both sides, so nothing is learnt that later probes see."""
+    for port, (ip, mac) in HOST4.items():
+        for target in (ROUTER4[port], ROUTER4[(port + 1) % 4], VIA4[1].format(77)):
+            frame = Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=mac, psrc=ip,
+                                                                 pdst=target)
+            mk.made.append(Probe("neighbour_discovery", port, bytes(frame), mk.marker()))
+    for port, (ip, mac) in HOST6.items():
+        # (not the Subnet-Router anycast address: both sides delay that answer by a random
+        # time, RFC 4861 7.2.7, so it lands after later probes)
+        for target in (ROUTER6[port], "2001:db8:0:11::77"):
+            group, group_mac = _solicited_node(target)
+            mk.v6("neighbour_discovery", port, IPv6(src=ip, dst=group, hlim=255)
+                  / ICMPv6ND_NS(tgt=target) / ICMPv6NDOptSrcLLAddr(lladdr=mac),
+                  l2dst=group_mac)
+
+
 CLASSES: tuple[Callable[[_Maker], None], ...] = (
     _forward, _ttl, _link_layer, _special4, _special6, _extension_headers, _fragments,
-    _options, _mtu, _trailers, _redirects, _unreachable_protocol, _echo)
+    _options, _mtu, _trailers, _redirects, _unreachable_protocol, _echo,
+    _neighbour_discovery)
 
 
 def probes(seed: int = 16, repeat: int = 2) -> list[Probe]:

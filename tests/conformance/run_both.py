@@ -109,16 +109,30 @@ CHIP_PLATFORM = "ixp2800-4x10gbe"         # the config's 4 ports
 CHIP_MAX_FRAME = 1514                     # larger frames are dropped at receive (issue 16)
 
 
+def resolution_target(frame: bytes) -> bytes | None:
+    """The address an ARP request / reply or a Neighbor Solicitation / Advertisement (no
+    extension headers) is about: what pairs an answer with its question."""
+    if frame[12:14] == b"\x08\x06" and len(frame) >= 42:
+        op = frame[21]
+        return frame[38:42] if op == 1 else frame[28:32] if op == 2 else None
+    if frame[12:14] == b"\x86\xdd" and len(frame) >= 78 and frame[20] == 58 and \
+            frame[54] in (135, 136):
+        return frame[62:78]
+    return None
+
+
 def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
               ) -> list[list[Out]]:
     """The compiled router on the simulated chip with its control plane in the XScale
     model: every probe offered at once (`load` x line rate per port); frames are paired
-    with probes by their marker (differential.marker), a frame without one (a later
-    fragment of the router's own packet) with the probe of the frame before it."""
+    with probes by their marker (differential.marker), an ARP reply / Neighbor
+    Advertisement with the first unanswered request / solicitation for its address on its
+    port, another frame without a marker (a later fragment of the router's own packet) with
+    the probe of the frame before it."""
     from npkit.runtime.compiled_router import CompiledRouter, link_router
 
     own = router_addresses(config)
-    router = CompiledRouter(linked=link_router(ROUTER, CHIP_PLATFORM))
+    router = CompiledRouter(linked=link_router(ROUTER, CHIP_PLATFORM), resolve=True)
     router.configure(config)
     router.control.exceptions.limiter = None
     frames: dict[int, list[bytes]] = {}
@@ -126,10 +140,18 @@ def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
         frames.setdefault(p.port, []).append(p.frame)
     result = router.forward(frames, load=load)
     index = {p.marker: i for i, p in enumerate(items)}
+    asked: dict[tuple[int, bytes], list[int]] = {}
+    for i, p in enumerate(items):
+        if (target := resolution_target(p.frame)) is not None:
+            asked.setdefault((p.port, target), []).append(i)
     answers: list[list[Out]] = [[] for _ in items]
     for port in sorted(result.out):
         last = None                 # a later fragment follows its first one on the port
         for tx in result.out[port]:
+            target = resolution_target(tx.data)
+            if target is not None and asked.get((port, target)):
+                answers[asked[(port, target)].pop(0)].append(canonical(port, tx.data, own))
+                continue
             i = index.get(marker(tx.data, own), last)
             if i is not None:
                 answers[i].append(canonical(port, tx.data, own))

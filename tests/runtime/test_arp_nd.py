@@ -186,8 +186,16 @@ def test_a_duplicate_address_probe_is_answered_to_all_nodes(router):
     assert router.control.neighbours.get(0, "::") is None
 
 
-def test_the_subnet_router_anycast_address_is_advertised_without_override(router):
-    (na,) = send(router, [neighbour_solicit(0, TESTER_MAC, TESTER6, "2001:db8:0:10::")], 0)[0]
+def test_the_subnet_router_anycast_address_is_advertised_late_without_override(router):
+    """RFC 4861 7.2.7: an anycast answer has Override clear and waits a random time below
+    MAX_ANYCAST_DELAY_TIME (1 s); Linux delays it too (its proxy_delay)."""
+    ns = neighbour_solicit(0, TESTER_MAC, TESTER6, "2001:db8:0:10::")
+    assert send(router, [ns], 0, 0) == {}
+    (due,) = [t for t, _ in router.control.resolver._delayed]
+    assert 0 <= due < SECOND
+    assert router.advance(due - 1) == {}
+    (frame,) = router.advance(due)[0]
+    na = Ether(frame)
     assert (na[ICMPv6ND_NA].tgt, na[ICMPv6ND_NA].S, na[ICMPv6ND_NA].O) == (
         "2001:db8:0:10::", 1, 0)
 
