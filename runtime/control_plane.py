@@ -135,6 +135,23 @@ class ControlPlane:
         out = [] if self.resolver is None else self.resolver.tick(now_ns)
         return out + self.exceptions.reassembly_timeouts(now_ns)
 
+    def _forget_learnt(self) -> None:
+        """Before a full reload: every learnt neighbour, its host route's next hop and the
+        resolver's entries go (the reload replaces the routes; waiting frames are dropped),
+        so the new config starts from what it says."""
+        if self.resolver is None:
+            return
+        for index, shared in sorted(self._host_routes.values()):
+            if not shared and index in self.nexthops:
+                self.neighbours.release(index)
+        self._host_routes.clear()
+        for (port, ip), entry in sorted(self.resolver.entries.items(),
+                                        key=lambda kv: (kv[0][0], kv[0][1].version,
+                                                        int(kv[0][1]))):
+            if entry.mac is not None and self.neighbours.get(port, ip) is not None:
+                self.neighbours.forget(port, ip)
+        self.resolver.entries.clear()
+
     def _unreachable(self, frame: bytes, in_port: int, now_ns: int) -> list[Emit]:
         return self.exceptions.neighbour_unreachable(frame, in_port, now_ns)
 
@@ -166,6 +183,7 @@ class ControlPlane:
     def configure(self, config: RouterConfig) -> int:
         """Apply a router config: ports, own addresses, neighbours, next hops, and load its
         routes (a full reload).  Returns the number of routes."""
+        self._forget_learnt()
         routes = config.apply(self.nexthops, self.local, self.neighbours)
         if config.icmp:
             self.limiter = IcmpRateLimiter.of(float(config.icmp.get("rate", 10.0)),

@@ -408,3 +408,16 @@ def test_the_glean_path_applies_the_ports_mtu_before_resolving(router):
     pieces = send(router, [arp_reply(1, HOST_MAC, HOST4)], 1, 3 * MS)[1]
     assert [(len(p[IP]), p[IP].frag, p[IP].flags.MF) for p in pieces] == [
         (1500, 0, 1), (148, 185, 0)]
+
+
+def test_a_config_reload_forgets_what_was_learnt(router):
+    tester_known(router)
+    send(router, [udp4(1)], 0, 0)
+    send(router, [arp_reply(1, HOST_MAC, HOST4)], 1, MS)
+    assert router.forward([bytes(udp4(2))], 0, 2 * MS).verdicts[0].kind == "forward"
+    router.control.configure(RouterConfig.loads(CONFIG))
+    assert router.control.resolver.state(1, HOST4) is None
+    assert router.control.neighbours.get(1, HOST4) is None
+    out = send(router, [udp4(3)], 0, 3 * MS)                # resolved afresh
+    assert [f[ARP].pdst for f in out[1]] == [HOST4]
+    assert sorted(router.control.nexthops._entries) == [0, 1]   # the two glean records
