@@ -2,10 +2,9 @@
 npkit.runtime.compiled): Microsoft's published RSS values (the rows of tests/mbl/test_rss.py)
 and a filter hit, the same as on the native target.
 
-The pipeline is flow_director -> a stage that writes meta.queue and meta.flow_id into the
-Ethernet source address: with no filter every packet misses and takes the RSS path (the
-`rss_steer` pipeline alone does not compile for the MEs yet: llvm.stacksave,
-docs/steering.md)."""
+The pipelines: rss, or flow_director, then a stage that writes meta.queue and meta.flow_id
+into the Ethernet source address (with no filter, flow_director's packets all miss and take
+the RSS path)."""
 
 from __future__ import annotations
 
@@ -35,14 +34,24 @@ pipeline steer_probe {{
     stage show = show_ids;
     fd -> show;
 }}
+pipeline rss_probe {{
+    stage hash = rss;
+    stage show = show_ids;
+    hash -> show;
+}}
 """
 QUEUES = 4
 
 
 @pytest.fixture(scope="module")
-def built():
-    program = compile_source(SOURCE, "steer_probe.mbl")
-    return program, link(program, compile_me(program, "steer_probe"), "ixp2800-2x10gbe")
+def program():
+    return compile_source(SOURCE, "steer_probe.mbl")
+
+
+@pytest.fixture(scope="module", params=["rss_probe", "steer_probe"])
+def built(program, request):
+    return program, request.param, link(program, compile_me(program, request.param),
+                                        "ixp2800-2x10gbe")
 
 
 def _frames() -> list[bytes]:
@@ -56,8 +65,8 @@ def _frames() -> list[bytes]:
 
 def _on_chip(built, configure) -> list[tuple[int, int]]:
     """(queue, flow id) of every frame out of the chip, in order (one input port)."""
-    program, linked = built
-    native = NativeProgram(program, "steer_probe")
+    program, pipeline, linked = built
+    native = NativeProgram(program, pipeline)
     configure(native)
     run = CompiledRun(linked)
     run.load_memories(native)
@@ -83,7 +92,9 @@ def test_microsoft_values_on_the_chip_with_and_without_ports(built):
     assert _on_chip(built, addresses) == [((r[4] & 127) % QUEUES, r[4]) for r in rows]
 
 
-def test_a_filter_hit_on_the_chip(built):
+def test_a_filter_hit_on_the_chip(program):
+    built = program, "steer_probe", link(program, compile_me(program, "steer_probe"),
+                                         "ixp2800-2x10gbe")
     dst, dport, src, sport, _, _ = MS_IPV4[2]
 
     def one_filter(native):
