@@ -16,6 +16,8 @@ signature, optionally the Internet mix):
   confirmed: a load passes only when ``confirm_trials`` trials at it all lose nothing (the
   search's trial, then ``confirm_trials - 1`` with other stream seeds and every stream
   starting at its own seeded phase, up to ``phase_window_ps`` late; ``TrialMaker.repeat``);
+  every stream starts ``ready_ps`` (20 us) after the device's start, as a tester starts a
+  trial on a device that is up (RFC 2544 23);
 * **latency** at 100/95/90/50 % of the throughput (RFC 2544 style, ``latency``) and at
   100/95/90/50 % of *line rate* (``latency_line``, where "100 %" is line rate whatever the
   throughput: the published IMIX rows' basis): min/avg/max, first bit in to last bit out
@@ -189,6 +191,10 @@ class NpfConfig:
     resolution_percent: float = 0.5
     confirm_trials: int = 1  # trials that must all lose nothing for a load to pass
     phase_window_ps: int = 1_000_000  # confirmation trials: streams start up to 1 us late
+    # The device is up before the tester sends (RFC 2544 23: the trial follows the set-up
+    # and a wait): every stream starts this late, so a data path that registers its threads
+    # at start-up (docs/datapath.md, the pool: ~3 us) does not count its boot as loss.
+    ready_ps: int = 20_000_000  # 20 us
     convergence_trial_ps: tuple[int, ...] = ()  # trial lengths of the convergence search
     convergence_cases: tuple[str, ...] = ()  # "traffic:size" cases it runs on
     latency_percents: tuple[float, ...] = LATENCY_PERCENTS
@@ -220,6 +226,8 @@ class NpfConfig:
         if self.phase_window_ps < 0 or any(t <= 0 for t in self.convergence_trial_ps):
             raise LabConfigError("phase_window_ps must be >= 0 and convergence trial "
                                  "lengths > 0")
+        if self.ready_ps < 0:
+            raise LabConfigError(f"ready_ps must be >= 0, got {self.ready_ps}")
         for name in self.convergence_cases:
             traffic, _, size = name.partition(":")
             if traffic not in FAMILIES or not size:
@@ -266,13 +274,14 @@ class NpfPreset:
     config: NpfConfig
     system: str = DEFAULT_SYSTEM  # sim/systems name or path; SINGLE_SYSTEM: one chip
     threads: int = 1  # host threads for the chips of a system (System(threads=...))
+    data_path: str | None = None  # rings | pool (docs/datapath.md); None: the system's own
 
 
 MIN_TRIAL_PS = 10_000_000_000  # 10 ms: the methodology's shortest trial (issue 12)
 
 
 def preset(name: str = "ixp2800-npf", quick: bool = False, *, system: str | None = None,
-           threads: int = 1, **changes: Any) -> NpfPreset:
+           threads: int = 1, data_path: str | None = None, **changes: Any) -> NpfPreset:
     """``ixp2800-npf``: 2 x OC-192 POS full duplex, 135,432 IPv4 routes sampled from the real
     table and 1,200 IPv6, 2,000 / 400 exercised, as in the 2003 report; trials of 10 ms,
     every throughput confirmed by 3 trials, and the IPv4 40-byte and IPv4 IMIX throughput
@@ -282,7 +291,9 @@ def preset(name: str = "ixp2800-npf", quick: bool = False, *, system: str | None
     short trials, which the report says.  ``system``: the simulated system
     (``sim/systems`` name or a path; default the published two-chip ``dual-ixp2800-npf``,
     ``single-ixp2800`` the single chip the lab ran before); ``threads``: host threads for
-    its chips."""
+    its chips; ``data_path``: ``pool`` (the compiled IXA-class path, docs/datapath.md; the
+    default on chips receiving one port) or ``rings`` (receive ME, forwarding chains,
+    transmit ME; the single chip's)."""
     if name != "ixp2800-npf":
         raise LabConfigError(f"unknown NPF preset {name!r}: use ixp2800-npf")
     config = NpfConfig(preset=name, trial_ps=MIN_TRIAL_PS, confirm_trials=3,
@@ -297,7 +308,7 @@ def preset(name: str = "ixp2800-npf", quick: bool = False, *, system: str | None
                          convergence_trial_ps=(25_000_000, 50_000_000, 100_000_000),
                          convergence_cases=("ipv4:40",))
     return NpfPreset(name, ("oc192pos", "oc192pos"), SampledRoutes(), replace(config, **changes),
-                     system or DEFAULT_SYSTEM, threads)
+                     system or DEFAULT_SYSTEM, threads, data_path)
 
 
 # --------------------------------------------------------------------------- results
@@ -470,7 +481,7 @@ class TrialMaker:
                    framing=self.framing,  # type: ignore[arg-type]
                    family=FAMILIES[self.traffic],  # type: ignore[arg-type]
                    sizes=self.sizes, load_percent=load_percent, duration_ps=c.trial_ps,
-                   seed=c.seed, v6_share=c.v6_share)
+                   seed=c.seed, v6_share=c.v6_share, start_ps=c.ready_ps)
             for index, (i, o) in enumerate(self.flows))
         return Trial(streams, f"{self.traffic} {self.label} {load_percent:g} %", c.settle_ps)
 
@@ -485,7 +496,7 @@ class TrialMaker:
         for stream in base.streams:
             rng = random.Random(f"npkit-npf-phase:{c.seed}:{k}:{stream.id}")
             phase = rng.randrange(c.phase_window_ps) if c.phase_window_ps else 0
-            streams.append(replace(stream, seed=c.seed + k, start_ps=phase))
+            streams.append(replace(stream, seed=c.seed + k, start_ps=c.ready_ps + phase))
         return Trial(tuple(streams), f"{base.label} (confirmation {k})", base.settle_ps)
 
     def with_length(self, trial_ps: int) -> TrialMaker:
@@ -824,14 +835,16 @@ def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
 def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
                where: Where | None = None, progress: Progress | None = None,
                device: Device | None = None, system: str | None = None, threads: int = 1,
-               **changes: Any) -> NpfResult:
+               data_path: str | None = None, **changes: Any) -> NpfResult:
     """A preset's suite on the compiled router on the simulated system (or ``device``)."""
-    chosen = preset(name, quick, seed=seed, system=system, threads=threads, **changes)
+    chosen = preset(name, quick, seed=seed, system=system, threads=threads,
+                    data_path=data_path, **changes)
     setup: dict[str, Any] = {"preset": chosen.name, "quick": quick}
     if device is None:
         device = chip_device(chosen)
         setup |= {"port_kinds": list(chosen.port_kinds), "routes": asdict(chosen.routes),
-                  "routes_origin": chosen.routes.origin(), "system": chosen.system}
+                  "routes_origin": chosen.routes.origin(), "system": chosen.system,
+                  "data_path": chosen.data_path}
     dut = device
     return run_npf(dut, chosen.config, where, progress, setup)
 
@@ -852,7 +865,7 @@ def chip_device(npf: NpfPreset, mtu: int | None = None, **options: Any) -> Devic
         options = {"source": example_path("pos_router", "pos_router.mbl"),
                    "entry": "pos_router", **options}
     return system_device(npf.port_kinds, npf.routes, mtu or (POS_MTU if pos else MTU),
-                         npf.system, npf.threads, **options)
+                         npf.system, npf.threads, npf.data_path, **options)
 
 
 __all__ = [

@@ -199,7 +199,10 @@ def _differences(result: NpfResult) -> str:
                              f"{p.rate.sent:,} at {p.rate.load_percent:.1f} % load")
     if not notes:
         return "Ours match the published figures where both exist.\n"
-    difference = SYSTEM_DIFFERENCE if result.device.get("system") else DEVICE_DIFFERENCE
+    path = DATA_PATH_TEXT.get(str(result.device.get("data_path", "rings")),
+                              DATA_PATH_TEXT["rings"])
+    difference = (SYSTEM_DIFFERENCE.format(data_path=path) if result.device.get("system")
+                  else DEVICE_DIFFERENCE)
     return ("**Where ours differ** (from the device's counters):\n\n" + difference
             + "\n".join(notes) + "\n")
 
@@ -222,9 +225,14 @@ SYSTEM_DIFFERENCE = (
     "IXP2800s, each receiving one OC-192 POS line and transmitting the other, each with its "
     "own SRAM and DRAM, so a packet crosses one chip and each chip's DRAM carries one "
     "direction; the framers are a fixed delay each way (500 ns, a guess: U).  What remains "
-    "different is the data path on each chip (our compiled router and the hand-written "
-    "receive/transmit, not the IXA SDK microblocks); the counters below name the busiest "
-    "units per chip (`east.`, `west.`).\n\n")
+    "different is the data path on each chip ({data_path}, not the IXA SDK microblocks); "
+    "the counters below name the busiest units per chip (`east.`, `west.`).\n\n")
+DATA_PATH_TEXT = {
+    "pool": "our compiled router in the compiled IXA-class data path, docs/datapath.md: "
+            "every ME receives, forwards and transmits, the header from the receive buffer "
+            "to the transmit buffer in registers",
+    "rings": "our compiled router between the hand-written receive and transmit microcode",
+}
 
 
 def _latency_differences(result: NpfResult) -> list[str]:

@@ -59,6 +59,12 @@ from npkit.sim.packets import ListSink
 
 DEFAULT_SYSTEM = "dual-ixp2800-npf"
 ONE_RX_FWD_MES = 8  # forwarding MEs of a one-receive-port chip: measured, docs/link.md
+# The data paths a chip that receives one port can run (docs/datapath.md): "rings" =
+# rx_eth.uc, a forwarding chain per ring, tx_eth.uc; "pool" = the compiled IXA-class path,
+# every ME receives, forwards and transmits (npkit.link.pool), POOL_MES of them: the
+# default (the NPF preset at line rate; "rings" tops out at 72 % at 40 B, docs/lab.md).
+DATA_PATHS = ("rings", "pool")
+POOL_MES = 16
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
 
@@ -84,10 +90,14 @@ class SystemChipDevice(CompiledChipDevice):
 
     def __init__(self, options: ChipOptions | None = None, *,
                  system: str | Path = DEFAULT_SYSTEM, threads: int = 1,
-                 chip_fwd_mes: int | None = None, **compiled: Any) -> None:
+                 chip_fwd_mes: int | None = None, data_path: str = "pool",
+                 **compiled: Any) -> None:
         super().__init__(options, **compiled)
+        if data_path not in DATA_PATHS:
+            raise LabConfigError(f"data path {data_path!r}: use one of {', '.join(DATA_PATHS)}")
         self.system = str(system)
         self.threads = threads
+        self.data_path = data_path
         # forwarding MEs of a chip that receives one port (plan.py, "one receive port");
         # a chip that receives every port keeps fwd_mes_per_port
         self.chip_fwd_mes = ONE_RX_FWD_MES if chip_fwd_mes is None else chip_fwd_mes
@@ -109,7 +119,7 @@ class SystemChipDevice(CompiledChipDevice):
 
     def _config_state(self) -> dict[str, Any]:
         return {**super()._config_state(), "system": self.system, "threads": self.threads,
-                "chip_fwd_mes": self.chip_fwd_mes}
+                "chip_fwd_mes": self.chip_fwd_mes, "data_path": self.data_path}
 
     def __getstate__(self) -> dict[str, Any]:
         # a worker runs the very images this process linked for the chips (as ``linked``)
@@ -132,7 +142,7 @@ class SystemChipDevice(CompiledChipDevice):
                                     "rx_delay_ns": p.framer.rx_delay_ns,
                                     "tx_delay_ns": p.framer.tx_delay_ns}
                            for p in spec.ports},
-                "threads": self.threads,
+                "threads": self.threads, "data_path": self.data_path,
                 "chip_mapping": {c.name: self.chip_mapping(c.name) for c in spec.chips}}
 
     def receives_one_port(self, chip: str) -> bool:
@@ -144,8 +154,10 @@ class SystemChipDevice(CompiledChipDevice):
     def chip_mapping(self, chip: str) -> dict[str, Any]:
         """How ``chip``'s program is linked: its platform, receive ports, forwarding MEs."""
         one = self.receives_one_port(chip)
+        pool = one and self.data_path == "pool"
         return {"platform": self.spec.chip(chip).platform, "rx_ports": 1 if one else None,
-                "fwd_mes_per_port": self.chip_fwd_mes if one else self.fwd_mes_per_port}
+                "fwd_mes_per_port": self.chip_fwd_mes if one else self.fwd_mes_per_port,
+                "pool_mes_per_port": POOL_MES if pool else None}
 
     @cached_property
     def me_build(self) -> Any:
@@ -164,7 +176,8 @@ class SystemChipDevice(CompiledChipDevice):
         if key not in cache:
             cache[key] = link(self.program, self.me_build, load_platform(how["platform"]),
                               fwd_mes_per_port=how["fwd_mes_per_port"],
-                              rx_ports=how["rx_ports"])
+                              rx_ports=how["rx_ports"],
+                              pool_mes_per_port=how["pool_mes_per_port"])
         return cache[key]
 
     # ---- set-up, once per device
@@ -415,15 +428,21 @@ def system_counters(system: System, loaded: Mapping[str, _Loaded],
 
 
 def system_device(port_kinds: tuple[str, ...], routes: Any, mtu: int, system: str | Path,
-                  threads: int = 1, **compiled: Any) -> CompiledChipDevice:
+                  threads: int = 1, data_path: str | None = None,
+                  **compiled: Any) -> CompiledChipDevice:
     """The compiled router for ``npf.chip_device``: ``SINGLE_SYSTEM`` is the lab's single
-    chip (``CompiledChipDevice``: no framer delays, today's figures), any other system a
-    ``SystemChipDevice``."""
+    chip (``CompiledChipDevice``: no framer delays, today's figures; data path ``rings``),
+    any other system a ``SystemChipDevice`` (data path ``pool`` unless ``data_path``
+    says ``rings``)."""
     options = ChipOptions(port_kinds=port_kinds, routes=routes, next_hop_mtu=mtu)
     if str(system) == SINGLE_SYSTEM:
+        if data_path not in (None, "rings"):
+            raise LabConfigError(f"data path {data_path!r} needs a system whose chips "
+                                 f"receive one port each (not {SINGLE_SYSTEM})")
         return CompiledChipDevice(options, **compiled)
-    return SystemChipDevice(options, system=system, threads=threads, **compiled)
+    return SystemChipDevice(options, system=system, threads=threads,
+                            data_path=data_path or "pool", **compiled)
 
 
-__all__ = ["DEFAULT_SYSTEM", "SINGLE_SYSTEM", "SystemChipDevice", "system_counters",
+__all__ = ["DATA_PATHS", "DEFAULT_SYSTEM", "SINGLE_SYSTEM", "SystemChipDevice", "system_counters",
            "system_device"]

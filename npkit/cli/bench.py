@@ -5,6 +5,7 @@
                         [--scheduler local|ADDRESS] [--workers N]
     npkit bench npf [--preset ixp2800-npf] [--quick] [--out DIR] [--seed N]
                     [--system dual-ixp2800-npf|single-ixp2800|FILE] [--threads N]
+                    [--data-path pool|rings]
                     [--scheduler local|ADDRESS] [--workers N]
     npkit bench report RESULTS.json [--out DIR]
 
@@ -207,18 +208,24 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
                    "(single-ixp2800: both ports on one chip)")
 @click.option("--threads", type=click.IntRange(1, 64), default=2, show_default=True,
               help="host threads for the chips of a system (the same results as 1)")
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]),
+              help="the chips' data path: pool (the compiled IXA-class path, "
+                   "docs/datapath.md; the default on a system whose chips receive one port "
+                   "each) or rings (receive ME, forwarding chains, transmit ME; the single "
+                   "chip's)")
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
-        workers: int, system: str, threads: int) -> None:
+        workers: int, system: str, threads: int, data_path: str | None) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
     from npkit.bench.lab import npf as suite
     from npkit.bench.lab.report import write_report
 
-    setup = suite.preset(preset, quick, seed=seed, system=system, threads=threads)
+    setup = suite.preset(preset, quick, seed=seed, system=system, threads=threads,
+                         data_path=data_path)
     total = len(suite.cases(suite.chip_device(setup), setup.config))
     where = _where(scheduler, workers)
     with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
         result = suite.run_preset(preset, quick, seed, where, done, system=system,
-                                  threads=threads)
+                                  threads=threads, data_path=data_path)
     files = write_report(result, out_dir, _command())
     click.echo(f"results: {files.json}\nreport:  {files.markdown}"
                + (f" (+ {files.html.name})" if files.html else ""))

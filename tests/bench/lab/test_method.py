@@ -194,10 +194,14 @@ def test_the_npf_convergence_and_confirmation_on_a_reference_router() -> None:
     trials = npf.make_trials(device, config, "ipv4", "40", Sizes.fixed(40, "ip"))
     first, again = trials.at(50), trials.repeat(50, 1)
     assert [s.seed for s in again.streams] == [config.seed + 1] * 2
-    assert all(0 <= s.start_ps < config.phase_window_ps for s in again.streams)
-    assert [s.start_ps for s in again.streams] != [0, 0]
-    assert [replace(s, seed=config.seed, start_ps=0) for s in again.streams] == \
-        list(first.streams)
+    # every stream starts once the device is up (ready_ps), a confirmation's up to a phase
+    # window later
+    assert all(s.start_ps == config.ready_ps for s in first.streams)
+    assert all(0 <= s.start_ps - config.ready_ps < config.phase_window_ps
+               for s in again.streams)
+    assert [s.start_ps for s in again.streams] != [config.ready_ps] * 2
+    assert [replace(s, seed=config.seed, start_ps=config.ready_ps) for s in again.streams] \
+        == list(first.streams)
     with pytest.raises(ValueError, match="convergence case"):
         npf.run_npf(device, replace(config, convergence_cases=("ipv4:41",)))
 
