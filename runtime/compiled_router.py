@@ -44,10 +44,10 @@ from npkit.runtime.loader import build_freelist
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.xscale import ControlProcessor
 
-# The XScale's buffers share SRAM channel `xs_channel` with a receive port's freelist
-# (queue 0) on the linked layout, so they get their own Q-array queue; tx_eth frees a
-# buffer to the queue its metadata LW2 names.
-XSCALE_QUEUE = 1
+# The XScale's buffers share SRAM channel `xs_channel` with the receive ports' freelists
+# (queue 0 with two ports; queues 0 and 1 with four, two ports a channel), so they get a
+# Q-array queue no port uses; tx_eth frees a buffer to the queue its metadata LW2 names.
+XSCALE_QUEUE = 2
 ETHERNET_KINDS = ("10gbe", "1gbe")
 TRIES = ((4, "fib4_trie"), (6, "fib6_trie"))
 RUN_STEP_CYCLES = 100_000

@@ -400,3 +400,19 @@ def test_max_update_rate_on_a_small_table(linked, family, tmp_path) -> None:
     # never faster than the route manager's own work per update on the XScale
     x = xscale_parameters()
     assert rate.per_second < x["clock_hz"] / x["route_update_cycles"]
+
+
+def test_the_xscale_buffers_have_a_queue_of_their_own_on_four_ports() -> None:
+    """Four ports put two receive freelists on a channel (queues 0 and 1); the XScale's
+    buffers on that channel once shared queue 1 with port 3, so every buffer it injected
+    landed in port 3's pool.  After exceptions, each freelist is whole and distinct."""
+    router = CompiledRouter(linked=link_router(ROUTER, "ixp2800-4x10gbe"))
+    router.configure(RouterConfig.load(CONFIG))
+    frame = bytes(Ether(src="02:00:00:00:10:02", dst="02:00:00:00:00:10")
+                  / IP(src="192.0.2.2", dst="10.1.2.3", ttl=1) / UDP(sport=7, dport=9))
+    attach(router, {0: [RxFrame(frame + bytes(60 - len(frame)))] * 3})
+    router.run(cycles=200_000)
+    assert router.counters()["ports"][0]["injected"] == 3
+    reports = leak_check(router.loaded)
+    assert len({(r.channel, r.queue) for r in reports}) == len(reports) == 5
+    assert all(r.ok for r in reports), reports
