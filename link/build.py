@@ -24,6 +24,7 @@ from .manifest import Manifest, MemorySpec
 from .plan import CHANNEL_SHIFT
 from .platform import DEFAULT_PLATFORM, Platform, as_platform
 from .program import ProgramInfo
+from .sram import placed
 from .writer import write_manifest
 
 SOURCES_DIR = "src"         # the generated layout.h, body.uc and wrappers, for reading
@@ -69,8 +70,10 @@ def chip_manifest(program: Program, platform: Platform | str = DEFAULT_PLATFORM,
                   build_dir: str | Path | None = None) -> Manifest:
     """The in-memory manifest of `entry` (default: the program's first pipeline) linked
     for `platform`, with the memories of `tables` (a filled NativeProgram) when given."""
+    platform = as_platform(platform)
+    program = placed(program, platform.chip_config())  # before compiling: the code has them
     build = compile_me(program, entry)
-    manifest = link(program, build, as_platform(platform), build_dir=build_dir,
+    manifest = link(program, build, platform, build_dir=build_dir,
                     fwd_mes_per_port=fwd_mes_per_port)
     if tables is not None:
         assert manifest.program is not None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from npkit.base.diagnostics import Diagnostic, SourceLocation
 from npkit.compiler.mbl.diagnostics import CompileError
 from npkit.compiler.mbl.sema import Program
+from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import WINDOW_MAX_BYTES, Mapping, MEAssignment
 from npkit.compiler.me.metasetup import MetaSetup, meta_setup
 from npkit.compiler.uc import AsmError, Image, assemble_file
@@ -44,6 +45,7 @@ from .plan import (
 )
 from .platform import DEFAULT_PLATFORM, Platform, as_platform
 from .program import ProgramInfo
+from .sram import placed, same_sram_layout
 
 if TYPE_CHECKING:
     from npkit.compiler.me import MEBuild
@@ -162,6 +164,10 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
     kinds = served_ports(program, pipeline, platform)
     ports = len(kinds)
     cfg = platform.chip_config()
+    if placed(program, cfg) is not program:
+        raise LinkError(f"the SRAM memories of {pipeline} lie past the chip's "
+                        f"{cfg.sram_channel_bytes:,}-byte SRAM channels: place them before "
+                        "compiling the body (link() does: npkit.link.sram.placed)")
     placements = memory_map(program)
     channel_bytes = sram_channel_bytes(placements, cfg)
     per_port = platform.fwd_mes_per_port if fwd_mes_per_port is None else fwd_mes_per_port
@@ -214,21 +220,28 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
 def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PLATFORM, *,
          build_dir: str | Path | None = None,
          fwd_mes_per_port: int | None = None, rx_ports: int | None = None,
-         pool_mes_per_port: int | None = None) -> Manifest:
+         pool_mes_per_port: int | None = None, big_channels: bool = True) -> Manifest:
     """Link one compiled entry (`compile_me(program, entry)`).  A body that overflows the
     control store is a CompileError at the entry's MBL declaration (the assembler's
     message would point into the generated body).  `pool_mes_per_port=N`: the compiled
     data path instead (docs/datapath.md; npkit.link.pool: the entry recompiled with the
-    window in local memory, N MEs per port receive, forward and transmit)."""
+    window in local memory, N MEs per port receive, forward and transmit).
+    The program's SRAM memories go on the chip's channels (link/sram.py; the entry is
+    compiled again when that moves them); SRAM memories that do not fit are a
+    CompileError (`link-sram`) unless `big_channels` lets the flat layout run on 64 MB
+    channels."""
+    platform = as_platform(platform)
+    program = placed(program, platform.chip_config(), big_channels=big_channels)
     if pool_mes_per_port is not None:
-        served_ports(program, build.entry, as_platform(platform))   # declarations, at MBL
-        from npkit.compiler.me import compile_me
+        served_ports(program, build.entry, platform)   # declarations, at MBL
         from npkit.compiler.me.abi import LM_WINDOW_ABI
 
         from .pool import link_pool
         return link_pool(program, compile_me(program, build.entry, LM_WINDOW_ABI), platform,
                          mes_per_port=pool_mes_per_port, build_dir=build_dir,
                          rx_ports=rx_ports)
+    if not same_sram_layout(program, build.program):
+        build = compile_me(program, build.entry)   # the ME code holds the addresses
     try:
         return link_body(program, build.body.uc, build.body.window_bytes, pipeline=build.entry,
                          platform=platform, build_dir=build_dir,

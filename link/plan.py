@@ -3,7 +3,8 @@
 
 The program's memories keep the addresses the checker gave them (SRAM and scratch byte
 address = 4 x MemoryInfo.word_offset, `in local` memories at local-memory word
-word_offset).  The runtime's own structures go where those are not: buffer descriptors and
+word_offset; SRAM memories where link/sram.py placed them on the chip's channels).  The
+runtime's own structures go where those are not: buffer descriptors and
 freelists on SRAM channels (and offsets) free of program memories, the scratch rings and
 counters after the program's scratch memories, the dispatch's per-context local-memory
 areas after the program's `in local` memories.
@@ -41,9 +42,8 @@ from .errors import LinkError
 from .manifest import FreelistSpec, RingSpec
 from .media import LAYOUT, Layout
 from .program import ProgramMemory
+from .sram import BIG_CHANNEL_BYTES, CHANNEL_SHIFT, fits_channels
 
-CHANNEL_SHIFT = 26                  # SRAM byte address bits 27..26: the channel
-BIG_CHANNEL_BYTES = 1 << CHANNEL_SHIFT
 RX_MES, FWD_FIRST_ME, TX_FIRST_ME = (0, 1), 2, 6
 FOUR_PORTS = 4
 MAX_FWD_MES_PER_PORT_4 = 2          # 4 receive + 4 transmit + 4 N forwarding MEs <= 16
@@ -102,9 +102,12 @@ def _align(value: int, unit: int) -> int:
 
 
 def sram_channel_bytes(placements: tuple[ProgramMemory, ...], cfg: ChipConfig) -> int:
-    end = _space_end(placements, "sram")
-    if end <= cfg.sram_channel_bytes:
+    """The SRAM channel size the program runs with: the chip's when every memory lies in
+    one of its channels (link/sram.py places them so), else 64 MB channels for a flat
+    layout (the 16-8-8 tries)."""
+    if fits_channels(placements, cfg.sram_channels, cfg.sram_channel_bytes):
         return cfg.sram_channel_bytes
+    end = _space_end(placements, "sram")
     if end > cfg.sram_channels * BIG_CHANNEL_BYTES:
         raise LinkError(f"the program's SRAM memories need {end:#x} bytes, more than "
                         f"{cfg.sram_channels} channels of 64 MB")
