@@ -800,6 +800,12 @@ class System:
     def _cycles(self, ns: float) -> int:
         return round(ns * 1e-9 * self.clock_hz)
 
+    def framer_cycles(self, port: str) -> tuple[int, int]:
+        """External port ``port``'s framer receive and transmit delays in whole ME cycles,
+        as the runner applies them (the file's ns, rounded to the nearest cycle)."""
+        framer = self.spec.external(port).framer
+        return self._cycles(framer.rx_delay_ns), self._cycles(framer.tx_delay_ns)
+
     # ---- ports
     def attach_source(self, port: str, source: Source) -> None:
         ext = self.spec.external(port)

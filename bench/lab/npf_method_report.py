@@ -12,14 +12,13 @@ at line rate; FACTS.md §1a: the published latency rows are Internet-mix rows).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from npkit.bench.lab import published
+from npkit.bench.lab.latency_parts import breakdown_markdown
 from npkit.bench.lab.npf import (
     MIN_TRIAL_PS,
     ConvergenceResult,
-    LatencyPoint,
     NpfCaseResult,
     NpfResult,
 )
@@ -34,8 +33,6 @@ from npkit.bench.lab.report_parts import (
     table,
 )
 from npkit.bench.lab.unit_use import busiest_units, dram_bytes_per_packet
-from npkit.bench.tester import port_model, smallest_ip
-from npkit.bench.tester.media import frame_bytes
 
 TITLES = {"ipv4": "IPv4", "ipv6": "IPv6", "mixed": "Mixed"}
 PUBLISHED_IMIX = {"ipv4": "latency_v4_avg_us", "ipv6": "latency_v6_avg_us"}
@@ -186,88 +183,17 @@ def published_imix_comparison(result: NpfResult) -> str:
                    "within ±15 %", "lost"), rows) + "\n" + latency_breakdown(result))
 
 
-@dataclass(frozen=True)
-class LatencyParts:
-    """One IMIX latency point split by component, in µs: ``framer`` (the system file's
-    receive + transmit framer delays, U-tagged there), ``pipeline`` (the chip's own transit
-    with no wait: the fastest frame's first bit in -> last bit out at the chip ports, plus
-    the mix's longer frames' extra time on the wire in and out), ``queueing`` (the rest of
-    the average: waiting in the chip's buffers, rings and the transmit line)."""
-
-    average: float
-    framer: float
-    pipeline: float
-    queueing: float
-
-
-def framer_ps(result: NpfResult) -> int:
-    """Receive + transmit framer delay of the device's external ports (ps; the mean over
-    the ports), 0 for a device without framers (the single chip)."""
-    wiring = result.device.get("wiring") or {}
-    delays = [w["rx_delay_ns"] + w["tx_delay_ns"] for w in wiring.values()]
-    return round(1000 * sum(delays) / len(delays)) if delays else 0
-
-
-def _mix_wire_ps(result: NpfResult, traffic: str) -> tuple[float, float] | None:
-    """(mean, shortest) line time of one frame of the family's Internet mix (ps)."""
-    kinds = result.device.get("port_kinds") or []
-    if not kinds:
-        return None
-    model = port_model(kinds[0])
-    family = 4 if traffic == "ipv4" else 6
-    least = smallest_ip(family)
-    c = result.config
-    sizes = [max(least, s) if model.framing == "pos" else s for s in c.imix_sizes]
-    wires = [float(model.wire_ps(frame_bytes(s, model.framing) if model.framing == "pos"
-                                 else s)) for s in sizes]
-    weight = sum(c.imix_weights)
-    mean = sum(w * x for w, x in zip(c.imix_weights, wires, strict=True)) / weight
-    return mean, min(wires)
-
-
-def latency_parts(result: NpfResult, case: NpfCaseResult, point: LatencyPoint
-                  ) -> LatencyParts | None:
-    """The components of one IMIX latency point (None: no latency or no port model)."""
-    wire = _mix_wire_ps(result, case.traffic)
-    if point.avg_ps is None or point.min_ps is None or wire is None:
-        return None
-    mean, shortest = wire
-    framer = framer_ps(result)
-    pipeline = point.min_ps - framer + 2 * (mean - shortest)
-    queueing = point.avg_ps - framer - pipeline
-    return LatencyParts(point.avg_ps / PS_PER_US, framer / PS_PER_US,
-                        pipeline / PS_PER_US, queueing / PS_PER_US)
-
-
 def latency_breakdown(result: NpfResult) -> str:
-    """The IMIX latency at % of line rate by component, beside the published average."""
+    """The IMIX latency at % of line rate by component (``latency_parts``), beside the
+    published average."""
     rows = []
     for c in result.cases:
         key = PUBLISHED_IMIX.get(c.traffic)
         if key is None or c.size != "imix":
             continue
         theirs = published.npf_figure(key)
-        for p in c.latency_line:
-            parts = latency_parts(result, c, p)
-            if parts is None:
-                continue
-            rows.append((TITLES[c.traffic], f"{p.load_percent:g} %", f"{parts.average:.2f}",
-                         f"{parts.framer:.2f}", f"{parts.pipeline:.2f}",
-                         f"{parts.queueing:.2f}", theirs.text,
-                         f"{theirs.value - parts.average:+.2f}" if theirs.value else "–"))
-    if not rows:
-        return ""
-    system = result.device.get("system", "the single chip (no framers modelled)")
-    return ("**The average by component** (" + str(system) + "): *framer* = the system "
-            "file's receive + transmit framer delays (guessed, U: no published IXF18101 "
-            "figure; every ns there is a ns here); *pipeline* = the chip's transit with no "
-            "wait: the fastest frame's first bit in → last bit out at the chip ports, plus "
-            "twice the mix's mean extra line time over the fastest frame's (in and out, "
-            "store and forward); *queueing* = the rest of the average.  \"published − "
-            "ours\" is what the model leaves unexplained (the chip-to-chip link carries "
-            "nothing in this arrangement: docs/system.md).\n\n" +
-            table(("family", "of line rate", "avg µs", "framer µs", "pipeline µs",
-                   "queueing µs", "published µs", "published − ours µs"), rows))
+        rows += [(TITLES[c.traffic], p, theirs.value) for p in c.latency_line]
+    return breakdown_markdown(result.device, rows)
 
 
 # --------------------------------------------------------------------------- per packet
@@ -322,7 +248,7 @@ def imix_line_latency(cases: Sequence[NpfCaseResult], traffic: str, load: float 
     return None
 
 
-__all__ = ["LatencyParts", "convergence_chart", "convergence_section", "framer_ps",
-           "imix_line_latency", "latency_breakdown", "latency_parts", "line_latency_section",
+__all__ = ["convergence_chart", "convergence_section",
+           "imix_line_latency", "latency_breakdown", "line_latency_section",
            "method_sections", "method_text", "per_packet_section",
            "published_imix_comparison", "short_trials_warning"]

@@ -1,56 +1,129 @@
-"""The IMIX latency split by component (npf_method_report.latency_parts): framer delays
-from the system's wiring, the chip's no-wait transit, queueing as the rest."""
+"""Latency by component (bench/lab/latency_parts.py): a measured point splits into line,
+framer, link, chip and queueing parts that add up to its average; one frame through the
+idle two-chip system splits into parts that add up to the tester's measured latency, the
+line times and framer delays computed here by hand from the OC-192 rate and the system
+file; the framer sensitivity run moves the latency by exactly the delay it adds."""
 
 from __future__ import annotations
 
+import dataclasses
+from fractions import Fraction
 from types import SimpleNamespace
 
 import pytest
 
-from npkit.bench.lab.npf_method_report import framer_ps, latency_parts
+from npkit.bench.lab import npf
+from npkit.bench.lab.latency_parts import PathDelays, latency_parts, one_frame
+from npkit.bench.lab.latency_sensitivity import Variant, varied
+from npkit.bench.tester import Sizes
+from npkit.runtime.system import SystemSpec
 
-OC192_BPS = 9_584_640_000  # STS-192c payload (FACTS.md)
+OC192_BPS = 9_584_640_000  # STS-192c payload (FACTS.md §2)
 POS_LINE_BYTES = 4 + 5  # PPP header in the frame, flag + FCS-32 added by the line
+CLOCK_HZ = 1_400_000_000  # the IXP2800's ME clock (FACTS.md §1)
 
 
-def _wire_ps(ip_bytes: int) -> float:
-    return (ip_bytes + POS_LINE_BYTES) * 8 / OC192_BPS * 1e12
+def _wire_ps(ip_bytes: int) -> Fraction:
+    return Fraction((ip_bytes + POS_LINE_BYTES) * 8 * 10**12, OC192_BPS)
 
 
-def _result(wiring: dict | None) -> SimpleNamespace:
-    device = {"port_kinds": ["oc192pos", "oc192pos"]}
-    if wiring is not None:
-        device["wiring"] = wiring
-    config = SimpleNamespace(imix_sizes=(40, 576, 1500), imix_weights=(7, 4, 1))
-    return SimpleNamespace(device=device, config=config)
+DUAL = {"system": "dual-ixp2800-npf",
+        "wiring": {"pos0": {"rx": "east:0", "tx": "west:1", "rx_delay_ns": 500,
+                            "tx_delay_ns": 500},
+                   "pos1": {"rx": "west:0", "tx": "east:1", "rx_delay_ns": 500,
+                            "tx_delay_ns": 500}}}
 
 
-def test_the_parts_add_up_to_the_average_with_the_framers_from_the_wiring() -> None:
-    wiring = {"pos0": {"rx_delay_ns": 500, "tx_delay_ns": 500},
-              "pos1": {"rx_delay_ns": 500, "tx_delay_ns": 500}}
-    result = _result(wiring)
-    assert framer_ps(result) == 1_000_000
-    point = SimpleNamespace(min_ps=3_000_000, avg_ps=9_000_000)
-    parts = latency_parts(result, SimpleNamespace(traffic="ipv4"), point)
-    mean = (7 * _wire_ps(40) + 4 * _wire_ps(576) + _wire_ps(1500)) / 12
-    assert parts.framer == 1.0
-    assert parts.pipeline == pytest.approx(2.0 + 2 * (mean - _wire_ps(40)) / 1e6)
-    assert parts.framer + parts.pipeline + parts.queueing == pytest.approx(parts.average)
-    assert parts.average == 9.0
+def _point(avg: float, lifo_avg: float, lifo_min: float) -> SimpleNamespace:
+    return SimpleNamespace(load_percent=95.0, avg_ps=avg, lifo_avg_ps=lifo_avg,
+                           lifo_min_ps=lifo_min)
 
 
-def test_the_single_chip_has_no_framer_and_ipv6_starts_at_its_smallest_packet() -> None:
-    result = _result(None)
-    assert framer_ps(result) == 0
-    point = SimpleNamespace(min_ps=2_000_000, avg_ps=5_000_000)
-    parts = latency_parts(result, SimpleNamespace(traffic="ipv6"), point)
-    # IPv6 cannot be 40 bytes: the mix's smallest is the smallest signed IPv6 packet
-    from npkit.bench.tester import smallest_ip
+def test_the_parts_of_a_point_add_up_to_its_average() -> None:
+    parts = latency_parts(DUAL, _point(5_000_000, 4_400_000, 2_300_000))
+    assert parts is not None
+    assert parts.line == pytest.approx(0.6)  # 5.0 - 4.4: the frames' own line time
+    assert parts.framer == pytest.approx(1.0)  # 500 + 500 ns
+    assert parts.link == 0  # one chip per frame in this arrangement
+    assert parts.chip == pytest.approx(1.3)  # fastest S&F 2.3 less the framers
+    assert parts.queueing == pytest.approx(2.1)  # average S&F 4.4 less the fastest
+    assert parts.total() == pytest.approx(parts.average) and parts.average == 5.0
 
-    least = smallest_ip(6)
-    sizes = (max(least, 40), 576, 1500)
-    mean = (7 * _wire_ps(sizes[0]) + 4 * _wire_ps(sizes[1]) + _wire_ps(sizes[2])) / 12
-    assert parts.framer == 0
-    assert parts.pipeline == pytest.approx(2.0 + 2 * (mean - _wire_ps(sizes[0])) / 1e6)
-    assert latency_parts(result, SimpleNamespace(traffic="ipv4"),
-                         SimpleNamespace(min_ps=None, avg_ps=None)) is None
+
+def test_a_link_between_the_receiving_and_the_transmitting_chip_is_its_own_part() -> None:
+    device = {"wiring": {"pos0": {"rx": "ingress:0", "tx": "egress:1", "rx_delay_ns": 200,
+                                  "tx_delay_ns": 300}},
+              "links": {"csix": {"from": "ingress:1", "to": "egress:0", "latency_ns": 100},
+                        "back": {"from": "egress:0", "to": "ingress:1", "latency_ns": 900}}}
+    assert PathDelays.of(device) == PathDelays(200_000, 300_000, 100_000)
+    parts = latency_parts(device, _point(4_000_000, 3_000_000, 2_000_000))
+    assert parts is not None
+    assert (parts.framer, parts.link, parts.chip) == pytest.approx((0.5, 0.1, 1.4))
+    assert parts.total() == pytest.approx(4.0)
+
+
+def test_the_single_chip_has_no_fixed_delays_and_an_empty_point_no_parts() -> None:
+    assert PathDelays.of({"port_kinds": ["oc192pos", "oc192pos"]}) == PathDelays()
+    parts = latency_parts({}, _point(3_000_000, 2_500_000, 1_500_000))
+    assert parts is not None and parts.framer == 0 and parts.chip == pytest.approx(1.5)
+    assert latency_parts(DUAL, _point(None, None, None)) is None  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- one frame
+@pytest.fixture(scope="module")
+def dual():
+    chosen = npf.preset("ixp2800-npf", quick=True)
+    chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
+    return chosen, npf.chip_device(chosen)
+
+
+def _one(chosen, device, size: int) -> object:
+    trials = npf.make_trials(device, chosen.config, "ipv4", str(size), Sizes.fixed(size),
+                             flows=((0, 1),))
+    stream = dataclasses.replace(trials.at(1).streams[0], count=1, duration_ps=None,
+                                 start_ps=20_000_000)
+    return one_frame(device, stream)
+
+
+def test_one_40_byte_frame_through_the_idle_system_adds_up_to_what_the_tester_measured(
+        dual) -> None:
+    chosen, device = dual
+    parts = _one(chosen, device, 40)
+    cycle = Fraction(10**12, CLOCK_HZ)
+    # by hand: 49 bytes on OC-192 each way; 500 ns framers (700 cycles at 1.4 GHz)
+    assert parts.line_out == pytest.approx(float(_wire_ps(40)))
+    assert 0 <= parts.line_in - float(_wire_ps(40)) < float(cycle)  # + the wait to a cycle
+    assert parts.framer_rx == parts.framer_tx == pytest.approx(500_000)
+    # the chip: the receive status reaches a thread after the MSF's autopush latency
+    # (20 cycles, sim/chips/ixp2800.toml) and that thread runs the frame to the line
+    assert 20 * float(cycle) <= parts.rbuf < 25 * float(cycle)
+    assert parts.me_executing > 0 and parts.me_waiting > 0
+    # the tester's first bit in -> last bit out, from the frame's last-bit time alone
+    assert parts.total() == pytest.approx(parts.measured, abs=float(cycle))
+    # the measured point's split gives the same chip transit for a lone frame
+    point = _point(parts.measured, parts.measured - parts.line_in - parts.line_out,
+                   parts.measured - parts.line_in - parts.line_out)
+    split = latency_parts(device.describe(), point)
+    assert split is not None and split.queueing == 0
+    assert split.chip * 1e6 == pytest.approx(parts.chip, abs=float(cycle))
+
+
+def test_doubling_the_framer_delays_adds_exactly_their_500_ns_each_way(dual) -> None:
+    chosen, device = dual
+    base = _one(chosen, device, 40)
+    slower = npf.chip_device(chosen)
+    slower.spec, value = varied(SystemSpec.load("dual-ixp2800-npf"), Variant("framer", 2.0))
+    assert value == "1000 + 1000 ns"
+    parts = _one(chosen, slower, 40)
+    assert parts.framer_rx == parts.framer_tx == pytest.approx(1_000_000)
+    assert parts.measured - base.measured == pytest.approx(1_000_000, abs=1)
+    assert parts.chip == pytest.approx(base.chip)
+
+
+def test_a_chip_config_variant_becomes_the_chips_overrides() -> None:
+    spec = SystemSpec.load("dual-ixp2800-npf")
+    slower, value = varied(spec, Variant("dram.latency", 2.0))
+    assert value == "600"
+    for chip in slower.chips:
+        assert slower.chip_config(chip.name).raw["dram"]["latency"] == 600
+    assert all(spec.chip_config(c.name).raw["dram"]["latency"] == 300 for c in spec.chips)
