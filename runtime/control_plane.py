@@ -34,9 +34,10 @@ from npkit.runtime.neighbours import (
     Ports,
     Writer,
 )
+from npkit.runtime.port_table import PortTable
 from npkit.runtime.reassembly import Reassembler, ReassemblyLimits
 from npkit.runtime.resolver import NudParameters, Resolver
-from npkit.runtime.route_manager import RouteManager, RouteUpdate
+from npkit.runtime.route_manager import RouteUpdate, attach
 from npkit.runtime.router_config import RouterConfig
 
 Regions = Callable[[str], "np.ndarray | None"]
@@ -101,10 +102,11 @@ class ControlPlane:
             raise ValueError("the program has no nexthops memory "
                              "(import microblocks/router_common.mbl)")
         tries = trie_regions or regions
-        self.routes = RouteManager(tries("fib4_trie"), tries("fib6_trie"), log=log_routes)
+        self.routes = attach(tries, log=log_routes)  # 16-8-8 tries or Poptries
         self.nexthops = NextHopTable(nexthop_words, ports=ports, writer=writer)
         self.local = LocalAddresses(regions("local4"), regions("local6"), writer)
         self.ports = Ports(count=ports)
+        self.port_table = PortTable(regions(PortTable.MEMORY), writer)
         self.neighbours = Neighbours(self.ports, self.nexthops, resolving=resolve)
         self.limiter = limiter if limiter is not None else IcmpRateLimiter.of()
         self.resolver = Resolver(self.ports, self.neighbours, install=self._install_host,
@@ -185,12 +187,23 @@ class ControlPlane:
         routes (a full reload).  Returns the number of routes."""
         self._forget_learnt()
         routes = config.apply(self.nexthops, self.local, self.neighbours)
+        self.write_port_table()
         if config.icmp:
             self.limiter = IcmpRateLimiter.of(float(config.icmp.get("rate", 10.0)),
                                               int(config.icmp.get("burst", 10)))
         self.exceptions = self._handler()
         self.routes.reload(routes.v4, routes.v6)
         return len(routes.v4) + len(routes.v6)
+
+    def write_port_table(self) -> None:
+        """Each configured port's MAC into the data plane's port table (its address
+        filter); the other ports' records are cleared (they accept every destination)."""
+        if self.port_table.words is None:
+            return
+        configured = {p.port: p for p in self.ports}
+        for port in sorted(set(range(self.port_table.size)) | set(configured)):
+            p = configured.get(port)       # a port past the table: PortTable.set refuses it
+            self.port_table.set(port, p.mac if p is not None else 0)
 
     # ---- routes ----
     def add_route(self, prefix: str, next_hop: int) -> None:

@@ -982,5 +982,9 @@ class ExceptionHandler:
     # -- not IP
 
     def _not_ip(self, pkt: _Input) -> list[Emit]:
+        # the port's address filter, which ipv4_fwd / ipv6_fwd apply to IP frames
+        port = self.ports.get(pkt.in_port)
+        if port is not None and not pkt.link_dst >> 40 & 1 and pkt.link_dst != port.mac:
+            return self._done("dropped.other_host")
         emits = self.on_not_ip(pkt.frame, pkt.in_port) if self.on_not_ip else []
         return self._done("consumed.not_ip", emits)

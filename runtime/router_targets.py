@@ -84,12 +84,15 @@ def config_target(target: str, program: Any = None) -> ConfigTarget:
     base = DEFAULT_TARGET
     if program is not None:
         memories = program.memories
-        base = ConfigTarget(name=ROUTER_MBL.name, nexthops=memories["nexthops"].size,
+        base = ConfigTarget(name=ROUTER_MBL.name,
+                            ports=memories["port_table"].size if "port_table" in memories
+                            else base.ports, nexthops=memories["nexthops"].size,
                             local4_slots=memories["local4"].size,
                             local6_slots=memories["local6"].size if "local6" in memories
                             else 0)
     if target == "chip":
-        return ConfigTarget(name=f"{base.name} on the chip", ports=CHIP_PORT_COUNTS[-1],
+        return ConfigTarget(name=f"{base.name} on the chip",
+                            ports=min(base.ports, CHIP_PORT_COUNTS[-1]),
                             nexthops=base.nexthops, local4_slots=base.local4_slots,
                             local6_slots=base.local6_slots)
     return base

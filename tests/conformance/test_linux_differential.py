@@ -36,9 +36,6 @@ from npkit.runtime.router_config import RouterConfig
 pytestmark = pytest.mark.skipif((reason := available()) is not None,
                                 reason=f"Linux differential suite: {reason}")
 
-OTHER_STATION_MAC = "02:00:00:00:99:99"
-
-
 def _ip(d: Difference) -> IP | IPv6 | None:
     eth = Ether(d.probe.frame)
     return eth[IP] if eth.haslayer(IP) else eth[IPv6] if eth.haslayer(IPv6) else None
@@ -60,10 +57,6 @@ def _first_icmp4(outs) -> tuple[int, int] | None:
 class Known:
     section: str                       # the heading in docs/conformance.md
     matches: Callable[[Difference], bool]
-
-
-def _other_station(d: Difference) -> bool:
-    return Ether(d.probe.frame).dst == OTHER_STATION_MAC and not d.linux
 
 
 def _reassembly(d: Difference) -> bool:
@@ -168,7 +161,6 @@ def _fcs_sized_trailer(d: Difference) -> bool:
 
 
 KNOWN = (
-    Known("Frames for another station's MAC", _other_station),
     Known("Reassembly", _reassembly),
     Known("Timestamp values", _timestamp_clock),
     Known("Parameter Problem pointer for a bad option length", _option_pointer),

@@ -1,0 +1,113 @@
+"""The port's address filter (IEEE 802.3 4.2.4.1.2: a station receives frames for its own
+address, broadcast and the multicast groups it listens to; Linux drops the rest as
+PACKET_OTHERHOST): a unicast frame for another station's MAC is dropped by the data
+plane (`other_host`) on the native target and on the chip, IPv4, IPv6 and ARP alike; the
+same packet to the port's MAC is forwarded or answered.  Frames from scapy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import ICMP, IP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import ARP, Ether
+
+from npkit.runtime.control_plane import NativeRouter
+from npkit.runtime.port_table import PortTable
+from npkit.runtime.router_config import RouterConfig
+
+REPO = Path(__file__).resolve().parents[2]
+ROUTER = REPO / "examples/router/router.mbl"
+CONFIG = REPO / "examples/router/control.toml"
+PORT0_MAC = "02:00:00:00:00:10"
+OTHER_MAC = "02:00:00:00:99:99"
+HOST_MAC = "02:00:00:00:10:02"          # control.toml's neighbour on port 0
+
+
+def udp4(dst_mac: str) -> bytes:
+    return bytes(Ether(src=HOST_MAC, dst=dst_mac) / IP(src="192.0.2.2", dst="10.1.2.3")
+                 / UDP(sport=1, dport=2) / (b"x" * 20))
+
+
+def udp6(dst_mac: str) -> bytes:
+    return bytes(Ether(src=HOST_MAC, dst=dst_mac)
+                 / IPv6(src="2001:db8:0:10::2", dst="2001:db8:0:11::2")
+                 / UDP(sport=1, dport=2) / (b"x" * 20))
+
+
+def ping_router(dst_mac: str) -> bytes:
+    return bytes(Ether(src=HOST_MAC, dst=dst_mac) / IP(src="192.0.2.2", dst="192.0.2.1")
+                 / ICMP(id=7, seq=1))
+
+
+def arp_request(dst_mac: str) -> bytes:
+    return bytes(Ether(src=HOST_MAC, dst=dst_mac)
+                 / ARP(op=1, hwsrc=HOST_MAC, psrc="192.0.2.2", pdst="192.0.2.1"))
+
+
+FRAMES = {"ipv4": udp4, "ipv6": udp6, "echo": ping_router, "arp": arp_request}
+
+
+@pytest.fixture(scope="module")
+def program():
+    from npkit.compiler.mbl import NativeProgram, compile_file
+
+    return NativeProgram(compile_file(ROUTER))
+
+
+@pytest.fixture
+def router(program) -> NativeRouter:
+    for name in program.program.memories:
+        program.region(name)[:] = 0
+    router = NativeRouter(program, ports=4, config=RouterConfig.load(CONFIG))
+    router.control.exceptions.limiter = None
+    return router
+
+
+@pytest.mark.parametrize("kind", sorted(FRAMES))
+def test_a_frame_for_another_station_is_dropped(router, kind):
+    out = router.forward([FRAMES[kind](OTHER_MAC)], 0).out
+    assert out == {}
+    counters = router.counters.port(0)
+    assert counters.drops["other_host"] + router.control.exceptions.counters[
+        "dropped.other_host"] == 1
+
+
+@pytest.mark.parametrize("kind", sorted(FRAMES))
+def test_the_same_frame_for_the_port_is_taken(router, kind):
+    out = router.forward([FRAMES[kind](PORT0_MAC)], 0).out
+    assert sum(map(len, out.values())) == 1
+
+
+def test_broadcast_and_multicast_pass_the_filter(router):
+    out = router.forward([arp_request("ff:ff:ff:ff:ff:ff")], 0).out
+    assert Ether(out[0][0])[ARP].op == 2
+    # IP in a multicast frame is not forwarded (RFC 1812 5.3.4), but not as other_host
+    router.forward([udp4("01:00:5e:00:00:01")], 0)
+    assert router.counters.port(0).drops == {"l2_multicast": 1}
+
+
+def test_a_port_without_a_mac_accepts_every_destination(program):
+    for name in program.program.memories:
+        program.region(name)[:] = 0
+    router = NativeRouter(program, ports=4, config=RouterConfig.load(CONFIG))
+    router.control.port_table.clear(0)
+    assert 2 in router.forward([udp4(OTHER_MAC)], 0).out      # 10/8 via port 2
+
+
+def test_the_port_table_holds_the_configs_macs(router):
+    table: PortTable = router.control.port_table
+    assert [table.get(p)[0] for p in range(5)] == [
+        0x020000000010, 0x020000000011, 0x020000000012, 0x020000000013, 0]
+
+
+def test_the_chip_drops_frames_for_another_station():
+    from npkit.runtime.compiled_router import CompiledRouter, link_router
+
+    router = CompiledRouter(linked=link_router(ROUTER, "ixp2800-4x10gbe"))
+    router.configure(RouterConfig.load(CONFIG))
+    frames = [f(mac) for f in (udp4, udp6) for mac in (OTHER_MAC, PORT0_MAC)]
+    result = router.forward({0: frames}, load=0.1)
+    assert [Ether(f).type for f in result.frames(2) + result.frames(1)] == [0x0800, 0x86DD]
+    assert router.counters()["drops"].get("other_host") == 2
