@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from npkit.bench.lab import published
-from npkit.bench.lab.latency_parts import breakdown_markdown
+from npkit.bench.lab.latency_parts import Published, breakdown_markdown
 from npkit.bench.lab.npf import (
     MIN_TRIAL_PS,
     ConvergenceResult,
@@ -191,8 +191,9 @@ def latency_breakdown(result: NpfResult) -> str:
         key = PUBLISHED_IMIX.get(c.traffic)
         if key is None or c.size != "imix":
             continue
-        theirs = published.npf_figure(key)
-        rows += [(TITLES[c.traffic], p, theirs.value) for p in c.latency_line]
+        theirs = Published(published.npf_figure(key).value,
+                           published.npf_figure(key.replace("_avg_", "_min_")).value)
+        rows += [(TITLES[c.traffic], p, theirs) for p in c.latency_line]
     return breakdown_markdown(result.device, rows)
 
 

@@ -13,7 +13,14 @@ from types import SimpleNamespace
 import pytest
 
 from npkit.bench.lab import npf
-from npkit.bench.lab.latency_parts import PathDelays, latency_parts, one_frame
+from npkit.bench.lab.latency_parts import (
+    PathDelays,
+    Published,
+    breakdown_markdown,
+    breakdown_rows,
+    latency_parts,
+    one_frame,
+)
 from npkit.bench.lab.latency_sensitivity import Variant, varied
 from npkit.bench.tester import Sizes
 from npkit.runtime.system import SystemSpec
@@ -48,6 +55,17 @@ def test_the_parts_of_a_point_add_up_to_its_average() -> None:
     assert parts.chip == pytest.approx(1.3)  # fastest S&F 2.3 less the framers
     assert parts.queueing == pytest.approx(2.1)  # average S&F 4.4 less the fastest
     assert parts.total() == pytest.approx(parts.average) and parts.average == 5.0
+
+
+def test_the_table_sets_the_average_and_the_fastest_frame_beside_the_published() -> None:
+    point = _point(5_000_000, 4_400_000, 2_300_000)
+    point.min_ps = 2_350_000
+    (row,) = breakdown_rows(DUAL, [("IPv4", point, Published(10.80, 8.85))])
+    assert row == ("IPv4", "95 %", "5.00", "0.60", "1.00", "0.00", "1.30", "2.10", "10.80",
+                   "+5.80", "+6.50")
+    text = breakdown_markdown(DUAL, [("IPv4", point, Published(10.80, 8.85))])
+    assert "500 + 500 ns" in text and "| IPv4 | 95 % | 5.00 |" in text
+    assert breakdown_markdown(DUAL, [("IPv4", _point(None, None, None), Published(1.0))]) == ""
 
 
 def test_a_link_between_the_receiving_and_the_transmitting_chip_is_its_own_part() -> None:
