@@ -49,7 +49,8 @@ from npkit.runtime.xscale import ControlProcessor
 # Q-array queue no port uses; tx_eth frees a buffer to the queue its metadata LW2 names.
 XSCALE_QUEUE = 2
 ETHERNET_KINDS = ("10gbe", "1gbe")
-TRIES = ((4, "fib4_trie"), (6, "fib6_trie"))
+# the route memories: microblocks/lpm.mbl's 16-8-8 tries or lpm_poptrie.mbl's Poptries
+TRIES = ((4, "fib4_trie"), (6, "fib6_trie"), (4, "fib4_poptrie"), (6, "fib6_poptrie"))
 RUN_STEP_CYCLES = 100_000
 
 
@@ -157,7 +158,7 @@ class CompiledRouter(ChipRouter):
         self.loaded.freelists.append(self.xs_freelist)
         self.native = (NativeProgram(self.program) if self.shadow is None  # the host shadow
                        else self.shadow)
-        self.families = tuple(f for f, name in TRIES if name in self.program.memories)
+        self.families = tuple(sorted({f for f, name in TRIES if name in self.program.memories}))
         self._pending: list[tuple[str, int, list[int]]] = []
         self._schedule = []
         self._updater = None
@@ -192,7 +193,7 @@ class CompiledRouter(ChipRouter):
             end = yield from self._write(name, indices, np.asarray(values, dtype=np.int64), ())
             words += len(values)
         for family, name in TRIES:
-            if family not in self.families:
+            if name not in self.program.memories:
                 continue
             log = self.control.routes.take_log(family)
             if len(log.indices):

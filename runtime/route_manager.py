@@ -6,6 +6,10 @@ reloads, grace-period reclaim.  The updates run in C++ (npkit.runtime._trie); th
 that must be cheap (`add`, `delete`, `reclaim`, `apply`) are the C++ base class's own
 methods, so one update costs one call into C++ and no Python frame.
 
+`PoptrieRouteManager` has the same calls over Poptries (npkit.runtime.poptrie, the
+memories of microblocks/lpm_poptrie.mbl); `attach(regions, log)` picks the structure by the
+memories the program declares.
+
 With `log=False` the word arrays are the live memory the lookups read (native target).
 With `log=True` they are the control plane's host shadow of chip memory, and every word
 write is also appended, in order, to the family's write log, which the XScale model
@@ -15,13 +19,27 @@ replays into the chip's SRAM (`take_log`).  The shadow must start equal to the c
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from npkit.runtime._trie import Sequence, Tables
-from npkit.runtime.lpm import IPV4, IPV6, LpmError, MultibitTrie, WriteLog, route_columns
+from npkit.runtime.lpm import (
+    FIB4_MEMORY,
+    FIB6_MEMORY,
+    IPV4,
+    IPV6,
+    POPTRIE4_MEMORY,
+    POPTRIE6_MEMORY,
+    LpmError,
+    MultibitTrie,
+    WriteLog,
+    route_columns,
+)
+from npkit.runtime.poptrie import POPTRIE4, POPTRIE6, Poptrie
 
 Family = Literal[4, 6]
 Routes = dict[tuple[int, int], int]  # (network, length) -> next hop
@@ -49,6 +67,8 @@ class RouteManager(Tables):
     <= upto (default: all so far): the plies they unlinked become reusable.  Call it only
     once every lookup that started before update `upto` has finished (with a log: once the
     log up to that update is on the chip and a lookup's worth of time has passed)."""
+
+    structure = "16-8-8"
 
     def __init__(self, v4_words: np.ndarray | None, v6_words: np.ndarray | None,
                  log: bool = False) -> None:
@@ -111,3 +131,156 @@ class RouteManager(Tables):
         if family in (4, 6):
             return f"there is no IPv{family} table (no trie memory was given for it)"
         return f"family {family!r} is not 4 or 6"
+
+
+class PoptrieRouteManager:
+    """RouteManager's calls over the IPv4 and IPv6 Poptries of microblocks/lpm_poptrie.mbl
+    (either may be None): add, delete, apply, reload, reclaim, sequence, lookup, take_log,
+    stats, routes, trie.  Each add or delete is one call into C++ (the host trie and the
+    image updater, npkit.runtime.poptrie), from a Python frame.
+
+    One numbering for the updates of both families, as RouteManager's: each Poptrie numbers
+    its own updates (its retired blocks carry those numbers), so the manager remembers, per
+    family, which of its numbers each global update number ended at, and `reclaim(upto)`
+    ends the grace period of each family's updates up to the last one numbered <= upto."""
+
+    structure = "poptrie"
+
+    def __init__(self, v4_words: np.ndarray | None, v6_words: np.ndarray | None,
+                 log: bool = False, host_words: int = 1 << 25) -> None:
+        self._tries: dict[int, Poptrie] = {}
+        for family, shape, words in ((4, POPTRIE4, v4_words), (6, POPTRIE6, v6_words)):
+            if words is not None:  # host_words: each host-side trie (lazily zeroed)
+                self._tries[family] = Poptrie(shape, words, log, host_words=host_words)
+        self.log = log
+        self._sequence = 0
+        # per family: global numbers (increasing) and the family's number after each
+        self._global: dict[int, list[int]] = {f: [] for f in self._tries}
+        self._local: dict[int, list[int]] = {f: [] for f in self._tries}
+
+    # ---- updates ----
+    def add(self, family: Family, network: int, length: int, next_hop: int) -> None:
+        """Add a route, or give an existing one a new next hop."""
+        self._counted(family, lambda t: t.add(network, length, next_hop))
+
+    def delete(self, family: Family, network: int, length: int) -> None:
+        """Delete a route (LpmError if there is none)."""
+        self._counted(family, lambda t: t.delete(network, length))
+
+    def apply(self, updates: Iterable[RouteUpdate]) -> int:
+        """Apply a batch in order; returns how many.  On an error (LpmError naming the
+        update) the updates before it stay applied."""
+        applied = 0
+        for update in updates:
+            try:
+                if update.op == "add":
+                    if update.next_hop is None:
+                        raise LpmError("an add needs a next hop")
+                    self.add(update.family, update.network, update.length, update.next_hop)
+                elif update.op == "delete":
+                    self.delete(update.family, update.network, update.length)
+                else:
+                    raise LpmError(f"op {update.op!r} is not 'add' or 'delete'")
+            except LpmError as err:
+                raise LpmError(f"update {applied} of the batch: {err} (the {applied} "
+                               "update(s) before it stay applied)") from None
+            applied += 1
+        return applied
+
+    def reload(self, v4: Routes | None, v6: Routes | None) -> int:
+        """As RouteManager.reload: both families checked first; into an empty table a bulk
+        build (counted as one update per route)."""
+        wanted = {}
+        for family, routes in ((4, v4), (6, v6)):
+            if routes is None:
+                continue
+            if family not in self._tries:
+                if routes:
+                    raise LpmError(RouteManager._no_table(family))
+                continue
+            route_columns(routes, self._tries[family].shape.key_bits)  # checks them
+            wanted[family] = routes
+        count = 0
+        for family, routes in wanted.items():
+            table = self._tries[family]
+            if table.core.route_count == 0 and routes:
+                self._counted(family, lambda t, r=routes: t.build(r), len(routes))
+                count += len(routes)
+            else:
+                before = table.number
+                self._counted(family, lambda t, r=routes: t.load(r), None)
+                count += table.number - before
+        return count
+
+    def reclaim(self, upto: int | None = None) -> None:
+        """The grace period of the updates numbered <= upto (default: all so far) is over:
+        the blocks they retired become reusable."""
+        for family, table in self._tries.items():
+            if upto is None:
+                table.reclaim()
+                continue
+            numbers = self._global[family]
+            k = bisect_right(numbers, upto)
+            if k:
+                table.reclaim(self._local[family][k - 1])
+                del numbers[:k - 1], self._local[family][:k - 1]
+
+    def _counted(self, family: Family, update: Callable[[Poptrie], object],
+                 count: int | None = 1) -> None:
+        """Run one family's update and number it (`count` updates; None: as many as the
+        Poptrie numbered).  A failed update that already retired blocks is numbered too."""
+        table = self.trie(family)
+        before = table.number
+        try:
+            update(table)
+        finally:
+            done = table.number - before
+            if done:
+                self._sequence += done if count is None else count
+                self._global[family].append(self._sequence)
+                self._local[family].append(table.number)
+
+    # ---- reading ----
+    @property
+    def sequence(self) -> int:
+        """How many updates have been applied (numbered 1, 2, ...)."""
+        return self._sequence
+
+    def lookup(self, family: Family, address: int) -> int | None:
+        """The next hop for an address, walking the words as the microengines do."""
+        return self.trie(family).lookup(address)
+
+    def take_log(self, family: Family) -> WriteLog:
+        """The family's word writes since the last take, in order (log=True)."""
+        return self.trie(family).take_log()
+
+    def stats(self, family: Family) -> dict[str, int]:
+        """routes, words_used, words_retired, words_free, words_high_water."""
+        return self.trie(family).stats()
+
+    def routes(self, family: Family) -> Routes:
+        """A copy of the family's routes."""
+        return self.trie(family).routes
+
+    def trie(self, family: Family) -> Poptrie:
+        """The family's Poptrie (npkit.runtime.poptrie)."""
+        try:
+            return self._tries[family]
+        except KeyError:
+            raise LpmError(RouteManager._no_table(family)) from None
+
+
+Manager = RouteManager | PoptrieRouteManager
+
+
+def attach(regions: Callable[[str], np.ndarray | None], log: bool = False) -> Manager:
+    """The route manager of a program's route memories (`regions(name)`: a memory's words,
+    or None when the program lacks it): the 16-8-8 tries of microblocks/lpm.mbl
+    (fib4_trie / fib6_trie) or the Poptries of microblocks/lpm_poptrie.mbl."""
+    v4, v6 = regions(FIB4_MEMORY), regions(FIB6_MEMORY)
+    if v4 is not None or v6 is not None:
+        return RouteManager(v4, v6, log=log)
+    p4, p6 = regions(POPTRIE4_MEMORY), regions(POPTRIE6_MEMORY)
+    if p4 is not None or p6 is not None:
+        return PoptrieRouteManager(p4, p6, log=log)
+    return RouteManager(None, None, log=log)

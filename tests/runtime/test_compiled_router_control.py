@@ -23,6 +23,7 @@ from scapy.layers.l2 import Ether
 from scapy.utils import checksum as scapy_checksum
 
 from npkit.bench.lab.updates import max_update_rate
+from npkit.bench.lpm_native_rate import poptrie_router
 from npkit.link import Manifest
 from npkit.link.program import ProgramMemory
 from npkit.runtime.compiled import paced, wire_seconds
@@ -59,6 +60,14 @@ V6_BASE = 0x20010DB8 << 96
 @pytest.fixture(scope="module")
 def linked() -> Manifest:
     return link_router(ROUTER)
+
+
+@pytest.fixture(scope="module")
+def poptrie_linked(tmp_path_factory) -> Manifest:
+    """The router with microblocks/lpm_poptrie.mbl's tables, on the preset's 8 MB channels."""
+    manifest = link_router(poptrie_router(tmp_path_factory.mktemp("poptrie")))
+    assert manifest.overrides == {}
+    return manifest
 
 
 def with_next_hops(linked: Manifest, **kw) -> CompiledRouter:
@@ -174,9 +183,12 @@ def test_exceptions_are_answered_through_the_xscale(linked) -> None:
     assert all(r.ok for r in leak_check(router.loaded)), leak_check(router.loaded)
 
 
-def test_route_changes_under_traffic_follow_the_table_in_force(linked) -> None:
+@pytest.mark.parametrize("structure", ["16-8-8", "poptrie"])
+def test_route_changes_under_traffic_follow_the_table_in_force(request, structure) -> None:
     rng = random.Random(9)
-    router = with_next_hops(linked)
+    router = with_next_hops(request.getfixturevalue(
+        "linked" if structure == "16-8-8" else "poptrie_linked"))
+    assert router.control.routes.structure == structure
     # IPv4: 10.0.0.0/8 covers twenty /16s (deletes fall back to it); IPv6: 2001:db8::/32
     # covers twenty /48s.  Updates flip next hops, delete, and add/remove more-specifics
     # (a /24 or /56 below: new plies made and unlinked).
@@ -261,8 +273,9 @@ def test_route_changes_under_traffic_follow_the_table_in_force(linked) -> None:
     # after the grace periods every unlinked ply was reclaimed, and the chip holds exactly
     # the shadow
     router.run(cycles=2 * router.grace_cycles)
-    assert router.control.routes.stats(4)["plies_retired"] == 0
-    assert router.control.routes.stats(6)["plies_retired"] == 0
+    retired = "plies_retired" if structure == "16-8-8" else "words_retired"
+    assert router.control.routes.stats(4)[retired] == 0
+    assert router.control.routes.stats(6)[retired] == 0
     assert_chip_equals_shadow(router)
 
 

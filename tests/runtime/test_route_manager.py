@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_poptrie import walk as poptrie_walk
 
 from npkit.runtime.lpm import IPV4, IPV6, LpmError
-from npkit.runtime.route_manager import RouteManager, RouteUpdate
+from npkit.runtime.poptrie import POPTRIE4, POPTRIE6
+from npkit.runtime.route_manager import PoptrieRouteManager, RouteManager, RouteUpdate
 
 CHILD, ROUTE = 1 << 31, 1 << 30
 PLIES = 400  # memory: the root plus this many 256-word plies
@@ -47,9 +49,38 @@ def walk(words: np.ndarray, bits: int, address: int) -> tuple[int | None, list[i
     return (word & 0xFFFF if word & ROUTE else None), path
 
 
-def new_manager(log: bool = True, plies: int = PLIES) -> RouteManager:
+def new_manager(log: bool = True, plies: int = PLIES, structure: str = "16-8-8"
+                ) -> RouteManager | PoptrieRouteManager:
+    if structure == "poptrie":
+        return PoptrieRouteManager(
+            np.zeros(POPTRIE4.direct_words + plies * 100, dtype=np.uint32),
+            np.zeros(POPTRIE6.direct_words + plies * 100, dtype=np.uint32), log=log,
+            host_words=1 << 22)
     return RouteManager(np.zeros(IPV4.root_words + plies * 256, dtype=np.uint32),
                         np.zeros(IPV6.root_words + plies * 256, dtype=np.uint32), log=log)
+
+
+STRUCTURES = ["16-8-8", "poptrie"]
+POPTRIE_SHAPES = {4: POPTRIE4, 6: POPTRIE6}
+
+
+def walker(structure: str, family: int):
+    """(words, bits, address) -> (next hop, word offsets read) for the structure."""
+    if structure == "16-8-8":
+        return walk
+
+    def walk_poptrie(words: np.ndarray, bits: int, address: int) -> tuple[int | None, list]:
+        path: set[int] = set()
+        answer, _ = poptrie_walk(words, POPTRIE_SHAPES[family], address, path)
+        return answer, sorted(path)
+    return walk_poptrie
+
+
+def retired_blocks(mgr, family: int) -> list[tuple[int, int]]:
+    """(first word, words) of every block in its grace period."""
+    if mgr.structure == "poptrie":
+        return [(offset, size) for offset, size, _ in mgr.trie(family).retired()]
+    return [(ply, 256) for ply in mgr.trie(family).core.retired()[0].tolist()]
 
 
 # Small key spaces: prefixes share a few bases, so they nest and overlap a lot; lengths
@@ -99,7 +130,7 @@ class Replica:
 
 def replay_checking(replica: Replica, log, bits: int, addresses: list[int],
                     before: dict[int, int | None], after: dict[int, int | None],
-                    order: np.ndarray) -> None:
+                    order: np.ndarray, walk=walk) -> None:
     """Apply the log's writes in `order`; after each one, every address must answer as
     before or after the update.  Only addresses whose path read the written word can
     change, so only those are walked again."""
@@ -153,16 +184,18 @@ def check_structure(mgr: RouteManager, family: int) -> None:
     assert stats["plies_live"] + stats["plies_retired"] + stats["plies_free"] == allocated
 
 
+@pytest.mark.parametrize("structure", STRUCTURES)
 @pytest.mark.parametrize("family", [4, 6])
-def test_updates_match_brute_force_and_the_log_is_safe_to_replay(family):
+def test_updates_match_brute_force_and_the_log_is_safe_to_replay(family, structure):
     bits = BITS[family]
+    walk_words = walker(structure, family)
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=60 if structure == "16-8-8" else 30, deadline=None)
     @given(operations(family), st.integers(0, 2**32 - 1))
     def run(ops, seed):
         initial, steps = ops
         rng = np.random.default_rng(seed)
-        mgr = new_manager()
+        mgr = new_manager(structure=structure)
         trie = mgr.trie(family)
         replica = Replica(len(trie.words))
         routes = dict(initial)
@@ -185,7 +218,7 @@ def test_updates_match_brute_force_and_the_log_is_safe_to_replay(family):
                 del routes[prefix]
             else:
                 continue
-            retired_before = trie.core.retired()[0].tolist()
+            retired_before = retired_blocks(mgr, family)
             sequence = mgr.sequence
             if update.op == "add":
                 mgr.add(family, update.network, update.length, update.next_hop)
@@ -195,20 +228,21 @@ def test_updates_match_brute_force_and_the_log_is_safe_to_replay(family):
             log = mgr.take_log(family)
             # one write per word and update; none into a ply still in its grace period
             assert len(set(log.indices.tolist())) == len(log.indices)
-            for ply in retired_before:
-                assert not ((log.indices >= ply) & (log.indices < ply + 256)).any()
+            for first, size in retired_before:
+                assert not ((log.indices >= first) & (log.indices < first + size)).any()
             addresses = probes(old, bits, [prefix], rng)
             before = {a: brute_force(old, bits, a) for a in addresses}
             after = {a: brute_force(routes, bits, a) for a in addresses}
             shuffled = Replica(len(trie.words))
             shuffled.words[:] = replica.words
             replay_checking(replica, log, bits, addresses, before, after,
-                            np.arange(len(log.indices)))
+                            np.arange(len(log.indices)), walk_words)
             replay_checking(shuffled, log, bits, addresses, before, after,
-                            shuffled_within_segments(log, rng))
+                            shuffled_within_segments(log, rng), walk_words)
             assert np.array_equal(replica.words, trie.words)  # the shadow, exactly
             assert [mgr.lookup(family, a) for a in addresses] == [after[a] for a in addresses]
-            check_structure(mgr, family)
+            if structure == "16-8-8":
+                check_structure(mgr, family)
         assert mgr.routes(family) == routes
         # Delete everything, end the grace period: every ply comes back, nothing leaks.
         for prefix in sorted(routes, key=lambda p: rng.random()):
@@ -218,6 +252,13 @@ def test_updates_match_brute_force_and_the_log_is_safe_to_replay(family):
         replica.words[log.indices] = log.values
         assert np.array_equal(replica.words, trie.words)
         stats = mgr.stats(family)
+        if structure == "poptrie":
+            direct = trie.shape.direct_words
+            assert stats["routes"] == 0 and stats["words_retired"] == 0
+            assert stats["words_used"] == direct
+            assert stats["words_free"] == stats["words_high_water"] - direct
+            assert not trie.words[:direct].any()
+            return
         assert stats["routes"] == 0 and stats["plies_live"] == stats["plies_retired"] == 0
         assert stats["words_used"] == trie.shape.root_words
         assert (stats["words_high_water"] - trie.shape.root_words) // 256 == stats["plies_free"]
@@ -252,8 +293,9 @@ def test_a_retired_ply_is_reused_only_after_its_grace_period():
     assert mgr.lookup(4, 0x0C000001) == 2 and mgr.lookup(4, 0x0B000001) == 1
 
 
-def test_one_sequence_numbers_both_families():
-    mgr = new_manager()
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_one_sequence_numbers_both_families(structure):
+    mgr = new_manager(structure=structure)
     mgr.add(4, 0x0A000000, 8, 1)
     mgr.add(6, 0x20010DB8 << 96, 32, 2)
     assert mgr.apply([RouteUpdate("add", 6, 0x20010DB8 << 96, 48, 3),
@@ -263,7 +305,8 @@ def test_one_sequence_numbers_both_families():
     assert mgr.lookup(6, (0x20010DB8 << 96) | 1) == 3
 
 
-def test_batches_equal_single_updates():
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_batches_equal_single_updates(structure):
     rng = np.random.default_rng(5)
     updates = []
     table: dict[tuple[int, int], int] = {}
@@ -280,7 +323,7 @@ def test_batches_equal_single_updates():
         else:
             table[key] = int(rng.integers(0, 9))
             updates.append(RouteUpdate("add", family, value, length, table[key]))
-    batched, single = new_manager(False, 4000), new_manager(False, 4000)
+    batched, single = (new_manager(False, 4000, structure), new_manager(False, 4000, structure))
     assert batched.apply(updates) == len(updates)
     for u in updates:
         if u.op == "add":
@@ -295,7 +338,8 @@ def test_batches_equal_single_updates():
             assert batched.lookup(family, a) == brute_force(expected, BITS[family], a)
 
 
-def test_reload_applies_the_difference():
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_reload_applies_the_difference(structure):
     rng = np.random.default_rng(3)
 
     def table(n: int) -> dict[tuple[int, int], int]:
@@ -308,7 +352,7 @@ def test_reload_applies_the_difference():
         return out
 
     first, second = table(60), table(60)
-    mgr = new_manager()
+    mgr = new_manager(structure=structure)
     assert mgr.reload(first, None) == len(first)
     changed = sum(first.get(p) != nh for p, nh in second.items()) \
         + sum(p not in second for p in first)
@@ -319,7 +363,8 @@ def test_reload_applies_the_difference():
         assert mgr.lookup(4, a) == brute_force(second, 32, a)
     mgr.reload({}, None)
     mgr.reclaim()
-    assert mgr.stats(4)["words_used"] == IPV4.root_words
+    root = POPTRIE4.direct_words if structure == "poptrie" else IPV4.root_words
+    assert mgr.stats(4)["words_used"] == root
 
 
 def test_errors_name_the_problem():
