@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from npkit.bench.tester import PortModel, Report, RxRecord, Stream, Traffic
+from npkit.bench.tester.tally import TrialTally
 
 
 @dataclass(frozen=True)
@@ -31,16 +32,23 @@ class Trial:
 class TrialResult:
     """What a trial produced: the tester's analysis, the raw records, the device counters.
 
+    A streamed trial (the chip devices' default: frames generated, fed and analysed in
+    batches, none held) has ``traffic`` None and ``received`` empty (unless the device was
+    asked to keep the frames) and carries ``tally`` instead: per port what was sent and
+    received (frames, IP bits, frames out by the end of the sending time, line use), all a
+    procedure's rates need (``npf.rate_point``).
+
     ``counters`` is flat and JSON-friendly (str -> int | float): the device's own view
     (e.g. ``me3.busy_fraction``, ``dram.busy_fraction``, ``drop.no_route``,
     ``rx_dropped_rbuf_full``) so reports can explain from the counters where a figure comes
     from.  ``sim_ps`` is the simulated time the trial ran."""
 
     report: Report
-    traffic: Traffic
+    traffic: Traffic | None
     received: list[RxRecord]
     counters: dict[str, float] = field(default_factory=dict)
     sim_ps: int = 0
+    tally: TrialTally | None = None
 
 
 class Device(Protocol):

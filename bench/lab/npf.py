@@ -97,6 +97,7 @@ from npkit.bench.tester import (
 from npkit.bench.tester.media import PS_PER_S
 from npkit.bench.tester.packet import split_link
 from npkit.bench.tester.stream import Destinations
+from npkit.bench.tester.tally import TrialTally
 from npkit.runtime.routes import REAL_TABLE, RouteSet, generate_routes, read_routes
 
 FAMILIES = {"ipv4": 4, "ipv6": 6, "mixed": "mixed"}
@@ -565,18 +566,37 @@ def _ip_bits(framing: str, frames: Iterable[bytes]) -> int:
 def rate_point(load_percent: float, result: TrialResult, duration_ps: int,
                framing: str) -> RatePoint:
     """Rates over the sending time ``duration_ps`` (frames still arriving in the settle
-    time count: they were forwarded)."""
+    time count: they were forwarded).  From the held records, or from a streamed trial's
+    ``tally`` (the same figures: ``bench/tester/tally.py``)."""
     total = result.report.total
-    sent = result.traffic.records()
-    sent_bits = _ip_bits(framing, (r.data for r in sent))
-    got_bits = _ip_bits(framing, (r.data for r in result.received))
     seconds = Fraction(duration_ps, PS_PER_S)
-    end = min((r.time_ps for r in sent), default=0) + duration_ps
-    by_end = sum(1 for r in result.received if r.time_ps <= end)
+    if result.traffic is None:
+        tally = _tally_of(result, framing)
+        sent_bits, got_bits = tally.sent_ip_bits(), tally.received_ip_bits()
+        by_end = tally.received_by_end() if tally.window_ps == duration_ps else None
+        if by_end is None and tally.sent:
+            raise LabConfigError(f"a streamed trial of {tally.window_ps} ps cannot give "
+                                 f"the frames out by the end of {duration_ps} ps")
+        by_end = by_end or 0
+    else:
+        sent = result.traffic.records()
+        sent_bits = _ip_bits(framing, (r.data for r in sent))
+        got_bits = _ip_bits(framing, (r.data for r in result.received))
+        end = min((r.time_ps for r in sent), default=0) + duration_ps
+        by_end = sum(1 for r in result.received if r.time_ps <= end)
     return RatePoint(float(load_percent), total.sent, total.received, total.lost,
                      result.report.errors - total.lost, duration_ps,
                      float(total.received / seconds), float(got_bits / seconds) / 1e9,
                      float(sent_bits / seconds) / 1e9, by_end)
+
+
+def _tally_of(result: TrialResult, framing: str) -> TrialTally:
+    """A streamed trial's tally, checked to be of ``framing``."""
+    tally = result.tally
+    if tally is None or tally.framing != framing:
+        raise LabConfigError("a streamed trial without a tally of its "
+                             f"{framing} frames: run the device with streamed=False")
+    return tally
 
 
 def latency_point(percent: float | None, load_percent: float, result: TrialResult
@@ -657,8 +677,12 @@ def overload(device: Device, config: NpfConfig, traffic: str, label: str, sizes:
     trials = make_trials(device, config, traffic, f"{label} overload", sizes, flows)
     result = device.run(trials.at(100.0))
     rate = rate_point(100.0, result, config.trial_ps, trials.framing)
-    pps, utilization = _output_use(ports[output], [r for r in result.received
-                                                   if r.port == output])
+    if result.traffic is None:
+        line = _tally_of(result, trials.framing).received.get(output)
+        pps, utilization = line.line_use(ports[output]) if line else (0.0, 0.0)
+    else:
+        pps, utilization = _output_use(ports[output], [r for r in result.received
+                                                       if r.port == output])
     capacity = sum(ports[i].rate_bps for i in ports) / ports[output].rate_bps
     return OverloadResult(tuple(sorted(ports)), output, float(100 * capacity), rate, pps,
                           utilization, dict(result.counters))

@@ -52,8 +52,10 @@ from npkit.bench.lab.devices import (
 )
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.tester import Analyzer, Traffic, generate
-from npkit.bench.tester.chip import received, sources
+from npkit.bench.tester.chip import AnalysisSink, BatchFeed, received, sources, streaming
+from npkit.bench.tester.fast import BATCH_FRAMES
 from npkit.bench.tester.media import PS_PER_S
+from npkit.bench.tester.tally import TrialTally
 from npkit.runtime.system import System, SystemConfigError, SystemSpec
 from npkit.sim.packets import ListSink
 
@@ -91,8 +93,11 @@ class SystemChipDevice(CompiledChipDevice):
     def __init__(self, options: ChipOptions | None = None, *,
                  system: str | Path = DEFAULT_SYSTEM, threads: int = 1,
                  chip_fwd_mes: int | None = None, data_path: str = "pool",
-                 **compiled: Any) -> None:
+                 streamed: bool = True, **compiled: Any) -> None:
         super().__init__(options, **compiled)
+        # trials streamed (run_streamed: nothing held per frame) or held (run_traffic: the
+        # Traffic and every received frame kept in the result, e.g. to write pcaps)
+        self.streamed = streamed
         if data_path not in DATA_PATHS:
             raise LabConfigError(f"data path {data_path!r}: use one of {', '.join(DATA_PATHS)}")
         self.system = str(system)
@@ -119,7 +124,8 @@ class SystemChipDevice(CompiledChipDevice):
 
     def _config_state(self) -> dict[str, Any]:
         return {**super()._config_state(), "system": self.system, "threads": self.threads,
-                "chip_fwd_mes": self.chip_fwd_mes, "data_path": self.data_path}
+                "chip_fwd_mes": self.chip_fwd_mes, "data_path": self.data_path,
+                "streamed": self.streamed}
 
     def __getstate__(self) -> dict[str, Any]:
         # a worker runs the very images this process linked for the chips (as ``linked``)
@@ -228,6 +234,8 @@ class SystemChipDevice(CompiledChipDevice):
     # ---- a trial
     def run(self, trial: Trial) -> TrialResult:
         self.prepare()
+        if self.streamed:
+            return self.run_streamed(trial, self.restored())
         traffic = generate(trial.streams, self.ports)
         return self.run_traffic(trial, traffic, self.restored())
 
@@ -283,6 +291,38 @@ class SystemChipDevice(CompiledChipDevice):
         report = analyzer.analyze(traffic.records(), rx)
         return TrialResult(report, traffic, rx, counters, round(system.now * PS_PER_S / clock))
 
+    def run_streamed(self, trial: Trial,
+                     loaded_system: tuple[System, dict[str, _Loaded]] | None = None,
+                     batch_frames: int = BATCH_FRAMES) -> TrialResult:
+        """``run_traffic``'s trial with nothing held per frame: the C++ generator's batches
+        offered to the chips (``BatchFeed``, the framer's delay added), every frame out
+        analysed and tallied as it leaves (``AnalysisSink``), run in the same steps to the
+        same ends, so the report and counters are ``run_traffic``'s
+        (tests/bench/lab/test_system_device.py); ``traffic`` None, ``tally`` the per-port
+        counts.  ``batch_frames``: frames per generator batch (memory per port)."""
+        system, loaded = loaded_system or self.load()
+        models = self.ports
+        framings = {m.framing for m in models.values()}
+        window = max((s.duration_ps for s in trial.streams if s.duration_ps is not None),
+                     default=None)
+        tally = TrialTally(framings.pop(), window) if len(framings) == 1 else None
+        parts = streaming(trial.streams, models, self.reference, system.clock_hz,
+                          self.options.latency_bin_ps, batch_frames=batch_frames, offer=True,
+                          tally=tally)
+        feeds = []
+        for port, feed in sorted(parts.feeds.items()):
+            ext = self.spec.ports[port]
+            assert ext.rx is not None  # checked in __init__: every port receives
+            feed.port = ext.rx.port
+            feed.delay_cycles = round(ext.framer.rx_delay_ns * 1e-9 * system.clock_hz)
+            feeds.append((feed, system.chips[ext.rx.chip]))
+        for ext in self.spec.ports:
+            system.attach_sink(ext.name, parts.sink)
+        during = _stream_until_done(system, loaded, feeds, parts.sink, trial.settle_ps)
+        counters = system_counters(system, loaded, during)
+        report = parts.report()
+        return TrialResult(report, None, list(parts.sink.kept), counters,
+                           round(system.now * PS_PER_S / system.clock_hz), tally)
 
     # ---- the control plane (npf.UpdatableDevice), on every chip
     def system_router(self, chip: str) -> Any:
@@ -383,6 +423,57 @@ def _run_until_done(system: System, loaded: Mapping[str, _Loaded],
             break
         system.run(min(STEP_CYCLES, deadline - system.now))
         drain()
+    system.close_sinks()
+    return during
+
+
+def _stream_until_done(system: System, loaded: Mapping[str, _Loaded],
+                       feeds: list[tuple[BatchFeed, Any]], sink: AnalysisSink,
+                       settle_ps: int) -> dict[str, Any]:
+    """``_run_until_done`` with the frames offered before each step and analysed after
+    it.  The steps are the held run's: ``STEP_CYCLES`` until the traffic's last bit, then
+    to it, then on until every frame is accounted for or ``settle_ps`` has passed.  The
+    last bit is known once every port's generator is done; until then each port is
+    generated ahead until a frame is known to be sent after the coming step, so a full
+    step never passes the end of the traffic."""
+    clock = system.clock_hz
+    traffic_end = deadline = None
+
+    def offer(cycle: int) -> None:
+        for feed, chip in feeds:
+            feed.offer_until(chip, cycle)
+
+    def step(cycles: int) -> None:
+        system.run(cycles)
+        for one in loaded.values():
+            one.drain()
+        sink.flush(system.now)
+
+    while True:
+        if traffic_end is None:
+            for feed, _ in feeds:
+                feed.look_ahead(system.now + STEP_CYCLES)
+            if all(feed.generated for feed, _ in feeds):
+                last_ps = max((feed.last_bit_ps for feed, _ in feeds), default=Fraction(0))
+                traffic_end = _cycle(last_ps, clock)
+                deadline = _cycle(last_ps + settle_ps, clock)
+        if traffic_end is not None and system.now >= traffic_end:
+            break
+        cycles = STEP_CYCLES if traffic_end is None else \
+            min(STEP_CYCLES, traffic_end - system.now)
+        offer(system.now + cycles)
+        step(cycles)
+    assert deadline is not None
+    during = system.counters()
+    offered = sum(feed.sent for feed, _ in feeds)
+    while system.now < deadline:
+        settled = sum(one.settled() for one in loaded.values()) + \
+            sum(system.unconnected.values())
+        if sink.written + settled >= offered:
+            break
+        cycles = min(STEP_CYCLES, deadline - system.now)
+        offer(system.now + cycles)
+        step(cycles)
     system.close_sinks()
     return during
 

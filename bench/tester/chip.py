@@ -20,6 +20,7 @@ the frames themselves only when asked: ``keep=True``).  The report is the one
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -33,6 +34,7 @@ from npkit.bench.tester.fast_analysis import FastAnalysis, compiled
 from npkit.bench.tester.generator import Traffic, check_streams
 from npkit.bench.tester.media import PS_PER_S, PortModel
 from npkit.bench.tester.stream import Stream
+from npkit.bench.tester.tally import TrialTally
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
 
 
@@ -86,6 +88,13 @@ def cycles_to_ps(cycles: Iterable[int], clock_hz: float) -> list[int]:
     """``received``'s exact picosecond of each cycle (round half to even), in integers."""
     ratio = PS_PER_S / Fraction(clock_hz)
     p, q = ratio.numerator, ratio.denominator
+    cycles = list(cycles)
+    if cycles and p < 2**31 and q < 2**31 and 0 <= min(cycles) and max(cycles) < 2**31:
+        # the same integer arithmetic in numpy: c * p < 2**62 fits int64
+        c = np.asarray(cycles, dtype=np.int64)
+        whole, rest = np.divmod(c * p, q)
+        up = (2 * rest > q) | ((2 * rest == q) & (whole & 1 == 1))
+        return (whole + up).tolist()
     out = []
     for c in cycles:
         whole, rest = divmod(c * p, q)
@@ -125,36 +134,64 @@ class BatchFeed:
     ``RxFrame`` per frame): ``offer_until(chip, cycle)`` offers every frame due by
     ``cycle``.  A frame offered before its due cycle starts exactly as an attached source's
     would (the core starts it at max(line free, due)), so call it before every run step
-    with the step's last cycle."""
+    with the step's last cycle.  ``delay_cycles`` is added to every frame's due cycle (a
+    system's framer in front of the chip port, as ``runtime.system``'s ``_Delayed``).
+
+    Batches are taken from the generator (and ``on_batch`` sees them) when a frame of them
+    is due, or earlier with ``look_ahead(cycle)``: that generates until a frame is known to
+    be sent after ``cycle`` (tester time, no delay) or the generator is done
+    (``generated``; ``last_bit_ps`` is then the port's last bit)."""
 
     port: int
     batches: Iterator[Batch]
     clock_hz: float
     on_batch: Callable[[Batch], None] | None = None
     model: PortModel | None = None
-    sent: int = 0
+    delay_cycles: int = 0
+    sent: int = 0  # frames generated so far
     last_bit_ps: Fraction = Fraction(0)
-    exhausted: bool = False
+    exhausted: bool = False  # every frame offered
+    generated: bool = False  # the generator has no more frames
     _batch: Batch | None = None
     _dues: list[int] = field(default_factory=list)
     _next: int = 0
+    _queue: deque[tuple[Batch, list[int]]] = field(default_factory=deque)
+    _seen_cycle: int = -1  # send cycle (no delay) of the latest frame generated
 
-    def _load(self) -> bool:
-        batch = next(self.batches, None)
+    def _fetch(self) -> bool:
+        """One more batch from the generator into the queue (False: there is none)."""
+        batch = None if self.generated else next(self.batches, None)
         if batch is None:
-            self.exhausted = True
+            self.generated = True
             return False
         if self.on_batch is not None:
             self.on_batch(batch)
         # the chip's own rule for a source's frame: floor(time_s * clock), time_s the
         # send time in seconds as a float (time_ps / 10**12, exact below 2**53 ps)
         seconds = batch.times_ps.astype(np.float64) / PS_PER_S
-        self._dues = np.floor(seconds * self.clock_hz).astype(np.int64).tolist()
-        self._batch, self._next = batch, 0
+        cycles = np.floor(seconds * self.clock_hz).astype(np.int64)
+        if len(batch):
+            self._seen_cycle = int(cycles[-1])
+        self._queue.append((batch, (cycles + self.delay_cycles).tolist()))
         self.sent += len(batch)
         if self.model is not None and len(batch):
             self.last_bit_ps = max(self.last_bit_ps, int(batch.times_ps[-1]) +
                                    self.model.wire_ps(len(batch.datas[-1])))
+        return True
+
+    def look_ahead(self, cycle: int) -> None:
+        """Generate until a frame is sent after ``cycle`` or there are no more."""
+        while not self.generated and self._seen_cycle <= cycle:
+            self._fetch()
+
+    def _load(self) -> bool:
+        if not self._queue:
+            self._fetch()
+        if not self._queue:
+            self.exhausted = True
+            return False
+        self._batch, self._dues = self._queue.popleft()
+        self._next = 0
         return True
 
     def offer_until(self, chip: Any, cycle: int) -> int:
@@ -179,8 +216,9 @@ class BatchFeed:
 class AnalysisSink:
     """One chip sink (``sim.packets.Sink``) for every port: transmitted frames wait here
     until ``flush(now_cycle)`` hands those whose last bit is before ``now_cycle`` to the
-    analysis (in order of last-bit time, then port, then arrival); per-port frame and byte
-    counts are kept, the frames only with ``keep``."""
+    analysis (in order of last-bit time, then port, then arrival) and, when given, to the
+    ``tally`` (per-port counts, IP bits, line use); per-port frame and byte counts are
+    kept, the frames only with ``keep``."""
 
     analysis: FastAnalysis
     clock_hz: float
@@ -188,6 +226,7 @@ class AnalysisSink:
     frames: dict[int, int] = field(default_factory=dict)  # port -> frames out
     bytes: dict[int, int] = field(default_factory=dict)  # port -> frame bytes out
     kept: list[RxRecord] = field(default_factory=list)
+    tally: TrialTally | None = None
     _waiting: list[TxFrame] = field(default_factory=list)
 
     def write(self, frame: TxFrame) -> None:
@@ -195,6 +234,11 @@ class AnalysisSink:
 
     def close(self) -> None:
         pass
+
+    @property
+    def written(self) -> int:
+        """Frames written so far, analysed or waiting."""
+        return sum(self.frames.values()) + len(self._waiting)
 
     def flush(self, now_cycle: int | None = None) -> int:
         """Analyse the frames out before ``now_cycle`` (None: all); how many."""
@@ -211,9 +255,15 @@ class AnalysisSink:
         times = cycles_to_ps([f.last_bit_cycle for f in ready], self.clock_hz)
         datas = [f.data for f in ready]
         self.analysis.received(ports, times, datas)
-        for port, data in zip(ports, datas, strict=True):
-            self.frames[port] = self.frames.get(port, 0) + 1
-            self.bytes[port] = self.bytes.get(port, 0) + len(data)
+        start = 0
+        while start < len(ports):  # one slice per port (sorted), no Python per frame
+            port = ports[start]
+            end = bisect.bisect_right(ports, port, lo=start)
+            self.frames[port] = self.frames.get(port, 0) + end - start
+            self.bytes[port] = self.bytes.get(port, 0) + sum(map(len, datas[start:end]))
+            if self.tally is not None:
+                self.tally.add_received(port, times[start:end], datas[start:end])
+            start = end
         if self.keep:
             self.kept += [RxRecord(p, t, d) for p, t, d in zip(ports, times, datas, strict=True)]
         return len(ready)
@@ -253,13 +303,15 @@ class StreamingTrial:
 
 def streaming(streams: Iterable[Stream], ports: Mapping[int, str | PortModel], expect: Any,
               clock_hz: float, bin_ps: int = 100_000, keep: bool = False,
-              batch_frames: int = BATCH_FRAMES, offer: bool = False) -> StreamingTrial:
+              batch_frames: int = BATCH_FRAMES, offer: bool = False,
+              tally: TrialTally | None = None) -> StreamingTrial:
     """The parts of a streaming trial, not yet attached: a ``BatchSource`` per tester port
     and the one ``AnalysisSink`` (``clock_hz``: the chip clock its cycles count) -- for a
     system of chips, attach them to its external ports; ``stream_trial`` does it for one
     chip.  ``expect`` must be a ``PassThrough`` or ``RouteReference``.  ``offer``: no
     sources; ``BatchFeed``s offer the frames with ``Chip.offer_frames`` when the caller
-    calls ``offer_until`` before each run step (no ``RxFrame`` per frame)."""
+    calls ``offer_until`` before each run step (no ``RxFrame`` per frame).  ``tally``:
+    every batch sent and every frame received is also tallied there."""
     models, by_port = check_streams(streams, ports)
     tables = compiled(expect, models)
     if tables is None:
@@ -270,10 +322,12 @@ def streaming(streams: Iterable[Stream], ports: Mapping[int, str | PortModel], e
     def register(batch: Batch) -> None:
         analysis.sent_batch(batch.port, batch.times_ps, batch.datas, batch.streams,
                             batch.seqs)
+        if tally is not None:
+            tally.add_sent(batch.port, batch.times_ps, batch.datas)
 
     ordered = [s for p in sorted(by_port) for s in by_port[p]]
     made = batches(ordered, models, batch_frames)
-    sink = AnalysisSink(analysis, clock_hz, keep)
+    sink = AnalysisSink(analysis, clock_hz, keep, tally=tally)
     if offer:
         feeds = {port: BatchFeed(port, port_batches, clock_hz, register, models[port])
                  for port, port_batches in made.items()}

@@ -1,7 +1,8 @@
 """The compiled router on the published two-chip system (bench/lab/system_device.py): the
 tester's ports are the system's external ports, every frame crosses the chip that receives
 its input line, what a chip sends to a port leading nowhere is a named loss, and the chips
-on two host threads give the serial run's frames and counters."""
+on two host threads give the serial run's frames and counters; a streamed trial (the
+default: nothing held per frame) gives the held trial's report, counters and rates."""
 
 from __future__ import annotations
 
@@ -19,15 +20,16 @@ from npkit.runtime.system import SystemSpec
 TRIAL = dict(trial_ps=10_000_000, settle_ps=30_000_000)
 
 
-def _device(system: str = "dual-ixp2800-npf", threads: int = 1):
+def _device(system: str = "dual-ixp2800-npf", threads: int = 1, **options):
     chosen = npf.preset("ixp2800-npf", quick=True, system=system, threads=threads)
     chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
-    return npf.chip_device(chosen), dataclasses.replace(chosen.config, **TRIAL)
+    return npf.chip_device(chosen, **options), dataclasses.replace(chosen.config, **TRIAL)
 
 
 @pytest.fixture(scope="module")
 def dual():
-    return _device()
+    """The device with held trials: the tests that look at the frames themselves."""
+    return _device(streamed=False)
 
 
 def test_the_preset_runs_on_the_two_chip_system_by_default() -> None:
@@ -89,8 +91,8 @@ def test_a_frame_towards_a_line_the_chip_does_not_transmit_is_a_named_loss(dual)
 
 
 def test_two_threads_give_the_serial_frames_and_counters() -> None:
-    serial, config = _device(threads=1)
-    threaded, _ = _device(threads=2)
+    serial, config = _device(threads=1, streamed=False)
+    threaded, _ = _device(threads=2, streamed=False)
     label, sizes = config.sizes("ipv4", "pos")[0]
     for load in (30, 100):
         results = []
@@ -166,3 +168,34 @@ def test_forwarding_figures_count_each_chips_own_forwarding_mes(dual) -> None:
         busy = [counters[f"{chip}.me{m}.busy_fraction"] for m in numbers]
         assert min(busy) > 0
         assert counters[f"{chip}.fwd.busy_fraction"] == pytest.approx(sum(busy) / len(busy))
+
+
+def _same_trial(streamed, held, config, rate_ps: int) -> None:
+    assert streamed.traffic is None and streamed.received == [] and streamed.tally
+    assert streamed.report == held.report
+    assert streamed.counters == held.counters and streamed.sim_ps == held.sim_ps
+    assert npf.rate_point(100, streamed, rate_ps, "pos") == \
+        npf.rate_point(100, held, rate_ps, "pos")
+
+
+@pytest.mark.parametrize("traffic", ["ipv4", "mixed"])
+def test_a_streamed_trial_gives_the_held_trials_result(dual, traffic) -> None:
+    """The default trial holds no frame (C++ batches offered to the chips, frames analysed
+    and tallied as they leave): the report, counters, simulated time and rates of the held
+    trial, with loss (overload: both inputs to one output), confirmation phases, and
+    batches far smaller than the trial (the generator's look-ahead at the end)."""
+    held, _ = dual
+    device, config = _device()
+    assert device.streamed and not held.streamed
+    config = dataclasses.replace(config, trial_ps=30_000_000, exercised_v6=100)
+    label, sizes = config.sizes(traffic, "pos")[0]
+    trials = npf.make_trials(device, config, traffic, label, sizes)
+    for trial in (trials.at(60), trials.repeat(100, 1)):
+        _same_trial(device.run(trial), held.run(trial), config, config.trial_ps)
+        small = device.run_streamed(trial, device.restored(), batch_frames=97)
+        _same_trial(small, held.run(trial), config, config.trial_ps)
+    first = device.run(trials.at(60))
+    assert first == device.run_streamed(trials.at(60), device.load())  # restored = fresh
+    over = npf.overload(device, config, traffic, label, sizes)
+    assert over == npf.overload(held, config, traffic, label, sizes)
+    assert over.rate.lost > 0 and 0 < over.output_utilization <= 1
