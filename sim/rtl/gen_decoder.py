@@ -1,0 +1,196 @@
+"""Write ``sim/rtl/npk_isa_pkg.sv``: the RTL microengine's decoder, generated from ``sim/isa.py``.
+
+The SystemVerilog twin of ``sim/isa_gen.py`` (which writes the C++ decoder header): every
+number the RTL needs about the encoding comes from the ISA table, so the ISA keeps one
+source of truth.  The package holds
+
+* the opcodes, enum values (ALU ops, conditions, immed variants, local CSRs ...) and the
+  operand-class ranges as ``localparam``\\ s;
+* one packed struct per format (``fmt_alu_t`` ...), whose fields line up with the 35-bit
+  payload, so ``fmt_alu_t'(word[34:0])`` *is* the field decoder;
+* ``opnd_kind()``: an 8-bit operand code -> its class (``OK_GPR_A`` ...), and ``opnd_index()``;
+* ``word_legal()``: reserved opcode, reserved payload bits or a reserved enum value make a
+  word illegal -- the checks the C++ decoder makes at load (register ranges aside, which
+  depend on the context mode and are checked in the core).
+
+Run ``python sim/rtl/gen_decoder.py`` after changing the table; tests/sim/rtl checks that
+the committed file is up to date.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUTPUT = HERE / "npk_isa_pkg.sv"
+
+_SYMBOL_WORDS = {"<<": "SHL", ">>": "SHR", "~": "NOT", "+": "PLUS", "-": "MINUS",
+                 "=": "EQ", "!": "NOT", "<": "LT", ">": "GT"}
+
+
+def _load_isa():
+    """Import sim/isa.py by path, like sim/isa_gen.py (no installed package needed)."""
+    spec = importlib.util.spec_from_file_location("_npkit_isa_for_rtl", HERE.parent / "isa.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up while building
+    spec.loader.exec_module(module)
+    return module
+
+
+def sv_name(text: str) -> str:
+    """An identifier for an enum spelling: '~B' -> NOT_B, '+carry' -> PLUS_CARRY (as isa_gen)."""
+    tokens = re.findall(r"<<|>>|[A-Za-z0-9]+|[^A-Za-z0-9_\s]", text)
+    words = [_SYMBOL_WORDS.get(tok, tok) for tok in tokens if tok not in "_"]
+    name = "_".join(w for w in words if re.fullmatch(r"[A-Za-z0-9]+", w)).upper()
+    if not name or name[0].isdigit():
+        name = "K" + name
+    return name
+
+
+def _enum_lines(title: str, table: dict[str, int], width: int) -> list[str]:
+    prefix = title.upper()
+    lines = [f"  // {title}"]
+    for key, value in table.items():
+        ident = f"{prefix}_{sv_name(key)}"
+        lines.append(f"  localparam logic [{width - 1}:0] {ident} = {width}'d{value};  // {key}")
+    return lines
+
+
+def _enum_widths(isa) -> dict[str, int]:
+    """The field width each enum is stored in (from the formats that use it)."""
+    widths: dict[str, int] = {"LOCAL_CSRS": next(
+        f.width for f in isa.FORMATS["local_csr"].fields if f.name == "csr")}
+    for fmt in isa.FORMATS.values():
+        for fld in fmt.fields:
+            if fld.kind.startswith("enum:") and fld.kind != "enum:CMD":
+                widths[fld.kind[5:]] = fld.width
+    for name in ("SRAM_CMDS", "SCRATCH_CMDS", "DRAM_CMDS", "MSF_CMDS"):
+        widths[name] = next(f.width for f in isa.FORMATS["mem"].fields if f.name == "cmd")
+    return widths
+
+
+def _struct_lines(isa) -> list[str]:
+    lines = ["  // formats: a packed struct per format over the 35-bit payload (MSB first)"]
+    for fmt in isa.FORMATS.values():
+        used = sum(f.width for f in fmt.fields)
+        lines.append("  typedef struct packed {")
+        for fld in fmt.fields:
+            lines.append(f"    logic [{fld.width - 1}:0] {fld.name}_f;  // {fld.kind}")
+        pad = isa.PAYLOAD_BITS - used
+        if pad:
+            lines.append(f"    logic [{pad - 1}:0] unused_f;")
+        lines.append(f"  }} fmt_{fmt.name}_t;")
+        mask = 0
+        for fld, pos in fmt.layout():
+            mask |= ((1 << fld.width) - 1) << pos
+        lines.append(f"  localparam logic [{isa.PAYLOAD_BITS - 1}:0] USED_{fmt.name.upper()} = "
+                     f"{isa.PAYLOAD_BITS}'h{mask:x};")
+    return lines
+
+
+def _operand_lines(isa) -> list[str]:
+    classes = isa.OPERAND_CLASSES
+    kinds = [f"OK_{sv_name(c.name)}" for c in classes] + ["OK_RESERVED"]
+    lines = ["  // operand classes",
+             f"  typedef enum logic [4:0] {{{', '.join(kinds)}}} opnd_kind_t;"]
+    for cls in classes:
+        ident = sv_name(cls.name)
+        lines.append(f"  localparam logic [7:0] OPND_{ident}_FIRST = 8'h{cls.first:02x};")
+        lines.append(f"  localparam int OPND_{ident}_COUNT = {cls.count};")
+    lines += [f"  localparam logic [7:0] OPERAND_NONE = 8'h{isa.OPERAND_NONE:02x};",
+              "  function automatic opnd_kind_t opnd_kind(input logic [7:0] code);"]
+    for cls in classes:
+        ident = sv_name(cls.name)
+        last = cls.first + cls.count - 1
+        tests = ([f"code >= 8'h{cls.first:02x}"] if cls.first > 0 else []) + \
+                ([f"code <= 8'h{last:02x}"] if last < 0xFF else [])
+        lines.append(f"    if ({' && '.join(tests)}) return OK_{ident};")
+    lines += ["    return OK_RESERVED;", "  endfunction",
+              "  // the index inside the class: register number, LM offset k, immediate value",
+              "  function automatic logic [7:0] opnd_index(input logic [7:0] code);",
+              "    case (opnd_kind(code))"]
+    for cls in classes:
+        lines.append(f"      OK_{sv_name(cls.name)}: return code - 8'h{cls.first:02x};")
+    lines += ["      default: return 8'h00;", "    endcase", "  endfunction",
+              "  // readable / writable, as the table says",
+              "  function automatic logic opnd_writable(input logic [7:0] code);",
+              "    case (opnd_kind(code))"]
+    for cls in classes:
+        lines.append(f"      OK_{sv_name(cls.name)}: return 1'b{int(cls.writable)};")
+    lines += ["      default: return 1'b0;", "    endcase", "  endfunction"]
+    return lines
+
+
+def _legal_lines(isa) -> list[str]:
+    """word_legal: the opcode exists, no reserved bit is set, every enum field is defined."""
+    payload = isa.PAYLOAD_BITS
+    lines = [f"  function automatic logic word_legal(input logic [{isa.WORD_BITS - 1}:0] w);",
+             f"    logic [{payload - 1}:0] p;",
+             f"    p = w[{payload - 1}:0];",
+             f"    case (w[{isa.WORD_BITS - 1}:{payload}])"]
+    for ins in isa.INSTRUCTIONS:
+        fmt = isa.FORMATS[ins.format]
+        conds = [f"((p & ~USED_{fmt.name.upper()}) == '0)"]
+        for fld, pos in fmt.layout():
+            if not fld.kind.startswith("enum:") and fld.kind != "csr":
+                continue
+            if fld.kind == "csr":
+                table = isa.LOCAL_CSRS
+            elif fld.kind == "enum:CMD":
+                table = ins.cmds
+            else:
+                table = isa.ENUMS[fld.kind[5:]]
+            values = sorted(set(table.values()))
+            if values == list(range(1 << fld.width)):
+                continue
+            sel = f"p[{pos + fld.width - 1}:{pos}]"
+            if values == list(range(values[-1] + 1)):
+                conds.append(f"({sel} <= {fld.width}'d{values[-1]})")
+            else:
+                alts = " || ".join(f"{sel} == {fld.width}'d{v}" for v in values)
+                conds.append(f"({alts})")
+        lines.append(f"      {isa.OPCODE_BITS}'d{ins.opcode}: return {' && '.join(conds)};"
+                     f"  // {ins.name}")
+    lines += ["      default: return 1'b0;", "    endcase", "  endfunction"]
+    return lines
+
+
+def generate() -> str:
+    isa = _load_isa()
+    widths = _enum_widths(isa)
+    out = [
+        "// GENERATED by sim/rtl/gen_decoder.py from sim/isa.py -- do not edit.",
+        "// The RTL microengine's decoder: opcodes, formats, operand classes, enums, legality.",
+        "/* verilator lint_off UNUSEDPARAM */",
+        "package npk_isa_pkg;",
+        f"  localparam int WORD_BITS = {isa.WORD_BITS};",
+        f"  localparam int OPCODE_BITS = {isa.OPCODE_BITS};",
+        f"  localparam int PAYLOAD_BITS = {isa.PAYLOAD_BITS};",
+        f"  localparam int TARGET_BITS = {isa.TARGET_BITS};",
+        f"  localparam logic [5:0] XFER_NONE = 6'h{isa.XFER_NONE:02x};",
+        "  // major opcodes",
+    ]
+    for ins in isa.INSTRUCTIONS:
+        out.append(f"  localparam logic [{isa.OPCODE_BITS - 1}:0] OP_{sv_name(ins.name)} = "
+                   f"{isa.OPCODE_BITS}'d{ins.opcode};")
+    for title, table in isa.ENUMS.items():
+        out += _enum_lines(title, table, widths[title])
+    out += _struct_lines(isa)
+    out += _operand_lines(isa)
+    out += _legal_lines(isa)
+    out += ["endpackage", "/* verilator lint_on UNUSEDPARAM */"]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    text = generate()
+    if not OUTPUT.exists() or OUTPUT.read_text() != text:
+        OUTPUT.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

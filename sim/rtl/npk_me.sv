@@ -1,0 +1,754 @@
+// One npkit microengine in SystemVerilog: 8 (or 4) contexts, GPR A/B banks, transfer
+// registers, local memory, the ALU / shifter / byte_align / ld_field unit, immed*, branches
+// with defer slots, ctx_arb and the local CSRs.  docs/rtl.md lists what it covers.
+//
+// Timing is the C++ model's (docs/sim-core.md): one instruction per cycle, a taken branch
+// costs BRANCH_PENALTY cycles less its defer slots, a context switch costs nothing (the
+// arbiter picks the next Ready context combinationally in the cycle it runs).  So the RTL
+// and the model agree cycle by cycle, not only in their final state.
+//
+// The control store is outside (a RAM macro in hardware; the Verilator wrapper npk_me_sim
+// holds it): cs_addr out, cs_data/cs_loaded back in the same cycle.  The decoder
+// (npk_isa_pkg.sv) is generated from sim/isa.py by sim/rtl/gen_decoder.py.
+//
+// A word the RTL does not implement raises fault FAULT_NOT_COVERED with the opcode in
+// fault_word: never a silent pass.  Faults are sticky and stop the ME.
+module npk_me
+  import npk_isa_pkg::*;
+#(
+    parameter int LM_WORDS = 640,
+    parameter int CS_WORDS = 8192,
+    parameter int NN_REGS = 128,
+    parameter int BRANCH_PENALTY = 3,
+    parameter int LM_ADDR_DELAY = 3,
+    parameter int ME_NUMBER = 0  // BRANCH_PENALTY and LM_ADDR_DELAY: at most 15
+) (
+    input  logic        clk,
+    input  logic        rst,
+    input  logic        mode4,       // 4-context mode (CTX_ENABLES bit 31)
+    input  logic [63:0] prng_seed,   // PSEUDO_RANDOM_NUMBER state after reset
+    // control store
+    output logic [12:0] cs_addr,
+    input  logic [39:0] cs_data,
+    input  logic        cs_loaded,   // cs_data is a word of the image (else: off the end)
+    // a signal from outside (memory model, other MEs): pending from the next cycle
+    input  logic        sig_valid,
+    input  logic [2:0]  sig_ctx,
+    input  logic [3:0]  sig_num,
+    // what happened this cycle
+    output logic        retire,      // an instruction executed
+    output logic [2:0]  retire_ctx,
+    output logic [12:0] retire_pc,
+    output logic        idle,        // no context executing or Ready, no stall
+    output logic [63:0] cycle,
+    output logic [3:0]  fault,       // sticky; FAULT_NONE while running
+    output logic [39:0] fault_word,
+    output logic [12:0] fault_pc,
+    output logic [2:0]  fault_ctx
+);
+  // ---------------------------------------------------------------- constants
+  localparam logic [1:0] ST_INACTIVE = 2'd0, ST_READY = 2'd1, ST_EXEC = 2'd2, ST_SLEEP = 2'd3;
+  localparam logic [3:0] FAULT_NONE = 4'd0, FAULT_ILLEGAL = 4'd1, FAULT_NOT_COVERED = 4'd2,
+                         FAULT_BAD_ADDRESS = 4'd3, FAULT_DEFER = 4'd4, FAULT_CS_OVERFLOW = 4'd5;
+
+  // ---------------------------------------------------------------- architectural state
+  logic [31:0] gpr_a[128] /*verilator public_flat_rw*/;
+  logic [31:0] gpr_b[128] /*verilator public_flat_rw*/;
+  logic [31:0] xs_in[128] /*verilator public_flat_rw*/;    // $x read side (SRAM-in)
+  logic [31:0] xs_out[128] /*verilator public_flat_rw*/;   // $x write side (SRAM-out)
+  logic [31:0] xd_in[128] /*verilator public_flat_rw*/;    // $$x read side
+  logic [31:0] xd_out[128] /*verilator public_flat_rw*/;
+  logic [31:0] lm[LM_WORDS] /*verilator public_flat_rw*/;
+
+  // per context
+  logic [12:0] pc[8] /*verilator public_flat_rw*/;
+  logic [1:0]  state[8] /*verilator public_flat_rw*/;
+  logic        enabled[8];
+  logic        cc_z[8] /*verilator public_flat_rw*/;
+  logic        cc_n[8] /*verilator public_flat_rw*/;
+  logic        cc_c[8] /*verilator public_flat_rw*/;
+  logic        cc_v[8] /*verilator public_flat_rw*/;
+  logic [31:0] last_alu[8];
+  logic [15:0] signals[8] /*verilator public_flat_rw*/;
+  logic [15:0] wait_mask[8];
+  logic        wait_any[8];
+  logic [1:0]  defer_left[8];
+  logic        deferred_swap[8];  // what the defer slots end in: 0 branch, 1 swap
+  logic [12:0] defer_target[8];
+  logic [1:0]  swap_mode[8];
+  logic [31:0] lm_addr[8][2] /*verilator public_flat_rw*/;
+  logic [31:0] lm_pending[8][2];
+  logic [3:0]  lm_wait[8][2];     // instructions of the context still using the old LM_ADDR
+  logic [1:0]  byte_index[8];
+  logic [31:0] crc_remainder[8];
+  logic        csr_pending[8];
+  logic [31:0] csr_value[8];
+  logic [63:0] instructions[8] /*verilator public_flat_rw*/;
+
+  // per ME
+  logic        cur_valid;
+  logic [2:0]  cur;
+  logic [2:0]  last;
+  logic [63:0] time_q;
+  logic [3:0]  stall;
+  logic [6:0]  nn_put, nn_get;
+  logic [31:0] ctx_arb_cntl;
+  logic [31:0] mbox[4];
+  logic [63:0] prng;
+
+  assign cycle = time_q;
+
+  // ---------------------------------------------------------------- helpers
+  /* verilator lint_off UNUSEDSIGNAL */
+  function automatic logic [6:0] phys(input logic [2:0] ctx, input logic [7:0] idx);
+    return mode4 ? {ctx[1:0], idx[4:0]} : {ctx, idx[3:0]};
+  endfunction
+
+  function automatic logic [31:0] shifter(input logic [31:0] v, input logic [1:0] kind,
+                                          input logic [4:0] n);
+    case (kind)
+      SHIFT_TYPES_SHL: return v << n;
+      SHIFT_TYPES_SHR: return v >> n;
+      SHIFT_TYPES_SHL_ROT: return (v << n) | (v >> (6'd32 - {1'b0, n}));
+      default: return (v >> n) | (v << (6'd32 - {1'b0, n}));
+    endcase
+  endfunction
+
+  // LM word index of an LM operand, given the two pointers (byte addresses)
+  function automatic logic [32:0] lm_index(input logic [7:0] code, input logic [31:0] p0,
+                                           input logic [31:0] p1);
+    opnd_kind_t k = opnd_kind(code);
+    logic [32:0] base = (k == OK_LM1 || k == OK_LM1_INC || k == OK_LM1_DEC) ?
+                        {3'b0, p1[31:2]} : {3'b0, p0[31:2]};
+    if (k == OK_LM0 || k == OK_LM1) return base + {25'b0, opnd_index(code)};
+    return base;
+  endfunction
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  function automatic logic is_lm(input logic [7:0] code);
+    opnd_kind_t k = opnd_kind(code);
+    return k == OK_LM0 || k == OK_LM1 || k == OK_LM0_INC || k == OK_LM0_DEC ||
+           k == OK_LM1_INC || k == OK_LM1_DEC;
+  endfunction
+
+  // the pointers after an access through code (post-increment / decrement by 4 bytes)
+  function automatic logic [63:0] lm_post(input logic [7:0] code, input logic [31:0] p0,
+                                          input logic [31:0] p1);
+    case (opnd_kind(code))
+      OK_LM0_INC: return {p1, p0 + 32'd4};
+      OK_LM0_DEC: return {p1, p0 - 32'd4};
+      OK_LM1_INC: return {p1 + 32'd4, p0};
+      OK_LM1_DEC: return {p1 - 32'd4, p0};
+      default: return {p1, p0};
+    endcase
+  endfunction
+
+  // an operand the RTL implements (NN registers and the NN ring are not covered)
+  function automatic logic opnd_covered(input logic [7:0] code);
+    opnd_kind_t k = opnd_kind(code);
+    return k != OK_NN && k != OK_NN_RING && k != OK_RESERVED;
+  endfunction
+
+  // a register index within the context's share of its file
+  function automatic logic opnd_in_range(input logic [7:0] code);
+    opnd_kind_t k = opnd_kind(code);
+    if (k == OK_GPR_A || k == OK_GPR_B || k == OK_XFER_S || k == OK_XFER_D || k == OK_NN)
+      return mode4 ? opnd_index(code) < 8'd32 : opnd_index(code) < 8'd16;
+    return k != OK_RESERVED;
+  endfunction
+
+  // ---------------------------------------------------------------- wake-up and arbiter
+  logic [7:0] wake_ok, eff_ready;
+  logic [3:0] nctx;
+  always_comb begin
+    nctx = mode4 ? 4'd4 : 4'd8;
+    for (int i = 0; i < 8; i++) begin
+      logic [15:0] got;
+      got = signals[i] & wait_mask[i];
+      wake_ok[i] = state[i] == ST_SLEEP && (wait_any[i] ? got != 16'd0 : got == wait_mask[i]);
+      eff_ready[i] = (state[i] == ST_READY || wake_ok[i]) && i < 32'(nctx);
+    end
+  end
+
+  logic       have_ctx, picked;
+  logic [2:0] ex;  // the executing context this cycle
+  always_comb begin
+    logic found;
+    logic [3:0] cand;
+    found = 1'b0;
+    cand = 4'd0;
+    ex = cur;
+    picked = 1'b0;
+    if (!cur_valid) begin
+      for (int k = 0; k < 8; k++) begin
+        cand = 4'(last) + 4'd1 + 4'(k);
+        if (cand >= nctx) cand = cand - nctx;
+        if (cand >= nctx) cand = cand - nctx;
+        if (!found && k < 32'(nctx) && eff_ready[cand[2:0]]) begin
+          found = 1'b1;
+          ex = cand[2:0];
+        end
+      end
+      picked = found;
+    end
+    have_ctx = cur_valid || found;
+  end
+
+  wire running = fault == FAULT_NONE && !rst;
+  wire exec = running && stall == 4'd0 && have_ctx;
+  assign cs_addr = pc[ex];
+  assign idle = running && stall == 4'd0 && !have_ctx;
+
+  // ---------------------------------------------------------------- decode
+  // every format's view of the word; each instruction uses some fields of one of them
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [39:0] w = cs_data;
+  wire [4:0] opcode = w[39:35];
+  wire [34:0] payload = w[34:0];
+  fmt_alu_t f_alu;
+  fmt_dbl_shf_t f_dbl;
+  fmt_immed_t f_imm;
+  fmt_ld_field_t f_ldf;
+  fmt_byte_align_t f_ba;
+  fmt_bitop_t f_bit;
+  fmt_br_t f_br;
+  fmt_br_ctx_t f_brc;
+  fmt_br_bit_t f_brb;
+  fmt_br_byte_t f_bry;
+  fmt_br_signal_t f_brs;
+  fmt_jump_t f_jmp;
+  fmt_ctx_arb_t f_arb;
+  fmt_local_csr_t f_csr;
+  assign f_alu = fmt_alu_t'(payload);
+  assign f_dbl = fmt_dbl_shf_t'(payload);
+  assign f_imm = fmt_immed_t'(payload);
+  assign f_ldf = fmt_ld_field_t'(payload);
+  assign f_ba = fmt_byte_align_t'(payload);
+  assign f_bit = fmt_bitop_t'(payload);
+  assign f_br = fmt_br_t'(payload);
+  assign f_brc = fmt_br_ctx_t'(payload);
+  assign f_brb = fmt_br_bit_t'(payload);
+  assign f_bry = fmt_br_byte_t'(payload);
+  assign f_brs = fmt_br_signal_t'(payload);
+  assign f_jmp = fmt_jump_t'(payload);
+  assign f_arb = fmt_ctx_arb_t'(payload);
+  assign f_csr = fmt_local_csr_t'(payload);
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // operand slots: A (first source), B (second source), D (destination)
+  logic       use_a, use_b, use_d, merge_d;
+  logic [7:0] code_a, code_b, code_d;
+  logic       covered, legal;
+  always_comb begin
+    use_a = 1'b0; use_b = 1'b0; use_d = 1'b0; merge_d = 1'b0;
+    code_a = OPERAND_NONE; code_b = OPERAND_NONE; code_d = OPERAND_NONE;
+    covered = 1'b1;
+    legal = word_legal(w);
+    case (opcode)
+      OP_ALU: begin
+        use_a = 1; use_b = 1; use_d = 1;
+        code_a = f_alu.a_f; code_b = f_alu.b_f; code_d = f_alu.dest_f;
+      end
+      OP_DBL_SHF: begin
+        use_a = 1; use_b = 1; use_d = 1;
+        code_a = f_dbl.a_f; code_b = f_dbl.b_f; code_d = f_dbl.dest_f;
+      end
+      OP_IMMED: begin
+        use_d = 1; code_d = f_imm.dest_f;
+        merge_d = f_imm.variant_f != IMMED_VARIANTS_IMMED &&
+                  f_imm.variant_f != IMMED_VARIANTS_LOAD_ADDR;
+      end
+      OP_LD_FIELD: begin
+        use_b = 1; use_d = 1; code_b = f_ldf.src_f; code_d = f_ldf.dest_f;
+        merge_d = !f_ldf.clr_f[0];
+      end
+      OP_BYTE_ALIGN: begin
+        use_a = 1; use_b = 1; use_d = 1;
+        code_a = f_ba.a_f; code_b = f_ba.b_f; code_d = f_ba.dest_f;
+      end
+      OP_BITOP: begin
+        use_b = 1; use_d = 1; code_b = f_bit.src_f; code_d = f_bit.dest_f;
+      end
+      OP_BR, OP_BR_CTX, OP_NOP: ;
+      OP_BR_SIGNAL: legal = legal && f_brs.sig_f != 4'd0;
+      OP_BR_BIT: begin use_b = 1; code_b = f_brb.reg_f; end
+      OP_BR_BYTE: begin use_b = 1; code_b = f_bry.reg_f; end
+      OP_JUMP: begin use_b = 1; code_b = f_jmp.reg_f; end
+      OP_CTX_ARB: legal = legal && !f_arb.sigs_f[0];
+      OP_LOCAL_CSR: begin
+        use_b = f_csr.write_f[0]; code_b = f_csr.src_f;
+        // NEXT_NEIGHBOR_SIGNAL reaches another ME: not covered here
+        covered = f_csr.csr_f != LOCAL_CSRS_NEXT_NEIGHBOR_SIGNAL;
+      end
+      default: covered = 1'b0;  // mul_step, br_inp_state, cam, crc, hash, memory commands
+    endcase
+    // the decoder's static checks (the model makes them at load)
+    if (use_a && !opnd_in_range(code_a)) legal = 1'b0;
+    if (use_b && !opnd_in_range(code_b)) legal = 1'b0;
+    if (opcode == OP_LOCAL_CSR && !opnd_in_range(f_csr.src_f)) legal = 1'b0;
+    if (use_d && (!opnd_in_range(code_d) || !opnd_writable(code_d))) legal = 1'b0;
+    if ((use_a && !opnd_covered(code_a)) || (use_b && !opnd_covered(code_b)) ||
+        (use_d && !opnd_covered(code_d)))
+      covered = 1'b0;
+  end
+
+  // ---------------------------------------------------------------- operands
+  // The LM pointers in effect at the start of the instruction, then after A, after B.
+  logic [31:0] p0_s, p1_s, p0_a, p1_a, p0_b, p1_b, p0_d, p1_d;
+  logic [32:0] lm_i_a, lm_i_b, lm_i_d;
+  logic        lm_bad;
+  logic [31:0] val_a, val_b, old_d;
+  logic [6:0]  ph_a, ph_b, ph_d;
+
+  function automatic logic [31:0] read_file(input logic [7:0] code, input logic [6:0] ph,
+                                            input logic [32:0] li);
+    case (opnd_kind(code))
+      OK_GPR_A: return gpr_a[ph];
+      OK_GPR_B: return gpr_b[ph];
+      OK_XFER_S: return xs_in[ph];
+      OK_XFER_D: return xd_in[ph];
+      OK_IMM: return {24'b0, opnd_index(code)};
+      OK_LM0, OK_LM1, OK_LM0_INC, OK_LM0_DEC, OK_LM1_INC, OK_LM1_DEC:
+        return li < 33'(LM_WORDS) ? lm[li[$clog2(LM_WORDS)-1:0]] : 32'd0;
+      default: return 32'd0;
+    endcase
+  endfunction
+
+  // the current value of a destination (merging instructions): $x reads its *out* register
+  function automatic logic [31:0] read_dest(input logic [7:0] code, input logic [6:0] ph,
+                                            input logic [32:0] li);
+    case (opnd_kind(code))
+      OK_XFER_S: return xs_out[ph];
+      OK_XFER_D: return xd_out[ph];
+      default: return read_file(code, ph, li);
+    endcase
+  endfunction
+
+  always_comb begin
+    // a pending LM_ADDR write has already landed in lm_addr when its delay is over
+    p0_s = lm_addr[ex][0];
+    p1_s = lm_addr[ex][1];
+    ph_a = phys(ex, opnd_index(code_a));
+    ph_b = phys(ex, opnd_index(code_b));
+    ph_d = phys(ex, opnd_index(code_d));
+    lm_i_a = lm_index(code_a, p0_s, p1_s);
+    val_a = use_a ? read_file(code_a, ph_a, lm_i_a) : 32'd0;
+    {p1_a, p0_a} = use_a ? lm_post(code_a, p0_s, p1_s) : {p1_s, p0_s};
+    lm_i_b = lm_index(code_b, p0_a, p1_a);
+    val_b = use_b ? read_file(code_b, ph_b, lm_i_b) : 32'd0;
+    {p1_b, p0_b} = use_b ? lm_post(code_b, p0_a, p1_a) : {p1_a, p0_a};
+    lm_i_d = lm_index(code_d, p0_b, p1_b);
+    old_d = merge_d ? read_dest(code_d, ph_d, lm_i_d) : 32'd0;
+    {p1_d, p0_d} = use_d ? lm_post(code_d, p0_b, p1_b) : {p1_b, p0_b};
+    lm_bad = (use_a && is_lm(code_a) && lm_i_a >= 33'(LM_WORDS)) ||
+             (use_b && is_lm(code_b) && lm_i_b >= 33'(LM_WORDS)) ||
+             (use_d && is_lm(code_d) && lm_i_d >= 33'(LM_WORDS));
+  end
+
+  // ---------------------------------------------------------------- execute
+  logic        d_we;
+  logic [31:0] d_val;
+  logic        cc_we, z_n, n_n, c_n, v_n, z_only;
+  logic        alu_we;
+  logic        taken, swap;
+  logic [12:0] target;
+  logic [1:0]  defer;
+  logic        sig_clear;
+  logic [3:0]  sig_clear_num;
+  logic        csr_rd, csr_wr, csr_consumed;
+  logic [31:0] csr_rd_val;
+  logic        bad_jump;
+  logic [63:0] prng_next;
+
+  function automatic logic cond_true(input logic [3:0] c, input logic z, input logic n,
+                                     input logic cy, input logic v);
+    case (c)
+      CONDITIONS_BR: return 1'b1;
+      CONDITIONS_BEQ: return z;
+      CONDITIONS_BNE: return !z;
+      CONDITIONS_BLT: return n != v;
+      CONDITIONS_BGE: return n == v;
+      CONDITIONS_BMI: return n;
+      CONDITIONS_BPL: return !n;
+      CONDITIONS_BCS: return cy;
+      CONDITIONS_BCC: return !cy;
+      CONDITIONS_BVS: return v;
+      CONDITIONS_BVC: return !v;
+      CONDITIONS_BGT: return !z && n == v;
+      CONDITIONS_BLE: return z || n != v;
+      CONDITIONS_BHI: return cy && !z;
+      default: return !cy || z;  // BLS
+    endcase
+  endfunction
+
+  // xorshift64* (the model's PSEUDO_RANDOM_NUMBER): the next state
+  function automatic logic [63:0] xorshift(input logic [63:0] s);
+    logic [63:0] x;
+    x = s != 64'd0 ? s : 64'h2545F4914F6CDD1D;
+    x = x ^ (x >> 12);
+    x = x ^ (x << 25);
+    x = x ^ (x >> 27);
+    return x;
+  endfunction
+
+  /* verilator lint_off UNUSEDSIGNAL */
+  always_comb begin
+    logic [31:0] a, b, r;
+    logic [32:0] wide;
+    logic        cin;
+    logic [63:0] ab;
+    logic [31:0] bytes;
+    logic [31:0] v16;
+    logic        set;
+    logic [63:0] prod;
+    d_we = 1'b0; d_val = 32'd0;
+    cc_we = 1'b0; z_n = cc_z[ex]; n_n = cc_n[ex]; c_n = cc_c[ex]; v_n = cc_v[ex];
+    z_only = 1'b0; alu_we = 1'b0;
+    taken = 1'b0; swap = 1'b0; target = 13'd0; defer = 2'd0;
+    sig_clear = 1'b0; sig_clear_num = 4'd0;
+    csr_rd = 1'b0; csr_wr = 1'b0; csr_consumed = 1'b0; csr_rd_val = 32'd0;
+    bad_jump = 1'b0;
+    prng_next = xorshift(prng);
+    a = val_a; b = val_b; r = 32'd0; wide = 33'd0; cin = 1'b0; ab = 64'd0; bytes = 32'd0;
+    v16 = 32'd0; set = 1'b0; prod = 64'd0;
+    case (opcode)
+      OP_ALU: begin
+        b = shifter(val_b, f_alu.shift_f, f_alu.shamt_f);
+        c_n = 1'b0; v_n = 1'b0;
+        case (f_alu.op_f)
+          ALU_OPS_B: r = b;
+          ALU_OPS_NOT_B: r = ~b;
+          ALU_OPS_AND: r = a & b;
+          ALU_OPS_NOT_AND: r = ~a & b;
+          ALU_OPS_AND_NOT: r = a & ~b;
+          ALU_OPS_OR: r = a | b;
+`ifdef NPK_MUTANT_ALU_XOR
+          ALU_OPS_XOR: r = a | b;  // the deliberately broken instruction of the mutant test
+`else
+          ALU_OPS_XOR: r = a ^ b;
+`endif
+          ALU_OPS_MINUS, ALU_OPS_B_MINUS_A, ALU_OPS_MINUS_CARRY: begin
+            logic [31:0] x, y;
+            logic borrow;
+            x = f_alu.op_f == ALU_OPS_B_MINUS_A ? b : a;
+            y = f_alu.op_f == ALU_OPS_B_MINUS_A ? a : b;
+            borrow = f_alu.op_f == ALU_OPS_MINUS_CARRY ? !cc_c[ex] : 1'b0;
+            r = x - y - {31'b0, borrow};
+            c_n = {1'b0, x} >= {1'b0, y} + {32'b0, borrow};
+            v_n = ((x ^ y) & (x ^ r)) >> 31 != 32'd0;
+          end
+          default: begin  // the additions
+            logic [31:0] y;
+            case (f_alu.op_f)
+              ALU_OPS_PLUS_8: y = b & 32'hFF;
+              ALU_OPS_PLUS_16: y = b & 32'hFFFF;
+              ALU_OPS_PLUS_4: y = b & 32'hF;
+              default: y = b;
+            endcase
+            cin = f_alu.op_f == ALU_OPS_PLUS_CARRY ? cc_c[ex] : 1'b0;
+            wide = {1'b0, a} + {1'b0, y} + {32'b0, cin};
+            r = wide[31:0];
+            c_n = wide[32];
+            v_n = (~(a ^ y) & (a ^ r)) >> 31 != 32'd0;
+          end
+        endcase
+        z_n = r == 32'd0; n_n = r[31];
+        cc_we = 1'b1; alu_we = 1'b1;
+        d_we = 1'b1; d_val = r;
+      end
+      OP_DBL_SHF: begin
+        ab = {val_a, val_b} >> (f_dbl.indirect_f[0] ? last_alu[ex][4:0] : f_dbl.shamt_f);
+        d_we = 1'b1; d_val = ab[31:0];
+      end
+      OP_IMMED: begin
+        v16 = {16'b0, f_imm.value_f};
+        if (f_imm.invert_f[0]) v16 = ~v16;
+        case (f_imm.variant_f)
+          IMMED_VARIANTS_IMMED: begin
+            r = {16'b0, f_imm.value_f} << {f_imm.shift_f, 3'b000};
+            if (f_imm.invert_f[0]) r = ~r;
+          end
+          IMMED_VARIANTS_IMMED_W0: r = {old_d[31:16], v16[15:0]};
+          IMMED_VARIANTS_IMMED_W1: r = {v16[15:0], old_d[15:0]};
+          IMMED_VARIANTS_IMMED_B0: r = {old_d[31:8], v16[7:0]};
+          IMMED_VARIANTS_IMMED_B1: r = {old_d[31:16], v16[7:0], old_d[7:0]};
+          IMMED_VARIANTS_IMMED_B2: r = {old_d[31:24], v16[7:0], old_d[15:0]};
+          IMMED_VARIANTS_IMMED_B3: r = {v16[7:0], old_d[23:0]};
+          default: r = {16'b0, f_imm.value_f};  // load_addr
+        endcase
+        if (csr_pending[ex]) begin
+          r = r | csr_value[ex];
+          csr_consumed = 1'b1;
+        end
+        d_we = 1'b1; d_val = r;
+      end
+      OP_LD_FIELD: begin
+        b = shifter(val_b, f_ldf.shift_f, f_ldf.shamt_f);
+        bytes = {{8{f_ldf.mask_f[3]}}, {8{f_ldf.mask_f[2]}}, {8{f_ldf.mask_f[1]}},
+                 {8{f_ldf.mask_f[0]}}};
+        r = (old_d & ~bytes) | (b & bytes);  // old_d is 0 for ld_field_w_clr
+        if (f_ldf.load_cc_f[0]) begin
+          cc_we = 1'b1; z_n = r == 32'd0; n_n = r[31]; c_n = 1'b0; v_n = 1'b0;
+        end
+        d_we = 1'b1; d_val = r;
+      end
+      OP_BYTE_ALIGN: begin
+        if (f_ba.le_f[0]) ab = {val_b, val_a} >> {byte_index[ex], 3'b000};
+        else ab = ({val_a, val_b} << {byte_index[ex], 3'b000}) >> 32;
+        d_we = 1'b1; d_val = ab[31:0];
+      end
+      OP_BITOP: begin
+        if (f_bit.op_f == BITOPS_FFS) begin
+          r = 32'd0;
+          for (int i = 31; i >= 0; i--) if (val_b[i]) r = 32'(i);
+          cc_we = 1'b1; z_only = 1'b1; z_n = val_b == 32'd0;
+        end else begin
+          r = 32'd0;
+          for (int i = 0; i < 32; i++) r = r + {31'b0, val_b[i]};
+        end
+        d_we = 1'b1; d_val = r;
+      end
+      OP_BR: begin
+        taken = cond_true(f_br.cond_f, cc_z[ex], cc_n[ex], cc_c[ex], cc_v[ex]);
+        target = f_br.target_f; defer = f_br.defer_f;
+      end
+      OP_BR_CTX: begin
+        taken = (ex == f_brc.ctx_f) != f_brc.ne_f[0];
+        target = f_brc.target_f; defer = f_brc.defer_f;
+      end
+      OP_BR_BIT: begin
+        set = val_b[f_brb.bit_f];
+        taken = f_brb.clr_f[0] ? !set : set;
+        target = f_brb.target_f; defer = f_brb.defer_f;
+      end
+      OP_BR_BYTE: begin
+        r = val_b >> {f_bry.byte_f, 3'b000};
+        taken = (r[7:0] == f_bry.value_f) != f_bry.ne_f[0];
+        target = f_bry.target_f; defer = f_bry.defer_f;
+      end
+      OP_BR_SIGNAL: begin
+        set = signals[ex][f_brs.sig_f];
+        sig_clear = 1'b1; sig_clear_num = f_brs.sig_f;
+        taken = set != f_brs.not_f[0];
+        target = f_brs.target_f; defer = f_brs.defer_f;
+      end
+      OP_JUMP: begin
+        taken = 1'b1; target = val_b[12:0]; defer = f_jmp.defer_f;
+        bad_jump = val_b >= 32'(CS_WORDS);
+      end
+      OP_CTX_ARB: begin
+        swap = 1'b1; defer = f_arb.defer_f;
+      end
+      OP_LOCAL_CSR: begin
+        if (f_csr.write_f[0]) csr_wr = 1'b1;
+        else begin
+          csr_rd = 1'b1;
+          case (f_csr.csr_f)
+            LOCAL_CSRS_CTX_ENABLES: begin
+              csr_rd_val = {mode4, 31'b0};
+              for (int i = 0; i < 8; i++) csr_rd_val[8 + i] = enabled[i];
+            end
+            LOCAL_CSRS_ACTIVE_CTX_STS: csr_rd_val = {24'b0, 5'(ME_NUMBER), ex};
+            LOCAL_CSRS_BYTE_INDEX: csr_rd_val = {30'b0, byte_index[ex]};
+            LOCAL_CSRS_ACTIVE_LM_ADDR_0: csr_rd_val = p0_s;
+            LOCAL_CSRS_ACTIVE_LM_ADDR_1: csr_rd_val = p1_s;
+            LOCAL_CSRS_TIMESTAMP_LOW: csr_rd_val = time_q[35:4];
+            LOCAL_CSRS_TIMESTAMP_HIGH: csr_rd_val = {4'b0, time_q[63:36]};
+            LOCAL_CSRS_PSEUDO_RANDOM_NUMBER: begin
+              prod = prng_next * 64'h2545F4914F6CDD1D;
+              csr_rd_val = prod[63:32];
+            end
+            LOCAL_CSRS_CRC_REMAINDER: csr_rd_val = crc_remainder[ex];
+            LOCAL_CSRS_NN_PUT: csr_rd_val = {25'b0, nn_put};
+            LOCAL_CSRS_NN_GET: csr_rd_val = {25'b0, nn_get};
+            LOCAL_CSRS_CTX_ARB_CNTL: csr_rd_val = ctx_arb_cntl;
+            LOCAL_CSRS_MAILBOX0, LOCAL_CSRS_MAILBOX1, LOCAL_CSRS_MAILBOX2, LOCAL_CSRS_MAILBOX3:
+              csr_rd_val = mbox[f_csr.csr_f[1:0]];
+            default: csr_rd_val = 32'd0;
+          endcase
+        end
+      end
+      default: ;
+    endcase
+  end
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // what this instruction does to the flow: taken branch / swap inside defer slots is a fault
+  wire in_defer = defer_left[ex] != 2'd0;
+  logic [3:0] fault_now;
+  always_comb begin
+    fault_now = FAULT_NONE;
+    if (!cs_loaded) fault_now = FAULT_CS_OVERFLOW;
+    else if (!legal) fault_now = FAULT_ILLEGAL;
+    else if (!covered) fault_now = FAULT_NOT_COVERED;
+    else if (lm_bad) fault_now = FAULT_BAD_ADDRESS;
+    else if (bad_jump) fault_now = FAULT_CS_OVERFLOW;
+    else if (in_defer && (taken || swap)) fault_now = FAULT_DEFER;
+  end
+
+  assign retire = exec && fault_now == FAULT_NONE;
+  assign retire_ctx = ex;
+  assign retire_pc = pc[ex];
+
+  // ---------------------------------------------------------------- state update
+  function automatic logic [3:0] penalty(input logic [1:0] d);
+    return BRANCH_PENALTY > 32'(d) ? 4'(BRANCH_PENALTY - 32'(d)) : 4'd0;
+  endfunction
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      for (int i = 0; i < 8; i++) begin
+        pc[i] <= 13'd0;
+        state[i] <= i < 32'(nctx) ? ST_READY : ST_INACTIVE;
+        enabled[i] <= i < 32'(nctx);
+        cc_z[i] <= 0; cc_n[i] <= 0; cc_c[i] <= 0; cc_v[i] <= 0;
+        last_alu[i] <= 0; signals[i] <= 0; wait_mask[i] <= 0; wait_any[i] <= 0;
+        defer_left[i] <= 0; deferred_swap[i] <= 0; defer_target[i] <= 0; swap_mode[i] <= 0;
+        for (int k = 0; k < 2; k++) begin
+          lm_addr[i][k] <= 0; lm_pending[i][k] <= 0; lm_wait[i][k] <= 0;
+        end
+        byte_index[i] <= 0; crc_remainder[i] <= 0; csr_pending[i] <= 0; csr_value[i] <= 0;
+        instructions[i] <= 0;
+      end
+      cur_valid <= 1'b0;
+      cur <= 3'd0;
+      last <= mode4 ? 3'd3 : 3'd7;
+      time_q <= 64'd0;
+      stall <= 4'd0;
+      nn_put <= 0; nn_get <= 0; ctx_arb_cntl <= 0;
+      for (int i = 0; i < 4; i++) mbox[i] <= 0;
+      prng <= prng_seed;
+      fault <= FAULT_NONE; fault_word <= 0; fault_pc <= 0; fault_ctx <= 0;
+    end else if (fault == FAULT_NONE) begin
+      time_q <= time_q + 64'd1;
+      // wake-ups: a sleeping context whose signals arrived becomes Ready ('all' consumes them)
+      for (int i = 0; i < 8; i++)
+        if (wake_ok[i]) begin
+          state[i] <= ST_READY;
+          if (!wait_any[i]) signals[i] <= signals[i] & ~wait_mask[i];
+        end
+      if (sig_valid && sig_num != 4'd0) signals[sig_ctx][sig_num] <= 1'b1;
+      if (stall != 4'd0) begin
+        stall <= stall - 4'd1;
+      end else if (exec && fault_now != FAULT_NONE) begin
+        fault <= fault_now; fault_word <= w; fault_pc <= pc[ex]; fault_ctx <= ex;
+      end else if (exec) begin
+        if (picked) begin
+          state[ex] <= ST_EXEC;
+          cur <= ex;
+          cur_valid <= 1'b1;
+          last <= ex;
+          if (wake_ok[ex] && !wait_any[ex]) signals[ex] <= signals[ex] & ~wait_mask[ex];
+        end
+        instructions[ex] <= instructions[ex] + 64'd1;
+        // registers
+        if (d_we)
+          case (opnd_kind(code_d))
+            OK_GPR_A: gpr_a[ph_d] <= d_val;
+            OK_GPR_B: gpr_b[ph_d] <= d_val;
+            OK_XFER_S: xs_out[ph_d] <= d_val;
+            OK_XFER_D: xd_out[ph_d] <= d_val;
+            OK_LM0, OK_LM1, OK_LM0_INC, OK_LM0_DEC, OK_LM1_INC, OK_LM1_DEC:
+              lm[lm_i_d[$clog2(LM_WORDS)-1:0]] <= d_val;
+            default: ;
+          endcase
+        if (cc_we) begin
+          cc_z[ex] <= z_n;
+          if (!z_only) begin cc_n[ex] <= n_n; cc_c[ex] <= c_n; cc_v[ex] <= v_n; end
+        end
+        if (alu_we) last_alu[ex] <= d_val;
+        if (csr_consumed) csr_pending[ex] <= 1'b0;
+        if (csr_rd) begin csr_pending[ex] <= 1'b1; csr_value[ex] <= csr_rd_val; end
+        if (sig_clear) signals[ex][sig_clear_num] <= 1'b0;
+        if (csr_rd && f_csr.csr_f == LOCAL_CSRS_PSEUDO_RANDOM_NUMBER) prng <= prng_next;
+        // LM pointers: post-modified, then a pending LM_ADDR write lands after its delay
+        for (int k = 0; k < 2; k++) begin
+          logic [31:0] p;
+          logic wr;
+          p = k == 0 ? p0_d : p1_d;
+          wr = csr_wr && f_csr.csr_f == (k == 0 ? LOCAL_CSRS_ACTIVE_LM_ADDR_0
+                                                : LOCAL_CSRS_ACTIVE_LM_ADDR_1);
+          if (wr && LM_ADDR_DELAY == 0) begin
+            lm_addr[ex][k] <= val_b;
+          end else if (wr) begin
+            lm_addr[ex][k] <= p;
+            lm_pending[ex][k] <= val_b;
+            lm_wait[ex][k] <= 4'(LM_ADDR_DELAY);
+          end else if (lm_wait[ex][k] == 4'd1) begin
+            lm_addr[ex][k] <= lm_pending[ex][k];
+            lm_wait[ex][k] <= 4'd0;
+          end else begin
+            lm_addr[ex][k] <= p;
+            if (lm_wait[ex][k] != 4'd0) lm_wait[ex][k] <= lm_wait[ex][k] - 4'd1;
+          end
+        end
+        // local CSR writes
+        if (csr_wr)
+          case (f_csr.csr_f)
+            LOCAL_CSRS_CTX_ENABLES:
+              for (int i = 0; i < 8; i++)
+                if (i < 32'(nctx)) begin
+                  if (!val_b[8 + i] && enabled[i] && 3'(i) != ex) begin
+                    enabled[i] <= 1'b0;
+                    state[i] <= ST_INACTIVE;
+                  end else if (val_b[8 + i] && !enabled[i]) begin
+                    enabled[i] <= 1'b1;
+                    if (state[i] == ST_INACTIVE) state[i] <= ST_READY;
+                  end
+                end
+            LOCAL_CSRS_SAME_ME_SIGNAL:
+              if (val_b[6:3] != 4'd0) signals[val_b[2:0]][val_b[6:3]] <= 1'b1;
+            LOCAL_CSRS_BYTE_INDEX: byte_index[ex] <= val_b[1:0];
+            LOCAL_CSRS_PSEUDO_RANDOM_NUMBER: prng <= {32'b0, val_b};
+            LOCAL_CSRS_CRC_REMAINDER: crc_remainder[ex] <= val_b;
+            LOCAL_CSRS_NN_PUT: nn_put <= 7'(val_b % 32'(NN_REGS));
+            LOCAL_CSRS_NN_GET: nn_get <= 7'(val_b % 32'(NN_REGS));
+            LOCAL_CSRS_CTX_ARB_CNTL: ctx_arb_cntl <= val_b;
+            LOCAL_CSRS_MAILBOX0, LOCAL_CSRS_MAILBOX1, LOCAL_CSRS_MAILBOX2, LOCAL_CSRS_MAILBOX3:
+              mbox[f_csr.csr_f[1:0]] <= val_b;
+            default: ;  // read-only CSRs ignore writes
+          endcase
+        // control flow
+        pc[ex] <= pc[ex] + 13'd1;
+        if (in_defer) begin
+          defer_left[ex] <= defer_left[ex] - 2'd1;
+          if (defer_left[ex] == 2'd1) begin
+            if (!deferred_swap[ex]) pc[ex] <= defer_target[ex];
+            else do_swap(ex, swap_mode[ex]);
+          end
+        end else if (taken) begin
+          if (defer == 2'd0) begin
+            pc[ex] <= target;
+            stall <= penalty(2'd0);
+          end else begin
+            stall <= penalty(defer);
+            defer_left[ex] <= defer;
+            deferred_swap[ex] <= 1'b0;
+            defer_target[ex] <= target;
+          end
+        end else if (swap) begin
+          wait_mask[ex] <= f_arb.sigs_f;
+          swap_mode[ex] <= f_arb.mode_f;
+          if (defer == 2'd0) do_swap(ex, f_arb.mode_f);
+          else begin
+            defer_left[ex] <= defer;
+            deferred_swap[ex] <= 1'b1;
+          end
+        end
+      end
+    end
+  end
+
+  // the context leaves the ME: killed, back of the round robin, or asleep on its signals
+  task automatic do_swap(input logic [2:0] c, input logic [1:0] mode);
+    cur_valid <= 1'b0;
+    case (mode)
+      CTX_ARB_MODES_KILL: state[c] <= ST_INACTIVE;
+      CTX_ARB_MODES_VOLUNTARY: state[c] <= ST_READY;
+      default: begin
+        state[c] <= ST_SLEEP;
+        wait_any[c] <= mode == CTX_ARB_MODES_ANY;
+      end
+    endcase
+  endtask
+endmodule

@@ -1,0 +1,42 @@
+// The Verilator top: one npk_me with its control store (a RAM macro in hardware; here an
+// array the harness fills through the public names).  Not synthesised (yosys elaborates
+// npk_me alone).
+module npk_me_sim #(
+    parameter int LM_WORDS = 640,
+    parameter int CS_WORDS = 8192,
+    parameter int NN_REGS = 128,
+    parameter int BRANCH_PENALTY = 3,
+    parameter int LM_ADDR_DELAY = 3,
+    parameter int ME_NUMBER = 0
+) (
+    input  logic        clk,
+    input  logic        rst,
+    input  logic        mode4,
+    input  logic [63:0] prng_seed,
+    input  logic        sig_valid,
+    input  logic [2:0]  sig_ctx,
+    input  logic [3:0]  sig_num,
+    output logic        retire,
+    output logic [2:0]  retire_ctx,
+    output logic [12:0] retire_pc,
+    output logic        idle,
+    output logic [63:0] cycle,
+    output logic [3:0]  fault,
+    output logic [39:0] fault_word,
+    output logic [12:0] fault_pc,
+    output logic [2:0]  fault_ctx
+);
+  logic [39:0] cstore[CS_WORDS] /*verilator public_flat_rw*/;
+  logic [13:0] image_words /*verilator public_flat_rw*/;
+  logic [12:0] cs_addr;
+
+  npk_me #(
+      .LM_WORDS(LM_WORDS), .CS_WORDS(CS_WORDS), .NN_REGS(NN_REGS),
+      .BRANCH_PENALTY(BRANCH_PENALTY), .LM_ADDR_DELAY(LM_ADDR_DELAY), .ME_NUMBER(ME_NUMBER)
+  ) me (
+      .clk, .rst, .mode4, .prng_seed, .cs_addr,
+      .cs_data(cstore[cs_addr]), .cs_loaded({1'b0, cs_addr} < image_words),
+      .sig_valid, .sig_ctx, .sig_num, .retire, .retire_ctx, .retire_pc, .idle, .cycle,
+      .fault, .fault_word, .fault_pc, .fault_ctx
+  );
+endmodule
