@@ -26,6 +26,7 @@ from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
 from npkit.link import link
 from npkit.link.plan import memory_map
+from npkit.link.sram import CHANNEL_SHIFT
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
 from npkit.runtime.routes import default_next_hop, read_routes
@@ -69,8 +70,13 @@ def main(argv: list[str] | None = None) -> None:
     linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
     channel = linked.overrides.get("sram", {}).get("channel_bytes")
     print("link: SRAM channels as the preset" if channel is None else
-          f"link: SRAM channels of {channel / 2**20:.0f} MB (the program's memories are laid "
-          f"out flat from address 0 and pass {cfg.sram_channel_bytes / 2**20:.0f} MB)")
+          f"link: SRAM channels of {channel / 2**20:.0f} MB (the program's memories do not "
+          f"fit the preset's {cfg.sram_channel_bytes / 2**20:.0f} MB channels)")
+    placed = sorted((m for m in linked.program.memories if m.space == "sram" and m.bytes),
+                    key=lambda m: m.address)
+    print("placement: " + ", ".join(
+        f"{m.name} channel {m.address >> CHANNEL_SHIFT} at {m.address & 0x3FFFFFF:#x}"
+        for m in placed))
     rng = random.Random(args.seed)
     v4, v6 = sorted(routes.v4), sorted(routes.v6)
     frames = []
