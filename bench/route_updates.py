@@ -2,6 +2,7 @@
 
     python -m npkit.bench.route_updates [--updates 30000] [--batch 1000] [--runs 5]
                                         [--table PATH] [--seed 2024]
+                                        [--structure 16-8-8|poptrie]
 
 For IPv4 and IPv6 separately: the full real table (../shared/data/routes/
 full-table-2024.txt.gz by default, next hops by the documented rule of npkit.runtime.routes)
@@ -27,7 +28,9 @@ copy), the mean number of 32-bit words written to chip memory per update, which 
 the XScale pays for; and the rate in modelled XScale time (`modelled_xscale_rate`: the
 stream replayed through the control-processor model into a simulated chip).  After the runs
 the trie is checked against a freshly built one on random addresses.  This is a benchmark,
-not a test.  Results go to docs/performance.md, "Route updates".
+not a test.  Results go to docs/performance.md, "Route updates".  `--structure poptrie`
+measures the Poptries of microblocks/lpm_poptrie.mbl (8 MB memories, so the modelled chip
+keeps the preset's 8 MB SRAM channels) through PoptrieRouteManager instead.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from npkit.runtime.lpm import IPV4, IPV6
-from npkit.runtime.route_manager import RouteManager, RouteUpdate
+from npkit.runtime.route_manager import PoptrieRouteManager, RouteManager, RouteUpdate
 from npkit.runtime.routes import (
     DEFAULT_NEXT_HOPS,
     DEFAULT_SEED,
@@ -68,9 +71,16 @@ Prefix = tuple[int, int]
 
 
 TRIE_WORDS = {4: 1 << 23, 6: 1 << 24}  # microblocks/lpm.mbl's fib4_trie / fib6_trie
+POPTRIE_WORDS = 1 << 21                 # lpm_poptrie.mbl's fib4_poptrie / fib6_poptrie
+STRUCTURES = ("16-8-8", "poptrie")
 
 
-def new_manager(family: int, log: bool = False) -> RouteManager:
+def new_manager(family: int, log: bool = False, structure: str = "16-8-8"
+                ) -> RouteManager | PoptrieRouteManager:
+    if structure == "poptrie":
+        words = np.zeros(POPTRIE_WORDS, dtype=np.uint32)
+        return PoptrieRouteManager(words if family == 4 else None,
+                                   words if family == 6 else None, log)
     words = np.zeros(TRIE_WORDS[family], dtype=np.uint32)  # zero-filled lazily
     return RouteManager(words if family == 4 else None, words if family == 6 else None, log)
 
@@ -100,19 +110,22 @@ def batched(mgr: RouteManager, updates: list[RouteUpdate], batch: int) -> None:
 
 
 def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[RouteUpdate],
-                         chip_name: str = "ixp2800") -> float:
+                         chip_name: str = "ixp2800", structure: str = "16-8-8") -> float:
     """Updates/s in modelled time: the XScale model (npkit.runtime.xscale) applies the stream
     one update at a time to a chip whose SRAM channel 0 holds the trie -- the same path as
     npkit.runtime.chip_router: the route manager updates the host shadow, the XScale spends
     `[xscale] route_update_cycles`, then replays the update's write log into SRAM as posted
     writes (issue cost per word, at most `max_posted_writes` in flight, visible after the
     write latency, barriers kept).  Time runs from the first update to the last word
-    visible.  The channel is made 64 MB (the HRM's maximum) so the real table fits."""
+    visible.  For the 16-8-8 trie the channel is made 64 MB (the HRM's maximum) so the real
+    table fits; a Poptrie fits the preset's channel."""
     config = ChipConfig.load(chip_name)
-    raw = copy.deepcopy(config.raw)
-    raw["sram"]["channel_bytes"] = 1 << 26
-    chip = Chip(ChipConfig(raw=raw, source=f"{config.source} with 64 MB SRAM channels"))
-    mgr, _ = load(family, table, log=True)
+    if structure == "16-8-8":
+        raw = copy.deepcopy(config.raw)
+        raw["sram"]["channel_bytes"] = 1 << 26
+        config = ChipConfig(raw=raw, source=f"{config.source} with 64 MB SRAM channels")
+    chip = Chip(config)
+    mgr, _ = load(family, table, log=True, structure=structure)
     mgr.take_log(family)  # type: ignore[arg-type]  # the bulk load: copied at load time
     shadow = mgr.trie(family).words  # type: ignore[arg-type]
     chip.sram(0)[:len(shadow)] = shadow
@@ -205,34 +218,36 @@ def check_against_rebuild(mgr: RouteManager, table: dict[Prefix, int], family: i
     return f"ok ({min(CHECK_ADDRESSES, len(table)):,} addresses agree with a rebuilt trie)"
 
 
-def load(family: int, table: dict[Prefix, int], log: bool) -> tuple[RouteManager, float]:
-    mgr = new_manager(family, log)
+def load(family: int, table: dict[Prefix, int], log: bool, structure: str = "16-8-8"
+         ) -> tuple[Any, float]:
+    mgr = new_manager(family, log, structure)
     start = time.perf_counter()
     mgr.reload(table if family == 4 else None, table if family == 6 else None)
     return mgr, time.perf_counter() - start
 
 
 def measure(family: int, table: dict[Prefix, int], count: int, batch: int, runs: int,
-            seed: int) -> Result:
-    mgr, load_seconds = load(family, table, log=False)
+            seed: int, structure: str = "16-8-8") -> Result:
+    mgr, load_seconds = load(family, table, log=False, structure=structure)
     updates = update_stream(table, family, count, seed)
     per_call = median_rate(mgr, rows_of(updates), batch, runs, one_per_call)
     in_batches = median_rate(mgr, updates, batch, runs, batched)
     check = check_against_rebuild(mgr, table, family, seed)
     del mgr
-    shadow, _ = load(family, table, log=True)
+    shadow, _ = load(family, table, log=True, structure=structure)
     shadow.take_log(family)  # type: ignore[arg-type]  # the bulk load's writes
     logged = median_rate(shadow, rows_of(updates), batch, runs, one_per_call)
     log = shadow.take_log(family)  # type: ignore[arg-type]
     applied = runs * len(updates)
     del shadow
-    modelled = modelled_xscale_rate(family, table, updates)
+    modelled = modelled_xscale_rate(family, table, updates, structure=structure)
     return Result(family, len(table), load_seconds, len(updates), per_call, in_batches, logged,
                   len(log.indices) / applied, len(log.barriers) / applied, modelled, check)
 
 
-def report(results: list[Result], table: Path, batch: int, runs: int) -> None:
-    print(f"route updates on {table.name}; Python {platform.python_version()}, "
+def report(results: list[Result], table: Path, batch: int, runs: int,
+           structure: str = "16-8-8") -> None:
+    print(f"route updates ({structure}) on {table.name}; Python {platform.python_version()}, "
           f"{platform.machine()}, one thread; host time, median of {runs} runs")
     print(f"{'':5} {'routes':>9} {'full load':>10} {'updates':>8} {'per call /s':>12} "
           f"{'batched /s':>11} {'logged /s':>10} {'IXP2800 /s':>11} {'goal /s':>10}")
@@ -259,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--table", type=Path, default=REAL_TABLE)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--structure", choices=STRUCTURES, default="16-8-8",
+                        help="lpm.mbl's 16-8-8 tries or lpm_poptrie.mbl's Poptries")
     args = parser.parse_args(argv)
     if not args.table.is_file():
         print(f"error: no route table at {args.table} (pass --table)", file=sys.stderr)
@@ -267,9 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --updates, --batch and --runs must be at least 1", file=sys.stderr)
         return 1
     routes = read_routes(args.table)
-    results = [measure(family, table, args.updates, args.batch, args.runs, args.seed)
+    results = [measure(family, table, args.updates, args.batch, args.runs, args.seed,
+                       args.structure)
                for family, table in ((4, routes.v4), (6, routes.v6)) if table]
-    report(results, args.table, args.batch, args.runs)
+    report(results, args.table, args.batch, args.runs, args.structure)
     return 0 if all(r.check.startswith("ok") for r in results) else 1
 
 
