@@ -51,9 +51,10 @@ from npkit.bench.lab.devices import (
     next_hop_macs,
 )
 from npkit.bench.lab.errors import LabConfigError
-from npkit.bench.tester import Analyzer, Traffic, generate
+from npkit.bench.tester import Analyzer, PortModel, Traffic, generate
 from npkit.bench.tester.chip import AnalysisSink, BatchFeed, received, sources, streaming
-from npkit.bench.tester.fast import BATCH_FRAMES
+from npkit.bench.tester.fast import BATCH_FRAMES, batches
+from npkit.bench.tester.generator import check_streams
 from npkit.bench.tester.media import PS_PER_S
 from npkit.bench.tester.tally import TrialTally
 from npkit.runtime.system import System, SystemConfigError, SystemSpec
@@ -367,11 +368,12 @@ class SystemChipDevice(CompiledChipDevice):
         if updates_per_s <= 0:
             return self.run(trial)
         self.prepare()
-        traffic = generate(trial.streams, self.ports)
-        sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
-        if not sends:
+        traffic = None if self.streamed else generate(trial.streams, self.ports)
+        span = send_span(trial.streams, self.ports) if traffic is None else \
+            _held_span(traffic)
+        if span is None:
             return self.run(trial)
-        first, last = min(sends), max(sends)
+        first, last = span
         count = 1 + int((last - first) * Fraction(str(updates_per_s)) // PS_PER_S)
         if stream is None:
             stream = self.update_stream(family, count, seed, _exercised(trial, family))
@@ -385,7 +387,8 @@ class SystemChipDevice(CompiledChipDevice):
                         threads=self.threads, advance=advance)
         loaded = {n: self._loaded(r.compiled, advance[n], self.chip_linked(n))
                   for n, r in routers.items()}
-        result = self.run_traffic(trial, traffic, (system, loaded))
+        result = self.run_streamed(trial, (system, loaded)) if traffic is None else \
+            self.run_traffic(trial, traffic, (system, loaded))
         landed = {n: [r for r in router.records if r.end <= router.chip.now]
                   for n, router in routers.items()}
         result.counters.update({"updates.scheduled": len(stream),
@@ -393,6 +396,26 @@ class SystemChipDevice(CompiledChipDevice):
                                 "updates.words": sum(r.words for v in landed.values()
                                                      for r in v)})
         return result
+
+
+def send_span(streams: Any, ports: Mapping[int, PortModel]) -> tuple[int, int] | None:
+    """(first, last) send time of the streams' frames (None: no frame), from the C++
+    generator's batches: their time columns only, nothing kept."""
+    models, by_port = check_streams(streams, ports)
+    ordered = [s for p in sorted(by_port) for s in by_port[p]]
+    first = last = None
+    for port_batches in batches(ordered, models).values():
+        for batch in port_batches:
+            if len(batch):  # a port's frames are in sending order
+                low, high = int(batch.times_ps[0]), int(batch.times_ps[-1])
+                first = low if first is None else min(first, low)
+                last = high if last is None else max(last, high)
+    return None if first is None or last is None else (first, last)
+
+
+def _held_span(traffic: Traffic) -> tuple[int, int] | None:
+    sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
+    return (min(sends), max(sends)) if sends else None
 
 
 def _control_runner(router: Any) -> Any:

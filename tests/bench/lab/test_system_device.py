@@ -199,3 +199,14 @@ def test_a_streamed_trial_gives_the_held_trials_result(dual, traffic) -> None:
     over = npf.overload(device, config, traffic, label, sizes)
     assert over == npf.overload(held, config, traffic, label, sizes)
     assert over.rate.lost > 0 and 0 < over.output_utilization <= 1
+
+
+def test_a_streamed_trial_under_route_updates_gives_the_held_ones_result(dual) -> None:
+    held, _ = dual
+    device, config = _device()
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    trial = npf.make_trials(device, config, "ipv4", label, sizes).at(40)
+    streamed = device.run_with_updates(trial, 4, 1_000_000, seed=1)
+    _same_trial(streamed, held.run_with_updates(trial, 4, 1_000_000, seed=1), config,
+                config.trial_ps)
+    assert streamed.counters["updates.landed"] > 0
