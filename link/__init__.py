@@ -7,7 +7,8 @@
 Layer 6: above the compilers, below the loader (npkit.runtime.loader loads a Manifest).
 Modules: `manifest` (the format, parsing), `writer` (back to TOML), `program` (the
 [program] table), `platform` (platforms as data), `media` (the media stages' numbers),
-`plan` (where the runtime's structures go), `header` (layout.h), `linker` (`link`),
+`plan` (where the runtime's structures go), `sram` (SRAM memories on the channels),
+`header` (layout.h), `linker` (`link`),
 `build` (`chip_manifest`, `build_images`).
 """
 
