@@ -118,7 +118,8 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
     LinkError."""
     platform = as_platform(platform)
     body = build.body
-    if "$$" in body.uc or body.window_bytes > LM_WINDOW_ABI.window_max_bytes:
+    if body.header_lm_word != LM_WINDOW_ABI.header_lm_word \
+            or body.window_bytes > LM_WINDOW_ABI.window_max_bytes:
         raise LinkError(f"{build.entry}: the pool mapping needs a body compiled with "
                         "LM_WINDOW_ABI (the header window in local memory)")
     kinds = _served(program, build.entry, platform)

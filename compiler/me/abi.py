@@ -37,6 +37,23 @@ class BodyABI:
         return f"*l$index0[{self.header_lm_word + k}]"
 
 
+# Buffer operations and receive stages in a body for link/dispatch/pool.uc (docs/datapath.md,
+# "Receive stages on the chip").  The body's code names these pool.h numbers (the buffers'
+# layout and freelists, link.media's Layout), reads and writes these metadata words, and
+# calls this dispatch label to pass the port's receive turn (return address in RX_TURN_RET,
+# a dispatch register the body never allocates).
+# (with values of the ixp2800 platforms, for assembling a body alone: report.wrap_body;
+# link/pool.py writes the real ones into pool.h)
+POOL_NAMES = {"K_DATA": 0x80, "BUF_SHIFT": 11, "FRAME_BYTES_MAX": 1920, "RX_FL_CHANNEL": 0,
+              "FREELIST_QUEUE": 0, "ELEMENT_SHIFT": 7}
+META_HANDLE = 13           # the packet's buffer (0: none); pool.uc sends its tail, frees it
+META_RX_ELEMENT = 14       # the mpacket's RBUF element | 1 << 16, held for buffer.store;
+                           # bit 31: a store of it in flight (RX_STORE_SIGNAL)
+META_TBUF_MORE = 15        # TBUF elements the packet needs - 1
+RX_STORE_SIGNAL = 14       # pool.uc's SIG_IO: a buffer.store in flight at the body's exit
+RX_TURN_LABEL = "rx_turn_pass"
+RX_TURN_RET = "a14"
+
 # The compiled data path's body (docs/datapath.md): the window in local memory after the two
 # spill words, $14 and $15 left to the receive status the MSF autopushes at any time.
 LM_WINDOW_ABI = BodyABI(spill_words=2, xfer_regs=14, header_lm_word=2)

@@ -51,7 +51,14 @@ from npkit.compiler.uc import Image, assemble_text
 from npkit.sim import isa
 from npkit.sim.config import ChipConfig
 
-from .abi import BODY_ENTRY, BODY_EXIT, BodyABI, Mapping
+from .abi import (
+    BODY_ENTRY,
+    BODY_EXIT,
+    POOL_NAMES,
+    RX_TURN_LABEL,
+    BodyABI,
+    Mapping,
+)
 
 UNITS = ("sram", "scratch", "dram", "msf", "hash")
 WORDS_PER_HASH_KEY = {0: 2, 1: 2, 2: 4}   # hash_48, hash_64, hash_128 (docs/isa.md)
@@ -519,8 +526,14 @@ def _stats(image: Image, chip: ChipConfig, cfg: _Cfg, reached: set[int],
 # ------------------------------------------------------------------ bodies
 def wrap_body(fragment: str) -> str:
     """A body fragment in the minimal harness that assembles it alone: the fragment (which
-    defines ``body_entry#``) then ``body_exit#``, where the dispatch loop would go on."""
-    return f"{fragment.rstrip()}\n{BODY_EXIT}#:\n    ctx_arb[kill]\n"
+    defines ``body_entry#``) then ``body_exit#``, where the dispatch loop would go on.  A
+    body with buffer operations or a receive stage (pool.uc's) also gets pool.h's names
+    (example values), and its calls of the dispatch's receive-turn routine count as one
+    instruction each (the routine is the dispatch's; it returns where it was called)."""
+    pool = [name for name in POOL_NAMES if name in fragment]
+    head = "".join(f"#define {name} {POOL_NAMES[name]}\n" for name in pool)
+    fragment = fragment.replace(f"br[{RX_TURN_LABEL}#]", "alu[--, --, B, 0]")
+    return f"{head}{fragment.rstrip()}\n{BODY_EXIT}#:\n    ctx_arb[kill]\n"
 
 
 def analyze_body(fragment: str, filename: str = "<body>",

@@ -332,6 +332,85 @@ class Hash(Instr):
                 f"{', '.join(map(opnd, self.srcs))}")
 
 
+# ---- buffers and the receive turn (docs/datapath.md: receive stages on the chip; only
+# bodies for link/dispatch/pool.uc, LM_WINDOW_ABI, contain them)
+@dataclass
+class BufAlloc(Instr):
+    """dst, ok = a buffer handle from the input port's freelist (ok 0, dst 0: empty)."""
+
+    dst: Reg
+    ok: Reg
+
+    def defs(self):
+        return (self.dst, self.ok)
+
+    def __str__(self) -> str:
+        return f"{self.dst}, {self.ok} = buf_alloc"
+
+
+@dataclass
+class BufStore(Instr):
+    """The mpacket's bytes `start`..len into buffer `handle` at byte `at`: end = at + the
+    bytes stored, ok = 1; ok = 0 (nothing stored) when they do not fit the buffer,
+    `start` > len or `handle` is not a buffer (the native target's npu.buf.store)."""
+
+    end: Reg
+    ok: Reg
+    handle: Operand
+    at: Operand
+    start: Operand
+
+    def defs(self):
+        return (self.end, self.ok)
+
+    def uses(self):
+        return (self.handle, self.at, self.start)
+
+    def __str__(self) -> str:
+        return (f"{self.end}, {self.ok} = buf_store {opnd(self.handle)} @ {opnd(self.at)} "
+                f"<- pkt[{opnd(self.start)}..]")
+
+
+@dataclass
+class BufAttach(Instr):
+    """The first `length` bytes of buffer `handle` become the packet (its header window,
+    metadata `len`, the tail in the buffer); the buffer leaves with the packet."""
+
+    handle: Operand
+    length: Operand
+
+    def uses(self):
+        return (self.handle, self.length)
+
+    def __str__(self) -> str:
+        return f"buf_attach {opnd(self.handle)}, {opnd(self.length)}"
+
+
+@dataclass
+class BufFree(Instr):
+    """Buffer `handle` back to the input port's freelist."""
+
+    handle: Operand
+
+    def uses(self):
+        return (self.handle,)
+
+    def __str__(self) -> str:
+        return f"buf_free {opnd(self.handle)}"
+
+
+@dataclass
+class RxTurnDone(Instr):
+    """The receive stage is over: the next mpacket of the port may run its receive stage
+    (pool.uc passes its receive turn; the stage's state reads and writes are before it)."""
+
+    def __str__(self) -> str:
+        return "rx_turn_done"
+
+
+BUFFER_OPS = (BufAlloc, BufStore, BufAttach, BufFree)
+
+
 @dataclass
 class Jump(Instr):
     target: str

@@ -157,6 +157,7 @@ rx_loop:
     br_bclr[b4, 25, mp_sop#]                  // the first of several
 #endif
     msf[read, $0, a4, 0, 14], sig_done[SIG_IO]
+#ifndef RX_STAGE                              // a receive stage: the REG turn at rx_turn
     load_addr[ret, reg_taken#]                // the REG turn while the window comes in
     br[take_reg#]
 reg_taken:
@@ -164,6 +165,7 @@ reg_taken:
     msf[fast_wr, --, fl_csr, t_a]
     load_addr[ret, reg_passed#]
     br[pass_reg#]
+#endif
 reg_passed:
     immed[*l$index1[LM_HANDLE], 0]            // no buffer (yet)
     ctx_arb[SIG_IO]
@@ -181,6 +183,10 @@ reg_passed:
     alu[*l$index0[13], --, B, $11]
     alu[*l$index0[14], --, B, $12]
     alu[*l$index0[15], --, B, $13]
+#ifdef RX_STAGE
+    br_bclr[b4, 24, rx_mpacket#]              // one of several: the body stores it
+    br_bclr[b4, 25, rx_mpacket#]
+#endif
     alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
     blt[window_only#]
     // longer than the window: a buffer of the port's freelist, bytes FRAME_MAX.. of the
@@ -244,6 +250,7 @@ rbuf_rd_table:
     rtn[a7]
 window_only:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
+meta_setup:
     immed[*l$index1[2], 0]
     immed[*l$index1[3], 0]
     immed[*l$index1[4], 0]
@@ -254,8 +261,34 @@ window_only:
     immed[*l$index1[9], 0]
     immed[*l$index1[10], 0]
     alu_shf[b4, --, B, b4, >>24]
+#ifdef RX_STAGE
+    alu[*l$index1[META_MEDIA], b4, AND, 3]    // the status's SOP (bit 0) and EOP (bit 1)
+    // the body's receive stage runs in the port's REG turn, so its per-port state (MBL
+    // registers) changes in mpacket order; the turn passes when the stage is over
+    // (rx_turn_pass, called by the body) or at the body's exit.  Everything before it
+    // (the window, a one-element frame's tail) is outside the turn.
+    immed[*l$index1[LM_MORE], 0]              // buffer.attach sets it (a drop leaves it)
+    load_addr[ret, rx_turn#]
+    br[take_reg#]
+rx_turn:
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
+    br[body_entry#], defer[1]
+    alu[flags, flags, OR, 8]                  // bit 3: I hold the REG turn
+// an mpacket of a frame of several elements with a receive stage: no buffer of the
+// dispatch's; its element is held for the body's buffer.store (metadata word LM_SOP,
+// compiler/me/abi.py META_RX_ELEMENT: element | 1 << 16) and freed at the body's exit
+rx_mpacket:
+    immed[t_b, 0xFFFF]
+    alu[t_a, t_b, AND, st1]
+    immed[t_b, 1]
+    alu_shf[t_a, t_a, OR, t_b, <<16]
+    br[meta_setup#], defer[1]
+    alu[*l$index1[LM_SOP], --, B, t_a]
+#else
     br[body_entry#], defer[1]
     alu[*l$index1[META_MEDIA], b4, AND, 3]    // the status's SOP (bit 0) and EOP (bit 1)
+#endif
 
 // a frame of several elements (docs/datapath.md, "Mpackets").  The first mpacket: a buffer
 // (asked for before the REG turn, awaited in it), HANDLE[element] and the port's
@@ -405,6 +438,21 @@ no_buffer:
 #include "body.uc"
 
 body_exit:
+#ifdef RX_STAGE
+    alu[t_a, --, B, *l$index1[LM_SOP]]        // an mpacket's element held for the body
+    beq[rx_element_free#]
+    br_bclr[t_a, 31, rx_element_stored#]      // bit 31: the body's last buffer.store is
+    ctx_arb[SIG_IO]                           // in flight (compiler/me/back/buffers.py)
+    alu_shf[t_a, --, B, t_a, <<1]
+    alu_shf[t_a, --, B, t_a, >>1]
+rx_element_stored:
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, t_a]
+    immed[*l$index1[LM_SOP], 0]
+rx_element_free:
+    load_addr[ret, rx_turn_passed#]           // the REG turn, if the body still holds it
+    br[rx_turn_pass#]
+rx_turn_passed:
+#endif
     alu[--, *l$index1[META_VERDICT], -, VERDICT_FORWARD]
     bne[not_forward#]
     alu[st1, --, B, *l$index1[META_OUT_PORT]]   // st1 from here: the output port
@@ -744,6 +792,16 @@ free_sop:
     immed[*l$index1[LM_SOP], 0]
 
 // ---------------------------------------------------------------- tokens (return to ret)
+#ifdef RX_STAGE
+// compiler/me/abi.py's RX_TURN_LABEL: the body's receive stage is over (the body calls it
+// with the return address in ret) or the body is: pass the REG turn if still held
+rx_turn_pass:
+    br_bclr[flags, 3, rx_turn_gone#]
+    br[pass_reg#], defer[1]
+    alu[flags, flags, XOR, 8]
+rx_turn_gone:
+    rtn[ret]
+#endif
 take_reg:
     br_bset[flags, 0, take_reg_w#]
     ctx_arb[SIG_TOK_REG]

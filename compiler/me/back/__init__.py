@@ -39,6 +39,7 @@ class Body:
     listing: str                      # machine IR with allocated registers
     # loop bounds by .uc label, for the compile report (`analyze_body(loop_trips=...)`)
     loop_trips: dict[str, int] = field(default_factory=dict)
+    header_lm_word: int | None = None  # the ABI's: where the header window is (abi.py)
 
 
 DEFAULT_ABI = BodyABI()
@@ -61,7 +62,8 @@ def compile_body(fn: wir.Function, abi: BodyABI = DEFAULT_ABI,
     trips = {labels[b.label]: b.max_trips for b in c.threaded.blocks
              if b.max_trips and b.label in labels}
     return Body(fn.name, c.uc, fn.window_bytes, alloc.gprs_used, alloc.spill_words,
-                c.instructions, mfn.signals_used, labels, mfn.listing(alloc.names), trips)
+                c.instructions, mfn.signals_used, labels, mfn.listing(alloc.names), trips,
+                abi.header_lm_word)
 
 
 __all__ = ["BackOptions", "Body", "OPTIONAL", "PASS_NAMES", "Trace", "compile_body"]

@@ -21,6 +21,7 @@ from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
 from ..fold import compare, evaluate_bin, funnel_shift
 from ..wir import MASK32, Loc
+from . import buffers
 from .bytetests import ByteField, byte_test, fixed_operands
 from .errors import unsupported
 from .hdrwrite import plan_header_writes
@@ -101,13 +102,16 @@ class Selector:
         # early reads (prefetch.py) keep their signals and transfer registers throughout
         self.slots = slots or {}
         self.slot_signals = {s.signal for s in self.slots.values()}
+        self.signals_used: set[int] = set()
+        # buffer.attach's window reads that complete after the receive turn (buffers.py)
+        self.deferred_attaches = buffers.deferrable_attaches(fn)
+        self.attach_signal = buffers.reserve_attach_signal(self)
         self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
         self.header_in_lm = abi.header_lm_word is not None
         self.vregs: dict[int, VReg] = {}
         self.next_vreg = 0
         self.labels = self._block_labels()
         self.def_loc: dict[VReg, Loc | None] = {}
-        self.signals_used: set[int] = set()
         self.label_count = 0
         self.counts_def, self.counts_use = self._count_defs_uses()
         self.hdr_written = sorted({i.word for b in fn.blocks for i in b.instrs
@@ -867,6 +871,22 @@ class Selector:
         ]
         self.op("\n".join(lines), [q, t, v, w], defs=(3,), uses=(0, 1, 2),
                 late_uses=(0, 1, 2), sets_cc=True)
+
+    # --- buffers and the receive turn (buffers.py)
+    def _sel_BufAlloc(self, ins: wir.BufAlloc, folds: Folds, _: str | None) -> None:
+        buffers.select_alloc(self, ins)
+
+    def _sel_BufStore(self, ins: wir.BufStore, folds: Folds, _: str | None) -> None:
+        buffers.select_store(self, ins)
+
+    def _sel_BufAttach(self, ins: wir.BufAttach, folds: Folds, _: str | None) -> None:
+        buffers.select_attach(self, ins)
+
+    def _sel_BufFree(self, ins: wir.BufFree, folds: Folds, _: str | None) -> None:
+        buffers.select_free(self, ins)
+
+    def _sel_RxTurnDone(self, ins: wir.RxTurnDone, folds: Folds, _: str | None) -> None:
+        buffers.select_rx_turn_done(self, ins)
 
     # --- control
     def _sel_Jump(self, ins: wir.Jump, folds: Folds, following: str | None) -> None:

@@ -56,6 +56,8 @@ def read_key(i: wir.Instr) -> Hashable | None:
 def kills(i: wir.Instr, key: Hashable) -> bool:
     """Could instruction i change what a read of `key` gives?"""
     kind = key[0]  # type: ignore[index]
+    if isinstance(i, wir.BufAttach):        # a new packet: its window and length
+        return kind in ("hdr", "meta")
     if kind == "hdr":
         return (isinstance(i, wir.HdrWrite) and i.word == key[1]) \
             or isinstance(i, wir.PktStore8)  # type: ignore[index]

@@ -16,6 +16,8 @@ from .builder import Builder
 from .words import Words
 
 CRC32_POLY = 0xEDB88320
+# the marker the front end puts after a pipeline's receive stage (prepare.py)
+RX_TURN_DONE = "npu.rx.turn_done"
 LEN_WORD = META_FIELDS["len"].word
 
 
@@ -47,9 +49,19 @@ class Intrinsics:
             "npu.hash48": self.hash, "npu.hash64": self.hash, "npu.hash128": self.hash,
         }
 
+        # receive stages (docs/datapath.md): only LM_WINDOW_ABI bodies (pool.uc) get them;
+        # compile_me refuses them for the default ABI before the front end runs
+        self.buffer_table: dict[str, Callable[[list[Words], Reg | None], Words | None]] = {
+            "npu.buf.alloc": self.buf_alloc, "npu.buf.store": self.buf_store,
+            "npu.buf.attach": self.buf_attach, "npu.buf.free": self.buf_free,
+            RX_TURN_DONE: self.rx_turn_done,
+        }
+
     def expand(self, name: str, args: list[Words], out: Reg | None, width: int) -> Words | None:
         if name == "npu.pkt.adjust":
             raise Unsupported("packet.push/pull is not supported by the ME backend yet")
+        if name in self.buffer_table:
+            return self.buffer_table[name](args, out)
         fn = self.table.get(name)
         if fn is None:
             raise Unsupported(f"the chip operation {name} is not supported by the ME backend")
@@ -125,6 +137,30 @@ class Intrinsics:
         dsts = tuple(self.b.reg() for _ in range(count))
         self.b.emit(wir.MemRead(dsts, space, addr))
         return dsts
+
+    # ---- buffers and the receive turn (native.py: buffer_ops) ----
+    def buf_alloc(self, args: list[Words], out: Reg | None) -> Words:
+        handle, ok = self.b.reg("handle"), self.b.reg("allocated")
+        self.b.emit(wir.BufAlloc(handle, ok))
+        if out is not None:
+            self.b.copy(out, handle)
+        return (ok,)
+
+    def buf_store(self, args: list[Words], out: Reg | None) -> Words:
+        end, ok = self.b.reg("end"), self.b.reg("stored")
+        self.b.emit(wir.BufStore(end, ok, args[1][-1], args[2][-1], args[3][-1]))
+        if out is not None:
+            self.b.copy(out, end)
+        return (ok,)
+
+    def buf_attach(self, args: list[Words], out: Reg | None) -> None:
+        self.b.emit(wir.BufAttach(args[1][-1], args[2][-1]))
+
+    def buf_free(self, args: list[Words], out: Reg | None) -> None:
+        self.b.emit(wir.BufFree(args[1][-1]))
+
+    def rx_turn_done(self, args: list[Words], out: Reg | None) -> None:
+        self.b.emit(wir.RxTurnDone())
 
     # ---- table lookups (native.py: hash_lookup, lpm) ----
     def loop(self, hint: str, trips: int) -> tuple[Reg, wir.Block]:

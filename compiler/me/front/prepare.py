@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 from npkit.compiler.mbl import ast as A
 from npkit.compiler.mbl.debuginfo import DebugLocations
@@ -18,6 +19,7 @@ from npkit.compiler.mbl.sema import Program
 
 from .. import wir
 from .errors import FrontError, unsupported
+from .intrinsics import RX_TURN_DONE
 
 # LLVM's full-unroll size limit (its default, 300 at -O2, leaves the 14-step IPv6 trie walk
 # rolled).  A process-wide LLVM option; only loop-unroll passes read it.
@@ -102,16 +104,14 @@ class Prepared:
 
 def prepare(program: Program, entry: str | None = None, receive: bool = False) -> Prepared:
     """`receive`: the entry may have a receive stage (the body is for link/dispatch/pool.uc,
-    which runs it once per mpacket with its status in metadata word 11) as long as the
-    program uses no buffer operation."""
+    which runs it once per mpacket with its status in metadata word 11, the stage inside
+    the port's receive turn: the turn passes at the `npu.rx.turn_done` marker put after
+    the stage)."""
     chosen = choose_entry(program, entry)
     rx_where = _reject_receive_stages(program, chosen, allow=receive)
     module = lower(program)
-    if rx_where is not None and any(name.startswith("npu.buf.") for name in module.globals):
-        raise unsupported("buffer operations (buffer.alloc/store/attach/free) are not "
-                          "compiled for the chip yet: a receive stage runs on the chip only "
-                          "without them", rx_where, program.sources,
-                          "docs/datapath.md, \"Not done yet\" 1; the native target runs it")
+    if rx_where is not None and chosen.kind == "pipeline":
+        _mark_receive_stage_end(module, program, chosen.name)
     if chosen.kind == "pipeline":
         for stage in program.pipelines[chosen.name].stages:
             module.get_global(f"mbl.block.{stage.block}").attributes.add("alwaysinline")
@@ -137,9 +137,29 @@ def _reject_receive_stages(program: Program, chosen, allow: bool = False):
                               "receive stages yet", where, program.sources,
                               "docs/datapath.md: the pool mapping (compile_me(..., "
                               "LM_WINDOW_ABI), link(..., pool_mes_per_port=N)) runs "
-                              "receive stages without buffer operations; the native target "
-                              "runs it")
+                              "receive stages; the native target runs it")
     return None
+
+
+def _mark_receive_stage_end(module: ir.Module, program: Program, pipeline: str) -> None:
+    """A call of RX_TURN_DONE right after the call of the pipeline's first (receive) stage:
+    the stage's reads and writes of per-port state happen in mpacket order on the chip
+    (pool.uc holds the port's receive turn until then), the later stages run outside it.
+    An opaque call: LLVM moves no memory access across it."""
+    first = program.pipelines[pipeline].stages[0]
+    fn = module.get_global(f"mbl.pipeline.{pipeline}")
+    callee = f"mbl.block.{first.block}"
+    for block in fn.blocks:
+        for instr in block.instructions:
+            if isinstance(instr, ir.CallInstr) and instr.callee.name == callee:
+                marker = ir.Function(module, ir.FunctionType(ir.VoidType(),
+                                                             [fn.args[0].type]), RX_TURN_DONE)
+                marker.attributes.add("nounwind")
+                b = ir.IRBuilder(block)
+                b.position_after(instr)
+                b.call(marker, [fn.args[0]])
+                return
+    raise AssertionError(f"{pipeline}: no call of its first stage {first.block}")
 
 
 def _locator(ref: llvm.ModuleRef) -> Callable[[llvm.ValueRef], wir.Loc | None]:

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from .. import wir
 from ..wir import Operand
 
-USE_FIELDS = ("a", "b", "src", "hi", "lo", "cond", "offset", "addr", "value", "srcs")
+USE_FIELDS = ("a", "b", "src", "hi", "lo", "cond", "offset", "addr", "value", "srcs",
+              "handle", "at", "start", "length")
 
 SIDE_EFFECTS = (wir.HdrWrite, wir.PktStore8, wir.MetaWrite, wir.MemWrite, wir.MemAdd,
-                wir.Jump, wir.Branch, wir.Ret)
+                wir.Jump, wir.Branch, wir.Ret, *wir.BUFFER_OPS, wir.RxTurnDone)
 
 
 def map_uses(instr: wir.Instr, f: Callable[[Operand], Operand]) -> bool:
