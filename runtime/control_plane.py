@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from npkit.runtime.exception_path import NOT_IP, Emit, Exc, ExceptionHandler
-from npkit.runtime.icmp import IcmpRateLimiter
+from npkit.runtime.icmp import IcmpRateLimiter, RedirectLimiter
 from npkit.runtime.neighbours import (
     IPAddress,
     LocalAddresses,
@@ -34,7 +34,7 @@ from npkit.runtime.neighbours import (
     Ports,
     Writer,
 )
-from npkit.runtime.port_table import PortTable
+from npkit.runtime.port_table import PortRecord, PortTable
 from npkit.runtime.reassembly import Reassembler, ReassemblyLimits
 from npkit.runtime.resolver import NudParameters, Resolver
 from npkit.runtime.route_manager import RouteUpdate, attach
@@ -121,13 +121,15 @@ class ControlPlane:
         resolver = self.resolver
         if resolver is None:
             return ExceptionHandler(list(self.ports), self.nexthops.get, self.routes.lookup,
-                                    self.limiter, reassembler=self.reassembler)
+                                    self.limiter, reassembler=self.reassembler,
+                                    redirects=RedirectLimiter())
         handler = ExceptionHandler(
             list(self.ports), self.nexthops.get, self.routes.lookup, self.limiter,
             on_not_ip=lambda frame, port: resolver.on_arp(frame, port, handler.now_ns),
             on_neighbour_discovery=lambda frame, port: resolver.on_nd(frame, port,
                                                                       handler.now_ns),
-            on_unresolved=resolver.resolve, reassembler=self.reassembler)
+            on_unresolved=resolver.resolve, reassembler=self.reassembler,
+            redirects=RedirectLimiter())
         return handler
 
     # ---- neighbour resolution ----
@@ -196,14 +198,21 @@ class ControlPlane:
         return len(routes.v4) + len(routes.v6)
 
     def write_port_table(self) -> None:
-        """Each configured port's MAC into the data plane's port table (its address
-        filter); the other ports' records are cleared (they accept every destination)."""
+        """Each configured port's record into the data plane's port table: its MAC (the
+        address filter) and its first IPv4 subnet (whose hosts get redirects); the other
+        ports' records are cleared (they accept every destination, redirect nothing)."""
         if self.port_table.words is None:
             return
         configured = {p.port: p for p in self.ports}
         for port in sorted(set(range(self.port_table.size)) | set(configured)):
             p = configured.get(port)       # a port past the table: PortTable.set refuses it
-            self.port_table.set(port, p.mac if p is not None else 0)
+            if p is None:
+                self.port_table.clear(port)
+                continue
+            net = p.ipv4[0].network if p.ipv4 else None
+            self.port_table.set(port, PortRecord(
+                mac=p.mac, net4=int(net.network_address) if net else 0,
+                mask4=int(net.netmask) if net else 0))
 
     # ---- routes ----
     def add_route(self, prefix: str, next_hop: int) -> None:

@@ -29,6 +29,7 @@ from npkit.runtime.icmp import (
     PARAM6_HEADER,
     PARAM6_NEXT_HEADER,
     PARAM6_OPTION,
+    REDIRECT_HOST,
     UNREACH6_ADDRESS,
     UNREACH6_ADMIN_PROHIBITED,
     UNREACH6_NO_ROUTE,
@@ -43,6 +44,7 @@ from npkit.runtime.icmp import (
     IcmpRateLimiter,
     IPv4Info,
     IPv6Info,
+    RedirectLimiter,
     dest_unreachable4,
     dest_unreachable6,
     echo_reply4,
@@ -53,6 +55,7 @@ from npkit.runtime.icmp import (
     parameter_problem6,
     parse_ipv4,
     parse_ipv6,
+    redirect_host4,
     suppress4,
     suppress6,
     time_exceeded4,
@@ -73,6 +76,7 @@ class Exc(IntEnum):
     frag_needed = 5
     fragment = 6
     trailer = 7
+    redirect = 8
     hop_limit = 17
     no_route6 = 18
     too_big = 19
@@ -452,7 +456,10 @@ class ExceptionHandler:
     such a next hop is a drop.  `now_ns` is the time of the exception being handled (the
     frame hooks read it);
     reassembler: reassembles fragments addressed to the router (runtime/reassembly.py;
-    None: they are consumed unanswered).
+    None: they are consumed unanswered);
+    redirects: the back-off for ICMP Redirects (Linux's, icmp.RedirectLimiter; None: no
+    redirects are sent).  A packet forwarded out of the port it arrived on from a host on
+    that port's subnet gets a Redirect for Host naming its next hop (RFC 1812 5.2.7.2).
     """
 
     def __init__(self, ports: Sequence[PortConfig], next_hop: NextHopFn,
@@ -461,7 +468,8 @@ class ExceptionHandler:
                  on_not_ip: FrameHook | None = None,
                  on_neighbour_discovery: FrameHook | None = None,
                  on_unresolved: UnresolvedHook | None = None,
-                 reassembler: Reassembler | None = None) -> None:
+                 reassembler: Reassembler | None = None,
+                 redirects: RedirectLimiter | None = None) -> None:
         if not 1 <= ttl <= 255:
             raise ValueError(f"ICMP TTL / hop limit must be 1..255, got {ttl}")
         self.ports = {p.port: p for p in ports}
@@ -474,6 +482,7 @@ class ExceptionHandler:
         self.on_neighbour_discovery = on_neighbour_discovery
         self.on_unresolved = on_unresolved
         self.reassembler = reassembler
+        self.redirects = redirects
         self.now_ns = 0
         self._in_port = 0
         self.local4 = frozenset(int(i.ip) for p in ports for i in p.ipv4)
@@ -496,7 +505,7 @@ class ExceptionHandler:
             Exc.hop_limit: self._hop_limit, Exc.no_route6: self._no_route6,
             Exc.too_big: self._too_big, Exc.hop_by_hop: self._hop_by_hop,
             Exc.for_router6: self._for_router6, Exc.trailer: self._trailer,
-            Exc.trailer6: self._trailer6, NOT_IP: self._not_ip,
+            Exc.trailer6: self._trailer6, Exc.redirect: self._hairpin, NOT_IP: self._not_ip,
         }
 
     # -- public
@@ -734,6 +743,12 @@ class ExceptionHandler:
             return self._done("dropped.malformed")
         return self._forward4(pkt, ip, pkt.nh_index, with_options=False)
 
+    def _hairpin(self, pkt: _Input) -> list[Emit]:
+        # the next hop is on the arrival port: forward, and redirect the source if it may
+        if (ip := self._ipv4(pkt)) is None:
+            return self._done("dropped.malformed")
+        return self._forward4(pkt, ip, pkt.nh_index, with_options=False)
+
     def _options(self, pkt: _Input) -> list[Emit]:
         if (ip := self._ipv4(pkt)) is None:
             return self._done("dropped.malformed")
@@ -785,16 +800,46 @@ class ExceptionHandler:
                 packet = apply_ipv4_options(packet, out_address, self.local4, pkt.now_ns)
             except OptionError as bad:
                 return self._parameter_problem4(pkt, ip, bad.pointer)
+        # Linux sends the redirect after the TTL decrement, before the options are updated
+        redirect = self._redirect4(pkt, ip, nh, with_ttl(ip.packet, ip.ttl - 1))
         packet = with_ttl(packet, ip.ttl - 1)
         if ip.total_len <= nh.mtu:
-            return self._done("forwarded.ipv4", [self._emit(nh, ETHERTYPE_IPV4, packet)])
+            return self._done("forwarded.ipv4",
+                              [*redirect, self._emit(nh, ETHERTYPE_IPV4, packet)])
         try:
             pieces = fragment_ipv4(packet, nh.mtu)
         except ValueError:
             return self._done("dropped.mtu_too_small")
         self.counters["fragments_out"] += len(pieces)
         return self._done("forwarded.ipv4_fragmented",
-                          [self._emit(nh, ETHERTYPE_IPV4, piece) for piece in pieces])
+                          [*redirect, *(self._emit(nh, ETHERTYPE_IPV4, p) for p in pieces)])
+
+    def _redirect4(self, pkt: _Input, ip: IPv4Info, nh: NextHop,
+                   quoted: bytes) -> list[Emit]:
+        """RFC 1812 5.2.7.2: a Redirect for Host when the packet leaves by the port it came
+        in on and its source is on that port's subnet, together with the next hop (Linux:
+        inet_addr_onlink(in_dev, saddr, gateway)); [] otherwise.  `quoted` is the datagram
+        as it leaves (TTL decremented).  Counted beside the forwarding outcome."""
+        port = self.ports.get(pkt.in_port)
+        if self.redirects is None or nh.port != pkt.in_port or port is None:
+            return []
+        gateway = int(nh.gateway) if nh.gateway is not None and nh.gateway.version == 4 \
+            else ip.dst
+        if not any(ipaddress.IPv4Address(ip.src) in i.network
+                   and ipaddress.IPv4Address(gateway) in i.network for i in port.ipv4):
+            return []
+        if suppress4(ip.packet, link_dst=pkt.link_dst, local_broadcasts=self.broadcasts4):
+            return []
+        back = self._route_back(4, ip.src)
+        src = None if back is None else self._source4(back.port, pkt.in_port)
+        if back is None or src is None or not self.redirects.allow(ip.src, pkt.now_ns):
+            self.counters["redirects_suppressed"] += 1
+            return []
+        built = redirect_host4(quoted, src, gateway, ttl=self.ttl, ident=self._next_ident())
+        if built.packet is None:
+            return []
+        self.counters[f"redirects_sent.code_{REDIRECT_HOST}"] += 1
+        return [self._emit(back, ETHERTYPE_IPV4, built.packet)]
 
     def _for_router(self, pkt: _Input) -> list[Emit]:
         if (ip := self._ipv4(pkt)) is None:

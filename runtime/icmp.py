@@ -36,6 +36,7 @@ IPV6_DSTOPTS = 60
 ICMP_ECHO_REPLY = 0
 ICMP_DEST_UNREACHABLE = 3
 ICMP_ECHO_REQUEST = 8
+ICMP_REDIRECT = 5
 ICMP_TIME_EXCEEDED = 11
 ICMP_PARAMETER_PROBLEM = 12
 # error types an ICMP error must never be sent about (RFC 1812 4.3.2.7): unreachable,
@@ -44,6 +45,7 @@ ICMP_ERROR_TYPES = frozenset({3, 4, 5, 11, 12})
 # Destination Unreachable codes this module accepts (RFC 792, RFC 1812 5.2.7.1)
 UNREACH_NET, UNREACH_HOST, UNREACH_PROTOCOL, UNREACH_PORT = 0, 1, 2, 3
 UNREACH_FRAG_NEEDED, UNREACH_ADMIN_PROHIBITED = 4, 13
+REDIRECT_HOST = 1                # RFC 792: Redirect datagrams for the Host
 
 # ICMPv6 types (RFC 4443)
 ICMP6_DEST_UNREACHABLE = 1
@@ -310,6 +312,14 @@ def parameter_problem4(original: bytes, src: int, pointer: int, code: int = 0, *
     return icmp4_error(original, ICMP_PARAMETER_PROBLEM, code, src, rest=pointer << 24, **kw)
 
 
+def redirect_host4(original: bytes, src: int, gateway: int, **kw) -> Built:
+    """Redirect for Host (RFC 792 type 5 code 1; RFC 1812 5.2.7.2: routers send only
+    this code): `gateway` is the better first hop for the original's destination."""
+    if not 0 <= gateway <= 0xFFFFFFFF:
+        raise ValueError(f"redirect gateway must be an IPv4 address, got {gateway}")
+    return icmp4_error(original, ICMP_REDIRECT, REDIRECT_HOST, src, rest=gateway, **kw)
+
+
 def echo_reply4(request: bytes, *, ttl: int = DEFAULT_TTL, ident: int = 0,
                 local_broadcasts: Iterable[int] = ()) -> Built:
     """The Echo Reply to an IPv4 Echo Request, from the address it was sent to (RFC 1122
@@ -461,3 +471,36 @@ class IcmpRateLimiter:
         if family not in (4, 6):
             raise ValueError(f"address family must be 4 or 6, got {family}")
         return (self.v4 if family == 4 else self.v6).take(now_ns)
+
+
+@dataclass
+class RedirectLimiter:
+    """Linux's per-source back-off for ICMP Redirects (net/ipv4/route.c
+    ip_rt_send_redirect, its defaults): the first redirect to a source goes at once, the
+    n-th only when `load_ns << (n - 1)` has passed since the one before; after `number`
+    redirects nothing more goes until the source has been quiet for `silence_ns`, which
+    starts it over.  At most `sources` sources are remembered (the oldest is forgotten).
+    RFC 1812 4.3.2.8 asks for a limit on generated ICMP; this one is Linux's, so both
+    routers redirect the same packets."""
+
+    load_ns: int = 20_000_000              # ip_rt_redirect_load = HZ / 50
+    number: int = 9                        # ip_rt_redirect_number
+    silence_ns: int = 20_000_000 << 10     # ip_rt_redirect_silence = (HZ / 50) << (9 + 1)
+    sources: int = 4096
+    _peers: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+
+    def allow(self, source: int, now_ns: int) -> bool:
+        """May a redirect go to `source` at `now_ns`?  (Counts it when it may.)"""
+        sent, last = self._peers.pop(source, (0, 0))
+        if sent and now_ns - last > self.silence_ns:
+            sent = 0
+        if sent >= self.number:
+            ok, last = False, now_ns             # ignored redirects: wait for silence
+        elif sent == 0 or now_ns - last > self.load_ns << sent:
+            ok, sent, last = True, sent + 1, now_ns
+        else:
+            ok = False
+        self._peers[source] = (sent, last)       # most recent last
+        if len(self._peers) > self.sources:
+            del self._peers[next(iter(self._peers))]
+        return ok

@@ -3,26 +3,37 @@ each receive port.
 
 ipv4_fwd / ipv6_fwd read the arrival port's record once per packet: a unicast frame whose
 destination MAC is not the port's is dropped (`other_host`), as an Ethernet interface's
-address filter drops it.  A port without a record (MAC 0) accepts every destination, so
-a program run without a router config forwards as before.
+address filter drops it; an IPv4 packet from the port's (first) subnet whose next hop is
+on the same port goes to the slow path for an ICMP Redirect.  A port without a record
+(MAC 0, mask 0) accepts every destination and redirects nothing, so a program run without
+a router config forwards as before.
 
 Layout (port_t, MSB first): word 0 = MAC bits 47..16, word 1 = MAC bits 15..0 << 16 |
-the 16-bit flags field.
+the 16-bit flags field, word 2 = the IPv4 subnet's network address, word 3 = its mask.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from npkit.runtime.neighbours import NeighbourError, Writer
 
-PORT_WORDS = 2          # port_t: 48 + 16 bits
+PORT_WORDS = 4          # port_t: 48 + 16 + 32 + 32 bits
 
 
-def pack_port(mac: int, flags: int = 0) -> tuple[int, int]:
-    return mac >> 16, (mac & 0xFFFF) << 16 | flags
+@dataclass(frozen=True)
+class PortRecord:
+    mac: int = 0
+    flags: int = 0
+    net4: int = 0           # the subnet whose hosts get redirects, with
+    mask4: int = 0          # its mask (0: none)
+
+    def words(self) -> tuple[int, int, int, int]:
+        return (self.mac >> 16, (self.mac & 0xFFFF) << 16 | self.flags, self.net4,
+                self.mask4)
 
 
 class PortTable:
@@ -40,27 +51,28 @@ class PortTable:
         self.writer = writer
         self.size = 0 if words is None else len(words) // PORT_WORDS
 
-    def set(self, port: int, mac: int, flags: int = 0) -> None:
-        """Port `port`'s record: its MAC (0: accept every destination) and flags."""
+    def set(self, port: int, record: PortRecord) -> None:
+        """Port `port`'s record (PortRecord(): accept every destination, no redirects)."""
         if self.words is None:
             return
         if not 0 <= port < self.size:
             raise NeighbourError(f"port {port}: the {self.MEMORY} memory holds ports "
                                  f"0..{self.size - 1}")
-        new = pack_port(mac, flags)
+        new = record.words()
         base = port * PORT_WORDS
         if tuple(int(w) for w in self.words[base:base + PORT_WORDS]) != new:
             self._write(base, new)
 
     def clear(self, port: int) -> None:
-        self.set(port, 0, 0)
+        self.set(port, PortRecord())
 
-    def get(self, port: int) -> tuple[int, int]:
-        """(MAC, flags) of `port` as the words hold them."""
+    def get(self, port: int) -> PortRecord:
+        """`port`'s record as the words hold it."""
         if self.words is None or not 0 <= port < self.size:
-            return 0, 0
-        w0, w1 = (int(w) for w in self.words[port * PORT_WORDS:(port + 1) * PORT_WORDS])
-        return w0 << 16 | w1 >> 16, w1 & 0xFFFF
+            return PortRecord()
+        w0, w1, net4, mask4 = (int(w) for w in
+                               self.words[port * PORT_WORDS:(port + 1) * PORT_WORDS])
+        return PortRecord(w0 << 16 | w1 >> 16, w1 & 0xFFFF, net4, mask4)
 
     def _write(self, word_index: int, values: Sequence[int]) -> None:
         assert self.words is not None

@@ -78,12 +78,17 @@ def native_router(config: RouterConfig) -> NativeRouter:
     return router
 
 
+SEND_GAP_NS = 2_000_000      # LinuxRouter.send's gap: our clock advances as Linux's does
+
+
 def our_side(config: RouterConfig, items: Sequence[Probe]) -> list[list[Out]]:
+    """Each probe through the native router at the time the tester sends it to Linux
+    (the redirect back-off and the other timers see the same spacing)."""
     own = router_addresses(config)
     router = native_router(config)
     answers = []
-    for p in items:
-        out = router.forward([p.frame], p.port).out
+    for i, p in enumerate(items):
+        out = router.forward([p.frame], p.port, now_ns=i * SEND_GAP_NS).out
         answers.append([canonical(port, f, own) for port in sorted(out) for f in out[port]])
     return answers
 

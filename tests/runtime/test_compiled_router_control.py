@@ -169,7 +169,8 @@ def test_exceptions_are_answered_through_the_xscale(linked) -> None:
     sinks = attach(router, {0: [RxFrame(f) for f in (expired, echo, from_host("10.1.2.3"))]})
     router.run(cycles=300_000)
     out = [Ether(f.data) for f in sinks[0].frames]
-    assert sorted((f[ICMP].type if ICMP in f else -1) for f in out) == [-1, 0, 11]
+    # 10/8 is via 192.0.2.3 on port 0, the host's own link: forwarded with a Redirect (5)
+    assert sorted((f[ICMP].type if ICMP in f else -1) for f in out) == [-1, 0, 5, 11]
     exceeded = next(f for f in out if ICMP in f and f[ICMP].type == 11)
     assert (exceeded.dst, exceeded[IP].src, exceeded[IP].dst) == (
         "02:00:00:00:10:02", "192.0.2.1", "192.0.2.2")
@@ -178,8 +179,9 @@ def test_exceptions_are_answered_through_the_xscale(linked) -> None:
     reply = next(f for f in out if ICMP in f and f[ICMP].type == 0)
     assert (reply[ICMP].id, reply[ICMP].seq) == (77, 3)
     counters = router.counters()
-    assert counters["ports"][0]["exceptions"] == {"ttl_expired": 1, "for_router": 1}
-    assert counters["ports"][0]["injected"] == 2
+    assert counters["ports"][0]["exceptions"] == {"ttl_expired": 1, "for_router": 1,
+                                                  "redirect": 1}
+    assert counters["ports"][0]["injected"] == 4
     assert all(r.ok for r in leak_check(router.loaded)), leak_check(router.loaded)
 
 

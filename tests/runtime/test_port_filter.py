@@ -98,8 +98,9 @@ def test_a_port_without_a_mac_accepts_every_destination(program):
 
 def test_the_port_table_holds_the_configs_macs(router):
     table: PortTable = router.control.port_table
-    assert [table.get(p)[0] for p in range(5)] == [
+    assert [table.get(p).mac for p in range(5)] == [
         0x020000000010, 0x020000000011, 0x020000000012, 0x020000000013, 0]
+    assert (table.get(3).net4, table.get(3).mask4) == (0xC0000280, 0xFFFFFF80)   # /25
 
 
 def test_the_chip_drops_frames_for_another_station():
