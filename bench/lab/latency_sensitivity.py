@@ -77,12 +77,15 @@ def varied(spec: SystemSpec, variant: Variant) -> tuple[SystemSpec, str]:
 
 def run_variant(variant: Variant | None, *, traffic: str = "ipv4", load: float = 95.0,
                 trial_ps: int = 1_000_000_000, system: str = "dual-ixp2800-npf",
-                routes: tuple[int, int] = (3_000, 400)) -> Outcome:
-    """The Internet-mix trial at ``load`` % of line rate on ``system`` with ``variant``."""
+                routes: tuple[int, int] | None = None) -> Outcome:
+    """The Internet-mix trial at ``load`` % of line rate on ``system`` with ``variant``;
+    the ``--quick`` NPF preset's route tables, or ``routes`` = (IPv4, IPv6) routes
+    generated instead (faster to set up)."""
     from npkit.bench.lab import npf
 
     chosen = npf.preset("ixp2800-npf", quick=True, system=system)
-    chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(*routes, source=""))
+    if routes is not None:
+        chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(*routes, source=""))
     config = dataclasses.replace(chosen.config, trial_ps=trial_ps)
     device: Any = npf.chip_device(chosen)
     value = "as shipped"

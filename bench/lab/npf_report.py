@@ -22,6 +22,7 @@ from typing import Any
 
 from npkit.bench.lab import npf_method_report as method
 from npkit.bench.lab import published
+from npkit.bench.lab.latency_parts import PathDelays
 from npkit.bench.lab.npf import NpfCaseResult, NpfResult, UpdateResult
 from npkit.bench.lab.report_parts import (
     PS_PER_US,
@@ -201,8 +202,10 @@ def _differences(result: NpfResult) -> str:
         return "Ours match the published figures where both exist.\n"
     path = DATA_PATH_TEXT.get(str(result.device.get("data_path", "rings")),
                               DATA_PATH_TEXT["rings"])
-    difference = (SYSTEM_DIFFERENCE.format(data_path=path) if result.device.get("system")
-                  else DEVICE_DIFFERENCE)
+    delays = PathDelays.of(result.device)
+    framers = (f"{delays.framer_rx_ps / 1000:g} ns in, {delays.framer_tx_ps / 1000:g} ns out")
+    difference = (SYSTEM_DIFFERENCE.format(data_path=path, framers=framers)
+                  if result.device.get("system") else DEVICE_DIFFERENCE)
     return ("**Where ours differ** (from the device's counters):\n\n" + difference
             + "\n".join(notes) + "\n")
 
@@ -224,7 +227,8 @@ SYSTEM_DIFFERENCE = (
     "Ours is the published arrangement as a simulated system (docs/system.md): two "
     "IXP2800s, each receiving one OC-192 POS line and transmitting the other, each with its "
     "own SRAM and DRAM, so a packet crosses one chip and each chip's DRAM carries one "
-    "direction; the framers are a fixed delay each way (500 ns, a guess: U).  What remains "
+    "direction; the framers are a fixed delay each way ({framers}, a guess: U, no "
+    "published IXF18101 figure found).  What remains "
     "different is the data path on each chip ({data_path}, not the IXA SDK microblocks); "
     "the counters below name the busiest units per chip (`east.`, `west.`).\n\n")
 DATA_PATH_TEXT = {
