@@ -1,0 +1,208 @@
+"""The POS router with its receive and transmit written in MBL on the chip (issue 12 item 2;
+docs/datapath.md, "Receive stages on the chip"): tests/mbl/programs/media_pos_router.mbl is
+pos_router.mbl's stages with `frame_rx` first and `frame_tx` last (microblocks/media_rx.mbl,
+media_tx.mbl), compiled with LM_WINDOW_ABI and linked as the pool (link/dispatch/pool.uc,
+four MEs per port, 2 x OC-192 POS).  frame_rx runs once per RBUF element: a frame of several
+elements is gathered with buffer.alloc / store / attach in a buffer of the port's freelist.
+Reference: the native target running the same program on the same frames cut into 128-byte
+mpackets (NativeProgram.run_media).  Frames of 44..1,504 bytes (1 to 12 elements, with the
+element boundaries), IPv4 and IPv6, routed, unrouted, TTL / hop limit 1, bad checksums
+(scapy).  The chip forwards exactly the native target's frames, each input port's in order,
+drops and exceptions as natively, frame_tx's counters as natively, every buffer back on its
+freelist and every RBUF element free; the DRAM bytes are the design's, counted independently.
+
+    .venv/bin/python -m pytest -q tests/me/link/test_pool_media.py -s
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
+
+from npkit.compiler.mbl import NativeProgram, compile_file
+from npkit.compiler.mbl.native import BufferPool
+from npkit.compiler.me import compile_me
+from npkit.compiler.me.abi import LM_WINDOW_ABI
+from npkit.link.pool import link_pool
+from npkit.runtime.compiled import CompiledRun, paced
+from npkit.runtime.loader import leak_check
+from npkit.runtime.lpm import RouteTables
+from npkit.sim.packets import ListSink, ListSource, RxFrame
+
+from .harness import drive, exceptions_by_port, is_interleaving
+from .test_pool_path import rbuf_in_use
+from .test_pool_pos_router import NEXT_HOPS, START_S, V4_DESTS, V4_ROUTES, V6_DESTS, V6_ROUTES
+
+REPO = Path(__file__).resolve().parents[3]
+MEDIA_POS_ROUTER = REPO / "tests" / "mbl" / "programs" / "media_pos_router.mbl"
+POS_ROUTER = REPO / "examples" / "pos_router" / "pos_router.mbl"
+POOL_MES = 4                        # per input port
+ELEMENT = 128                       # the RBUF element (ixp2800.toml [msf] element_bytes)
+WINDOW = 56                         # pool.uc's header window
+LOAD = 0.2                          # of line rate: MBL reassembly is serial per port (docs)
+FRAMES = 160                        # per port
+# frame lengths: one element (at and around the window), two, and up to twelve, with the
+# element boundaries
+LENGTHS = (44, 56, 57, 64, 100, 128, 129, 136, 200, 256, 257, 300, 384, 385, 576, 700, 850,
+           1000, 1100, 1280, 1300, 1500, 1504)
+
+
+def frame(length: int, uid: int, port: int, rng: random.Random) -> bytes:
+    """A PPP frame of `length` bytes: IPv4 (routed, unrouted, TTL 1, bad checksum) or IPv6
+    (routed, unrouted, hop limit 1)."""
+    roll = rng.random()
+    if roll < 0.25 and length >= 48:
+        f = raw(HDLC() / PPP(proto=0x0057) / IPv6(
+            src="2001:db8:ffff::1", dst=rng.choice(V6_DESTS), tc=port, fl=uid,
+            hlim=1 if rng.random() < 0.05 else 64, nh=59) / (b"6" * (length - 44)))
+        return f[:length]
+    f = bytearray(raw(HDLC() / PPP() / IP(
+        src="198.18.0.1", dst=rng.choice(V4_DESTS), id=uid, tos=port,
+        ttl=1 if rng.random() < 0.05 else 64) / UDP(sport=9, dport=uid & 0xFFFF)
+        / (b"4" * (length - 32))))
+    if roll > 0.96:
+        f[14] ^= 0x5A                       # a bad header checksum
+    return bytes(f)
+
+
+def offered_frames(count: int, port: int) -> list[bytes]:
+    rng = random.Random(17 + port)
+    lengths = [LENGTHS[k % len(LENGTHS)] for k in range(count)]
+    rng.shuffle(lengths)
+    return [frame(n, k, port, rng) for k, n in enumerate(lengths)]
+
+
+def tables(native: NativeProgram) -> NativeProgram:
+    for index in range(NEXT_HOPS):
+        native.write("nexthops", index, {"dmac": 0x02AA00000000 | index,
+                                         "smac": 0x02BB00000000 | index,
+                                         "port": index & 1, "mtu": 4470})
+    RouteTables.of(native).load(V4_ROUTES, V6_ROUTES)
+    return native
+
+
+def run_on_pool(source: Path, entry: str, offered: dict[int, list[bytes]],
+                native: NativeProgram):
+    program = compile_file(source)
+    manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
+                         "ixp2800-2xoc192pos", mes_per_port=POOL_MES)
+    run = CompiledRun(manifest)
+    run.load_memories(native)
+    chip = run.chip
+    sinks = {p: ListSink() for p in (0, 1)}
+    for p, sink in sinks.items():
+        chip.attach_sink(p, sink)
+    for p, fs in offered.items():
+        chip.attach_source(p, ListSource([
+            RxFrame(f.data, START_S + (f.time_s or 0.0))
+            for f in paced(fs, LOAD, chip.config.ports[p])]))
+    exceptions = drive(run, sum(map(len, offered.values())), sinks)
+    return run, sinks, exceptions
+
+
+@pytest.fixture(scope="module")
+def media_run():
+    program = compile_file(MEDIA_POS_ROUTER)
+    native = tables(NativeProgram(program, "media_pos_router",
+                                  buffers=BufferPool(count=256, buffer_bytes=2048)))
+    offered = {p: offered_frames(FRAMES, p) for p in (0, 1)}
+    # the chip's memories from the tables before the native run counts anything
+    run, sinks, exceptions = run_on_pool(MEDIA_POS_ROUTER, "media_pos_router", offered,
+                                         native)
+    verdicts = {p: [v for _, v in native.run_media([(f, p) for f in fs],
+                                                   element_bytes=ELEMENT)]
+                for p, fs in offered.items()}
+    return native, offered, verdicts, run, sinks, exceptions
+
+
+def test_the_mbl_receive_and_transmit_give_the_native_target_s_frames(media_run) -> None:
+    native, offered, verdicts, run, sinks, exceptions = media_run
+    assert all(len(verdicts[p]) == len(offered[p]) for p in (0, 1))     # one per frame
+    elements = {-(-len(f) // ELEMENT) for fs in offered.values() for f in fs}
+    assert elements == set(range(1, 13))
+    for q in (0, 1):
+        by_input = [[v.data for v in verdicts[p] if v.kind == "forward" and v.port == q]
+                    for p in (0, 1)]
+        out = [f.data for f in sinks[q].frames]
+        assert is_interleaving(out, *by_input), (q, len(out), [len(b) for b in by_input])
+    drops = Counter(v.reason for vs in verdicts.values() for v in vs if v.kind == "drop")
+    assert run.drop_counts() == dict(drops)
+    assert exceptions_by_port(exceptions) == {
+        p: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[p] if v.kind == "exception"]
+        for p in (0, 1)}
+    kinds = Counter(v.kind for vs in verdicts.values() for v in vs)
+    assert kinds["forward"] > FRAMES and kinds["drop"] and kinds["exception"]
+    assert run.receive_drops() == {}
+    # frame_tx's counter and frame_rx's on the chip as natively
+    assert list(run.read_memory("tx_frames")[:2]) == [native.read("tx_frames", q)
+                                                     for q in (0, 1)]
+    assert not any(run.read_memory("rx_incomplete")) and not any(run.read_memory("rx_frame"))
+
+
+def test_every_buffer_and_element_comes_back(media_run) -> None:
+    _, _, _, run, _, _ = media_run
+    assert all(r.ok for r in leak_check(run.loaded))
+    assert rbuf_in_use(run) == 0
+
+
+def qw(n: int) -> int:
+    """Bytes of the quadwords that hold n bytes."""
+    return 8 * -(-n // 8)
+
+
+def media_dram_bytes(offered: dict[int, list[bytes]], verdicts: dict) -> int:
+    """DRAM bytes of the MBL path, from the design (independent of the chip's counters):
+    a one-element frame as pool.uc's own receive (bytes 56.. written and, forwarded, read);
+    a longer one has every element stored whole by frame_rx (buffer.store), its window read
+    by buffer.attach (56) and, forwarded, bytes 56.. read to the TBUF; an exception writes
+    its 56-byte window back."""
+    total = 0
+    for p, fs in offered.items():
+        for f, v in zip(fs, verdicts[p], strict=True):
+            n = len(f)
+            if n <= ELEMENT:
+                tail = qw(n - WINDOW) if n > WINDOW else 0
+                total += tail + (tail if v.kind == "forward" else 0)
+            else:
+                total += sum(qw(min(ELEMENT, n - at)) for at in range(0, n, ELEMENT))
+                total += WINDOW + (qw(n - WINDOW) if v.kind == "forward" else 0)
+            total += WINDOW if v.kind == "exception" else 0
+    return total
+
+
+def test_the_dram_bytes_are_the_design_s(media_run) -> None:
+    _, offered, verdicts, run, _, _ = media_run
+    dram = sum(ch["bytes"] for ch in run.chip.counters()["channels"]["dram"])
+    assert dram == media_dram_bytes(offered, verdicts)
+
+
+def test_cost_against_pool_uc_s_own_receive(media_run) -> None:
+    """The figures of docs/datapath.md: instructions per frame and DRAM bytes per packet
+    of the MBL receive and transmit against the plain POS router on the same frames, whose
+    receive and transmit are pool.uc's own."""
+    _, offered, verdicts, run, sinks, _ = media_run
+    plain = tables(NativeProgram(compile_file(POS_ROUTER)))
+    plain_run, plain_sinks, _ = run_on_pool(POS_ROUTER, "pos_router", offered, plain)
+    frames = sum(map(len, offered.values()))
+    multi = sum(len(f) > ELEMENT for fs in offered.values() for f in fs)
+    figures = {}
+    for name, r in (("MBL frame_rx/frame_tx", run), ("pool.uc's own", plain_run)):
+        counters = r.chip.counters()
+        figures[name] = (sum(me["instructions"] for me in counters["mes"]),
+                         sum(ch["bytes"] for ch in counters["channels"]["dram"]))
+    print(f"\n{frames} frames (44..1,504 B, {multi} of several elements) at {LOAD:.0%} of "
+          f"2 x OC-192 POS, {POOL_MES} MEs per port:")
+    for name, (instructions, dram) in figures.items():
+        print(f"  {name}: {instructions / frames:.1f} instructions per frame, "
+              f"{dram / frames:.1f} DRAM bytes per frame")
+    assert plain_run.receive_drops() == {}
+    for q in (0, 1):              # the same frames leave (the ports' interleaving may differ)
+        assert Counter(f.data for f in plain_sinks[q].frames) == Counter(
+            f.data for f in sinks[q].frames)
+    # the MBL path stores every element whole (bytes 0..55 of the first one too) and reads
+    # the window back at attach: 56 + 56 bytes more per frame of several elements
+    assert figures["MBL frame_rx/frame_tx"][1] - figures["pool.uc's own"][1] == 112 * multi
