@@ -50,6 +50,7 @@ LINK_DIR = Path(__file__).resolve().parent
 POOL_FIRST_ME = 0
 FRAME_WINDOW = 56                # pool.uc's header window ($0..$13)
 ELEMENT_MAX_BYTES = 16 * 8       # pool.uc: one dram[rbuf_rd] of 1..16 quadwords an element
+TX_ELEMENTS_MAX = 15             # pool.uc: its transmit is unrolled for frames of 15 elements
 
 
 def pool_scratch(drop_cnt_base: int, drop_counters: int, ports: int,
@@ -153,6 +154,11 @@ def link_pool(program: Program, build: MEBuild, platform: Platform | str = DEFAU
                         "powers of two")
     reasons = len(program.reasons.ids)
     lay = runtime.layout
+    frame_max = lay.buf_bytes - lay.buf_data_offset
+    if -(-frame_max // element_bytes) > min(TX_ELEMENTS_MAX, part):
+        raise LinkError(f"buffers of {frame_max} data bytes in TBUF elements of "
+                        f"{element_bytes} B: pool.uc sends frames of at most "
+                        f"{min(TX_ELEMENTS_MAX, part)} elements ({part} a port)")
     defines = {
         "POOL_FIRST_ME": POOL_FIRST_ME, "POOL_MES": mes_per_port, "PORTS": ports,
         "DISPATCH_LM_BYTE": 4 * runtime.dispatch_lm_word,

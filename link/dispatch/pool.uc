@@ -27,9 +27,10 @@
 // ALLOC turn: a forward claims the next TBUF element of its output port
 // (scratch test_and_add in the turn, awaited after it), anything else takes an idle turn
 // and is counted (drops by reason as fwd.uc does; an exception's frame and record go out
-// as fwd.uc's do, the record onto the exception ring in the turn) -> wait for
-// TBUF space (TX_SEQUENCE) -> window copied local memory -> $0..$13 out -> msf[write]
-// (-> the tail DRAM -> TBUF, the buffer back) -> control word.  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
+// as fwd.uc's do, the record onto the exception ring in the turn) -> each TBUF
+// element written as soon as TX_SEQUENCE shows it free (the window: local memory -> $0..$13
+// out -> msf[write]; a frame with a buffer: its tail DRAM -> TBUF element by element) ->
+// control word (-> the buffer back).  The REG and ALLOC tokens pass in the pool's cyclic order (ME-major,
 // context-minor): SAME_ME_SIGNAL inside an ME, NEXT_NEIGHBOR_SIGNAL to the next ME, a
 // scratch wrap word from the last ME to the first.  A frame of several RBUF elements
 // (mpackets) is reassembled in a buffer, one thread per mpacket, each taking both turns
@@ -470,8 +471,14 @@ alloc_taken:
 alloc_passed:
     ctx_arb[SIG_IO]
     alu[ret, --, B, $13]                      // ret here: my element's sequence number
+    alu[a3, --, B, *l$index1[LM_SOP]]
+    bne[tx_free_sop#]                         // not taken on the one-element path
+tx_sequence:
     immed32[t_b, MSF_TX_SEQUENCE_BASE]
     alu_shf[t_b, t_b, +, st1, <<2]
+    alu[b5, --, B, *l$index1[LM_HANDLE]]
+    bne[tx_tail_start#]
+// a frame in the window alone (no buffer): one element, written when it is free
 space:
     msf[read, $13, t_b, 0, 1], ctx_swap[SIG_IO]
     alu[t_a, ret, -, $13]                     // claimed before me and not yet sent
@@ -498,112 +505,380 @@ space:
     immed32[t_b, MSF_TBUF_BASE]
     alu_shf[t_b, t_b, +, t_a, <<ELEMENT_SHIFT]
     msf[write, $0, t_b, 0, 14], ctx_swap[SIG_TX]
-    alu[b5, --, B, *l$index1[LM_HANDLE]]
-    beq[tx_control#]
-    alu[a3, --, B, *l$index1[LM_SOP]]         // a SOP element: every mpacket of its frame
-    beq[tx_tail_start#]                       // has passed its ALLOC turn before mine
+    alu_shf[t_b, --, B, st1, <<16]
+    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
+    immed32[t_b, MSF_TBUF_CTL_BASE]
+    alu_shf[t_b, t_b, +, t_a, <<2]
+    msf[write, $14, t_b, 0, 1], ctx_swap[SIG_TX]
+    br[rx_loop#]
+// a multi-element frame's SOP element is freed as soon as its ALLOC turn has passed, not
+// after the wait for TBUF space: every mpacket of the frame has passed its ALLOC turn (no
+// thread reads HANDLE[element] any more) and the window is in local memory
+tx_free_sop:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, a3]
+    br[tx_sequence#], defer[1]
     immed[*l$index1[LM_SOP], 0]
-    immed[*l$index1[LM_MORE], 0]
+
+// a frame with a buffer (longer than the window): written element by element, each TBUF
+// element as soon as it is free (TX_SEQUENCE: my element j is free when j < a9 = sequence
+// + TBUF_PART_ELEMENTS - ret), so the copies overlap the transmission of the frames
+// ahead of mine in the port's ring; the control word once every element is in.  Element
+// 0: the window by msf[write] and bytes FRAME_MAX.. from DRAM; element j: bytes
+// ELEMENT_BYTES j .. from DRAM, 16 quadwords, or what is left for the last one (the
+// quadwords the rbuf_rd wrote).  Element j's dram[tbuf_wr] signals j % 9 + 1 (the body's
+// signals, free after its exit; the tenth element waits for the first's), the last one
+// signal 10.  Without this, at 1,280 B (11 elements, two frames in a port's 32-element
+// partition) a frame waited for the whole frame ahead to leave and then for its twelve
+// DRAM latencies, longer than one frame on the line: the line idled and the RBUF
+// overflowed (docs/datapath.md, "Line rate with frames of several elements")
 tx_tail_start:
-    // the tail: DRAM -> TBUF (dram[tbuf_wr], the quadwords the rbuf_rd wrote, up to 16 a
-    // command, the TBUF offset wrapped in the port's partition), then the buffer goes back
-    // to the input port's freelist
-    alu[b2, *l$index1[META_DRAM_ADDR], +, FRAME_MAX]
-    alu_shf[b8, --, B, ret, <<ELEMENT_SHIFT]
-    alu[b8, b8, +, FRAME_MAX]                 // byte offset in the partition (ring)
+    alu[b9, --, B, t_b]                       // the port's TX_SEQUENCE
+    alu[b11, --, B, *l$index1[LM_MORE]]       // my last element
+    immed[*l$index1[LM_MORE], 0]
+    alu[a11, ret, AND, (TBUF_PART_ELEMENTS - 1)]
+    alu_shf[t_b, --, B, st1, <<TBUF_PART_SHIFT]
+    alu[t_a, a11, +, t_b]                     // my first element (its control word)
+    alu_shf[a8, --, B, t_b, <<ELEMENT_SHIFT]  // the partition's first TBUF byte
+    alu_shf[b8, --, B, a11, <<ELEMENT_SHIFT]  // element j's byte offset in the partition
     immed[a10, (TBUF_PART_BYTES - 1)]
+    immed[a5, ELEMENT_BYTES]
+    alu[b2, --, B, *l$index1[META_DRAM_ADDR]] // element j's bytes in DRAM
+    immed[a9, 0]                              // my elements known to be free
+
+te0:
+    alu[--, a9, -, 0]
+    ble[tp0#]                            // element 0 not free yet
+    alu[$0, --, B, *l$index0[2]]
+    alu[$1, --, B, *l$index0[3]]
+    alu[$2, --, B, *l$index0[4]]
+    alu[$3, --, B, *l$index0[5]]
+    alu[$4, --, B, *l$index0[6]]
+    alu[$5, --, B, *l$index0[7]]
+    alu[$6, --, B, *l$index0[8]]
+    alu[$7, --, B, *l$index0[9]]
+    alu[$8, --, B, *l$index0[10]]
+    alu[$9, --, B, *l$index0[11]]
+    alu[$10, --, B, *l$index0[12]]
+    alu[$11, --, B, *l$index0[13]]
+    alu[$12, --, B, *l$index0[14]]
+    alu[$13, --, B, *l$index0[15]]
+    alu[a4, a8, +, b8]
+    immed32[b3, MSF_TBUF_BASE]
+    alu[b3, b3, +, a4]
+    msf[write, $0, b3, 0, 14], sig_done[SIG_TX]
+    alu[--, b11, -, 0]
+    beq[tl0#]
+    alu[a4, a4, +, FRAME_MAX]
+    alu[b3, b2, +, FRAME_MAX]
+    dram[tbuf_wr, --, b3, a4, ((ELEMENT_BYTES - FRAME_MAX) >> 3)], sig_done[1]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
     alu[b8, b8, AND, a10]
-    alu_shf[a8, --, B, st1, <<TBUF_PART_SHIFT]
-    alu_shf[a8, --, B, a8, <<ELEMENT_SHIFT]   // the partition's first TBUF byte
+te1:
+    alu[--, a9, -, 1]
+    ble[tp1#]                            // element 1 not free yet
+    alu[--, b11, -, 1]
+    beq[tl1#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[2]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te2:
+    alu[--, a9, -, 2]
+    ble[tp2#]                            // element 2 not free yet
+    alu[--, b11, -, 2]
+    beq[tl2#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[3]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te3:
+    alu[--, a9, -, 3]
+    ble[tp3#]                            // element 3 not free yet
+    alu[--, b11, -, 3]
+    beq[tl3#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[4]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te4:
+    alu[--, a9, -, 4]
+    ble[tp4#]                            // element 4 not free yet
+    alu[--, b11, -, 4]
+    beq[tl4#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[5]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te5:
+    alu[--, a9, -, 5]
+    ble[tp5#]                            // element 5 not free yet
+    alu[--, b11, -, 5]
+    beq[tl5#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[6]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te6:
+    alu[--, a9, -, 6]
+    ble[tp6#]                            // element 6 not free yet
+    alu[--, b11, -, 6]
+    beq[tl6#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[7]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te7:
+    alu[--, a9, -, 7]
+    ble[tp7#]                            // element 7 not free yet
+    alu[--, b11, -, 7]
+    beq[tl7#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[8]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te8:
+    alu[--, a9, -, 8]
+    ble[tp8#]                            // element 8 not free yet
+    alu[--, b11, -, 8]
+    beq[tl8#]
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[9]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te9:
+    alu[--, a9, -, 9]
+    ble[tp9#]                            // element 9 not free yet
+    alu[--, b11, -, 9]
+    beq[tl9#]
+    ctx_arb[1]                             // element 0's copy
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[1]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te10:
+    alu[--, a9, -, 10]
+    ble[tp10#]                            // element 10 not free yet
+    alu[--, b11, -, 10]
+    beq[tl10#]
+    ctx_arb[2]                             // element 1's copy
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[2]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te11:
+    alu[--, a9, -, 11]
+    ble[tp11#]                            // element 11 not free yet
+    alu[--, b11, -, 11]
+    beq[tl11#]
+    ctx_arb[3]                             // element 2's copy
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[3]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te12:
+    alu[--, a9, -, 12]
+    ble[tp12#]                            // element 12 not free yet
+    alu[--, b11, -, 12]
+    beq[tl12#]
+    ctx_arb[4]                             // element 3's copy
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[4]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te13:
+    alu[--, a9, -, 13]
+    ble[tp13#]                            // element 13 not free yet
+    alu[--, b11, -, 13]
+    beq[tl13#]
+    ctx_arb[5]                             // element 4's copy
+    alu[a4, a8, +, b8]
+    dram[tbuf_wr, --, b2, a4, (ELEMENT_BYTES >> 3)], sig_done[5]
+    alu[b2, b2, +, a5]
+    alu[b8, b8, +, a5]
+    alu[b8, b8, AND, a10]
+te14:
+    alu[--, a9, -, 14]
+    ble[tp14#]                            // element 14 not free yet
+    br[tl14#]
+tp0:
+    load_addr[a7, te0#]
+    br[tx_poll#]
+tp1:
+    load_addr[a7, te1#]
+    br[tx_poll#]
+tp2:
+    load_addr[a7, te2#]
+    br[tx_poll#]
+tp3:
+    load_addr[a7, te3#]
+    br[tx_poll#]
+tp4:
+    load_addr[a7, te4#]
+    br[tx_poll#]
+tp5:
+    load_addr[a7, te5#]
+    br[tx_poll#]
+tp6:
+    load_addr[a7, te6#]
+    br[tx_poll#]
+tp7:
+    load_addr[a7, te7#]
+    br[tx_poll#]
+tp8:
+    load_addr[a7, te8#]
+    br[tx_poll#]
+tp9:
+    load_addr[a7, te9#]
+    br[tx_poll#]
+tp10:
+    load_addr[a7, te10#]
+    br[tx_poll#]
+tp11:
+    load_addr[a7, te11#]
+    br[tx_poll#]
+tp12:
+    load_addr[a7, te12#]
+    br[tx_poll#]
+tp13:
+    load_addr[a7, te13#]
+    br[tx_poll#]
+tp14:
+    load_addr[a7, te14#]
+    br[tx_poll#]
+tl0:
+    alu[a4, a8, +, b8]
+    alu[a4, a4, +, FRAME_MAX]
+    alu[b2, b2, +, FRAME_MAX]
     alu[b6, *l$index1[META_LEN], -, (FRAME_MAX - 7)]
-    alu_shf[b6, --, B, b6, >>3]               // quadwords of the tail
-    immed[a5, 128]                            // bytes a command
-    // first the rest (1..16 quadwords, awaited), then whole 16-quadword commands, up to 8
-    // at a time on signals 1..8 (the body's, free after its exit): the copies' latencies
-    // overlap, so a 1,500-byte frame's 12 commands wait three times, not twelve
-    alu[b9, b6, AND, 15]
-    bne[tx_first#]
-    immed[b9, 16]
-tx_first:
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait0#]
+    br[tx_last#]
+tl1:
     alu[a4, a8, +, b8]
-    alu[a11, --, B, b9]
+    immed[b3, ((ELEMENT_BYTES * 1) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait1#]
+    br[tx_last#]
+tl2:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 2) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait2#]
+    br[tx_last#]
+tl3:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 3) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait3#]
+    br[tx_last#]
+tl4:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 4) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait4#]
+    br[tx_last#]
+tl5:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 5) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait5#]
+    br[tx_last#]
+tl6:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 6) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait6#]
+    br[tx_last#]
+tl7:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 7) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait7#]
+    br[tx_last#]
+tl8:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 8) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait8#]
+    br[tx_last#]
+tl9:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 9) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait9#]
+    br[tx_last#]
+tl10:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 10) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait9#]
+    br[tx_last#]
+tl11:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 11) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait9#]
+    br[tx_last#]
+tl12:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 12) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait9#]
+    br[tx_last#]
+tl13:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 13) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait9#]
+    br[tx_last#]
+tl14:
+    alu[a4, a8, +, b8]
+    immed[b3, ((ELEMENT_BYTES * 14) - 7)]
+    alu[b6, *l$index1[META_LEN], -, b3]
+    alu_shf[b6, --, B, b6, >>3]            // its quadwords
+    load_addr[a7, tx_wait9#]
+    br[tx_last#]
+// my free elements: a9 = TX_SEQUENCE + TBUF_PART_ELEMENTS - ret; returns to a7
+tx_poll:
+    msf[read, $13, b9, 0, 1], ctx_swap[SIG_IO]
+    alu[a9, $13, -, ret]
+    alu[a9, a9, +, TBUF_PART_ELEMENTS]
+    rtn[a7]
+// the last element: b6 (1..16) quadwords from DRAM b2 to TBUF byte a4 on signal 10, then
+// to a7, the wait for the copies still in flight
+tx_last:
     load_addr[a6, tbuf_wr_table#]
-    alu_shf[a6, a6, +, b9, <<1]
+    alu_shf[a6, a6, +, b6, <<1]
     alu[a6, a6, -, 2]
-    load_addr[a7, tx_first_done#]
     jump[a6, tbuf_wr_table#]
-tx_first_done:
-    alu[b6, b6, -, a11]
-    beq[tx_tail_done#]
-    alu_shf[b6, --, B, b6, >>4]               // whole commands left
-    alu_shf[a11, --, B, a11, <<3]             // bytes the first one moved
-    alu[b2, b2, +, a11]
-    alu[b8, b8, +, a11]
-    alu[b8, b8, AND, a10]
-tx_slot1:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[1]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait1#]
-tx_slot2:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[2]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait2#]
-tx_slot3:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[3]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait3#]
-tx_slot4:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[4]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait4#]
-tx_slot5:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[5]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait5#]
-tx_slot6:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[6]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait6#]
-tx_slot7:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[7]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
-    beq[tx_wait7#]
-tx_slot8:
-    alu[a4, a8, +, b8]
-    dram[tbuf_wr, --, b2, a4, 16], sig_done[8]
-    alu[b2, b2, +, a5]
-    alu[b8, b8, +, a5]
-    alu[b8, b8, AND, a10]
-    alu[b6, b6, -, 1]
+tx_wait9:
+    ctx_arb[9]
 tx_wait8:
     ctx_arb[8]
 tx_wait7:
@@ -620,56 +895,55 @@ tx_wait2:
     ctx_arb[2]
 tx_wait1:
     ctx_arb[1]
-    alu[--, b6, -, 0]
-    bne[tx_slot1#]
-    br[tx_tail_done#]
-tbuf_wr_table:
-    dram[tbuf_wr, --, b2, a4, 1], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 2], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 3], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 4], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 5], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 6], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 7], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 8], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 9], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 10], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 11], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 12], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 13], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 14], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 15], ctx_swap[SIG_TX]
-    rtn[a7]
-    dram[tbuf_wr, --, b2, a4, 16], ctx_swap[SIG_TX]
-    rtn[a7]
-tx_tail_done:
+tx_wait0:
+    ctx_arb[10, SIG_TX]                       // the last element, and the window's msf[write]
+    // valid once every byte is in the TBUF; the buffer goes back after the control word
+    // (its bytes are in the TBUF), so the line does not wait for the sram[enqueue]
+    alu_shf[t_b, --, B, st1, <<16]
+    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
+    immed32[t_b, MSF_TBUF_CTL_BASE]
+    alu_shf[t_b, t_b, +, t_a, <<2]
+    msf[write, $14, t_b, 0, 1], sig_done[SIG_TX]
     alu[$13, --, B, b5]
     alu[a1, --, B, *l$index1[META_IN_PORT]]
     alu[a1, a1, +, RX_FL_CHANNEL]
     alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
     sram[enqueue, $13, a1, 0], sig_done[SIG_IO]   // awaited before $13 is used again
-    ctx_arb[SIG_IO]
-tx_control:
-    alu_shf[t_b, --, B, st1, <<16]
-    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
-    immed32[t_b, MSF_TBUF_CTL_BASE]
-    alu_shf[t_b, t_b, +, t_a, <<2]
-    msf[write, $14, t_b, 0, 1], ctx_swap[SIG_TX]
+    ctx_arb[SIG_IO, SIG_TX]
     br[rx_loop#]
+tbuf_wr_table:
+    dram[tbuf_wr, --, b2, a4, 1], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 2], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 3], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 4], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 5], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 6], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 7], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 8], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 9], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 10], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 11], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 12], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 13], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 14], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 15], sig_done[10]
+    rtn[a7]
+    dram[tbuf_wr, --, b2, a4, 16], sig_done[10]
+    rtn[a7]
 
 // a drop, an exception, a bad port or a frame too long: counted, then an idle turn
 not_forward:
