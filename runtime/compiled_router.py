@@ -36,7 +36,9 @@ from npkit.compiler.me import compile_me
 from npkit.link import DEFAULT_PLATFORM, Platform, for_ports, link
 from npkit.link.manifest import FreelistSpec, Manifest
 from npkit.link.plan import CHANNEL_SHIFT
+from npkit.link.platform import as_platform
 from npkit.link.program import ProgramMemory
+from npkit.link.sram import placed
 from npkit.runtime.chip_router import ChipRouter
 from npkit.runtime.compiled import CompiledResult, CompiledRun, program_info
 from npkit.runtime.control_plane import ControlPlane, RouterCounters
@@ -62,6 +64,8 @@ def link_router(source: str | Path, platform: Platform | str = DEFAULT_PLATFORM,
     program = compile_file(source)
     if port_kinds is not None:
         platform = for_ports(tuple(port_kinds))
+    platform = as_platform(platform)
+    program = placed(program, platform.chip_config())   # compiled once, at its addresses
     return link(program, compile_me(program, next(iter(program.pipelines))), platform,
                 fwd_mes_per_port=fwd_mes_per_port)
 
