@@ -40,6 +40,7 @@ from npkit.runtime.resolver import NudParameters, Resolver
 from npkit.runtime.route_manager import RouteUpdate, attach
 from npkit.runtime.router_config import RouterConfig
 
+FCS_BYTES = 4                   # an Ethernet frame's FCS (router_common.mbl FCS_BYTES)
 Regions = Callable[[str], "np.ndarray | None"]
 
 
@@ -89,14 +90,22 @@ class ControlPlane:
     order, for a target that replays them in simulated time; `log_routes` makes the route
     manager keep its write log (the chip target replays it).  `resolve` runs ARP / ND
     (runtime/resolver.py) for neighbours the config does not give, and lets routes name
-    gateways not resolved yet; `tick(now_ns)` fires its timers.  (The chip targets leave it
+    gateways not resolved yet; `tick(now_ns)` fires its timers.  `frames_have_fcs`: whether
+    the frames the configured ports receive end in their 4-byte FCS, written into the port
+    records so that bytes after the IP length that are not an FCS count as a trailer.
+    Frames from pcaps and scapy (the CLI, the tests, on either target) have none; the
+    simulator's generated traffic has one (sim/packets.py `fcs=True`), and a program run
+    without a router config (zero records: the NPF lab, the identity scenarios) assumes
+    one.  (The chip targets leave it
     off: the resolver's table writes would need flushing to the chip per exception.)"""
 
     def __init__(self, regions: Regions, ports: int, *, writer: Writer | None = None,
                  log_routes: bool = False, limiter: IcmpRateLimiter | None = None,
                  trie_regions: Regions | None = None, resolve: bool = False,
                  nud: NudParameters | None = None,
-                 reassembly: ReassemblyLimits | None = None) -> None:
+                 reassembly: ReassemblyLimits | None = None,
+                 frames_have_fcs: bool = False) -> None:
+        self.frames_have_fcs = frames_have_fcs
         nexthop_words = regions(NextHopTable.MEMORY)
         if nexthop_words is None:
             raise ValueError("the program has no nexthops memory "
@@ -211,7 +220,8 @@ class ControlPlane:
                 continue
             net = p.ipv4[0].network if p.ipv4 else None
             self.port_table.set(port, PortRecord(
-                mac=p.mac, net4=int(net.network_address) if net else 0,
+                mac=p.mac, fcs_absent=0 if self.frames_have_fcs else FCS_BYTES,
+                net4=int(net.network_address) if net else 0,
                 mask4=int(net.netmask) if net else 0))
 
     # ---- routes ----
@@ -263,7 +273,8 @@ class NativeRouter:
                  nud: NudParameters | None = None) -> None:
         self.native = native
         self.control = ControlPlane(lambda name: native.region(name, missing_ok=True), ports,
-                                    limiter=limiter, resolve=resolve, nud=nud)
+                                    limiter=limiter, resolve=resolve, nud=nud,
+                                    frames_have_fcs=False)      # frames from pcaps
         if config is not None:
             self.control.configure(config)
         self.counters = RouterCounters()

@@ -9,7 +9,8 @@ on the same port goes to the slow path for an ICMP Redirect.  A port without a r
 a router config forwards as before.
 
 Layout (port_t, MSB first): word 0 = MAC bits 47..16, word 1 = MAC bits 15..0 << 16 |
-the 16-bit flags field, word 2 = the IPv4 subnet's network address, word 3 = its mask.
+the FCS bytes its frames lack (fcs_absent), word 2 = the IPv4 subnet's network address,
+word 3 = its mask.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ PORT_WORDS = 4          # port_t: 48 + 16 + 32 + 32 bits
 @dataclass(frozen=True)
 class PortRecord:
     mac: int = 0
-    flags: int = 0
+    fcs_absent: int = 0     # FCS bytes the port's frames lack: 4 for pcaps, 0 with an FCS
     net4: int = 0           # the subnet whose hosts get redirects, with
     mask4: int = 0          # its mask (0: none)
 
     def words(self) -> tuple[int, int, int, int]:
-        return (self.mac >> 16, (self.mac & 0xFFFF) << 16 | self.flags, self.net4,
+        return (self.mac >> 16, (self.mac & 0xFFFF) << 16 | self.fcs_absent, self.net4,
                 self.mask4)
 
 

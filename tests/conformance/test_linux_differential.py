@@ -155,13 +155,6 @@ def _rpl_and_srh(d: Difference) -> bool:
     return bool(routing) and not d.linux
 
 
-def _fcs_sized_trailer(d: Difference) -> bool:
-    """A trailer of at most 4 bytes is taken for an FCS and leaves (router_common.mbl)."""
-    return d.probe.cls == "trailer" and len(d.linux) == len(d.ours) == 1 and \
-        0 < len(d.ours[0].frame) - len(d.linux[0].frame) <= 4 and \
-        d.ours[0].frame.startswith(d.linux[0].frame)
-
-
 KNOWN = (
     Known("Reassembly", _reassembly),
     Known("Timestamp values", _timestamp_clock),
@@ -175,7 +168,6 @@ KNOWN = (
     Known("Link-local scope", _link_local_scope),
     Known("Site-scope All-Routers", _site_all_routers),
     Known("RPL and Segment Routing headers", _rpl_and_srh),
-    Known("Trailers of up to 4 bytes", _fcs_sized_trailer),
 )
 
 

@@ -112,3 +112,46 @@ def test_the_chip_drops_frames_for_another_station():
     result = router.forward({0: frames}, load=0.1)
     assert [Ether(f).type for f in result.frames(2) + result.frames(1)] == [0x0800, 0x86DD]
     assert router.counters()["drops"].get("other_host") == 2
+
+
+# ---- trailers: the port record says whether its frames end in an FCS ----
+TRAILERS = (1, 2, 3, 4, 9)
+
+
+def with_trailer(size: int, ipv6: bool = False) -> bytes:
+    """A frame over the 60-byte minimum with `size` bytes after the IP packet."""
+    frame = udp6(PORT0_MAC) if ipv6 else udp4(PORT0_MAC)
+    return frame + bytes(range(1, size + 1))
+
+
+@pytest.mark.parametrize("size", TRAILERS)
+@pytest.mark.parametrize("ipv6", [False, True])
+def test_the_native_target_strips_every_trailer(router, size, ipv6):
+    """Frames from pcaps carry no FCS (the port record says so): every byte after the IP
+    length leaves out (RFC 1812 5.2.2, RFC 8200 3), 1 to 4 bytes too."""
+    out = router.forward([with_trailer(size, ipv6)], 0).out
+    (frame,) = [f for fs in out.values() for f in fs]
+    assert len(frame) == len(udp6(PORT0_MAC) if ipv6 else udp4(PORT0_MAC))
+    assert router.control.port_table.get(0).fcs_absent == 4
+
+
+@pytest.mark.parametrize("fcs", [False, True])
+def test_the_chip_strips_trailers_with_and_without_an_fcs(fcs):
+    """The same on the chip, for frames without an FCS (scapy's) and with one (as the
+    simulator's generated traffic): a trailer of 1..4 bytes is not taken for an FCS."""
+    from zlib import crc32
+
+    from npkit.runtime.compiled_router import CompiledRouter, link_router
+
+    router = CompiledRouter(linked=link_router(ROUTER, "ixp2800-4x10gbe"))
+    router.control.frames_have_fcs = fcs
+    router.configure(RouterConfig.load(CONFIG))
+    assert router.control.port_table.get(0).fcs_absent == (0 if fcs else 4)
+    frames = [with_trailer(size) for size in TRAILERS] + [udp4(PORT0_MAC)]
+    if fcs:
+        frames = [f + crc32(f).to_bytes(4, "little") for f in frames]
+    result = router.forward({0: frames}, load=0.05)
+    # the slow path sends the packet alone; the fast path passes an FCS through
+    plain = len(udp4(PORT0_MAC))
+    assert sorted(len(f) for f in result.frames(2)) == sorted(
+        [plain] * len(TRAILERS) + [plain + (4 if fcs else 0)])
