@@ -235,7 +235,8 @@ def build_chip_router(config: RouterConfig, config_path: Path) -> Any:
     from npkit.runtime.router_run import configure
 
     kinds = (CHIP_PORT_KIND,) * chip_ports(config)
-    router = CompiledRouter(linked=link_router(ROUTER_MBL, port_kinds=kinds))
+    # ARP / ND on the chip path as natively (NativeRouter resolves by default)
+    router = CompiledRouter(linked=link_router(ROUTER_MBL, port_kinds=kinds), resolve=True)
     configure(router, config, config_path)
     return router
 

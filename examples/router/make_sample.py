@@ -6,8 +6,10 @@ Frames a host on port 0 sends to the router (from 192.0.2.2, a neighbour there, 
 2001:db8:ffff::2, routed via port 1, so the IPv6 answers leave on port 1), 50 µs apart (wider
 than the chip's exception latency, so every target answers in the same order): IPv4 and
 IPv6 to routed destinations on ports 1, 2 and 3, pings to the router's port-0 addresses,
-TTL / hop limit 1, a DF packet larger than port 3's MTU (1280) and a frame with a bad IPv4
-header checksum.  Each is one line below; the expected outcome is its comment.
+TTL / hop limit 1, a DF packet larger than port 3's MTU (1280), a frame with a bad IPv4
+header checksum, an ARP request for the router, a frame for another station's MAC and one
+with a 3-byte trailer after the IP packet.  Each is one line below; the expected outcome
+is its comment.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from pathlib import Path
 
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
-from scapy.layers.l2 import Ether
-from scapy.packet import Packet, Raw
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Packet, Padding, Raw
 from scapy.utils import wrpcap
 
 HERE = Path(__file__).resolve().parent
 HOST_MAC, ROUTER_MAC = "02:00:00:00:10:02", "02:00:00:00:00:10"   # control.toml, port 0
+OTHER_MAC = "02:00:00:00:99:99"          # another station on port 0's link
 HOST4 = "192.0.2.2"            # a neighbour on port 0: IPv4 answers go back on port 0
 HOST6 = "2001:db8:ffff::2"     # behind the upstream (::/0 via port 1): IPv6 answers on port 1
 GAP_S = 50e-6
@@ -51,6 +54,12 @@ def frames() -> list[Packet]:
         / Raw(bytes(1300)),                                                 # frag. needed
         v4(dst="10.9.9.9", chksum=0x1234) / UDP(sport=4009, dport=9),       # dropped
         v4(dst="198.18.0.2", ttl=2) / TCP(sport=4010, dport=443),           # port 1, TTL 1
+        Ether(src=HOST_MAC, dst="ff:ff:ff:ff:ff:ff")
+        / ARP(hwsrc=HOST_MAC, psrc=HOST4, pdst="192.0.2.1"),                # ARP reply
+        Ether(src=HOST_MAC, dst=OTHER_MAC) / IP(src=HOST4, dst="10.1.2.3")
+        / UDP(sport=4011, dport=9),                                         # not ours: dropped
+        v4(dst="10.1.2.3") / UDP(sport=4012, dport=9) / Raw(b"trailer" * 8)
+        / Padding(b"\xde\xad\xbe"),                                        # port 2, w/o trailer
     ]
 
 

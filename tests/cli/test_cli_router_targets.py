@@ -15,7 +15,8 @@ import pytest
 from cli_invoke import invoke
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6TimeExceeded, IPv6
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Padding
 from scapy.utils import rdpcap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,10 +56,15 @@ def test_chip_and_native_transmit_the_same_frames_per_port_in_order(both) -> Non
 def test_the_outputs_are_the_frames_the_sample_asks_for(both) -> None:
     out = {port: [Ether(f) for f in frames] for port, frames in both["native"].items()}
     # port 0: the IPv4 answers to 192.0.2.2: echo reply, time exceeded, fragmentation needed
-    icmp = [(f[IP].src, f[IP].dst, f[ICMP].type, f[ICMP].code) for f in out[0]]
+    icmp = [(f[IP].src, f[IP].dst, f[ICMP].type, f[ICMP].code) for f in out[0][:3]]
     assert icmp == [("192.0.2.1", "192.0.2.2", 0, 0), ("192.0.2.1", "192.0.2.2", 11, 0),
                     ("192.0.2.1", "192.0.2.2", 3, 4)]
     assert out[0][2][ICMP].nexthopmtu == 1280
+    # then the answer to the ARP request (the chip resolves as natively); the frame for
+    # another station's MAC gets nothing
+    (arp,) = out[0][3:]
+    assert (arp[ARP].op, arp[ARP].psrc, arp[ARP].hwsrc, arp.dst) == (
+        2, "192.0.2.1", "02:00:00:00:00:10", "02:00:00:00:10:02")
     # port 1 (the upstream): default route, ::/0, the IPv6 answers, then the TTL-2 packet
     kinds = [f.lastlayer().name if IPv6 not in f else type(f[IPv6].payload).__name__
              for f in out[1]]
@@ -68,7 +74,8 @@ def test_the_outputs_are_the_frames_the_sample_asks_for(both) -> None:
     assert ICMPv6EchoReply in out[1][2] and ICMPv6TimeExceeded in out[1][3], kinds
     assert out[1][4][IP].ttl == 1 and TCP in out[1][4]
     assert [(f[IP].dst if IP in f else f[IPv6].dst) for f in out[2]] == \
-        ["10.1.2.3", "2001:db8:100::7"]
+        ["10.1.2.3", "2001:db8:100::7", "10.1.2.3"]
+    assert bytes(out[2][2][IP].payload).endswith(b"trailer") and Padding not in out[2][2]
     assert [f[IP].dst for f in out[3]] == ["172.16.5.5", "192.0.2.130"]
     assert all(UDP in f or TCP in f for f in out[3])
     for frames in out.values():       # every checksum the router wrote, as scapy computes it
