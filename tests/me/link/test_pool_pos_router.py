@@ -320,3 +320,32 @@ def test_one_port_per_chip_at_line_rate_with_the_imix() -> None:
             if v.kind == "exception"]}
     assert dram == dram_tail_bytes(offered, verdicts) + 56 * len(exceptions)
     assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
+
+
+def test_one_port_per_chip_keeps_its_line_busy_with_1284_byte_frames() -> None:
+    """The NPF system's chip (one OC-192 POS port, 16 MEs), 2,000 1,280-byte IPv4 packets
+    (1,284-byte frames: 11 RBUF / TBUF elements, the last of 4 bytes) back to back at 100 %
+    of line rate, all routed to the other port, as the NPF lab sends them: no RBUF drop, the
+    frames are the native target's in order, and the output line (as fast as the input)
+    idles only while the first frames go through (printed).  Before pool.uc wrote each TBUF
+    element as soon as it was free, a frame waited for the whole frame ahead to leave (two
+    such frames fill a port's 32-element partition) and then for its copies, longer than a
+    frame takes on the line: the line idled every other frame and 12 of the first 300
+    frames were lost (docs/datapath.md, "Line rate with frames of several elements")."""
+    count = 2000
+
+    def make(n: int, port: int) -> list[bytes]:
+        return [v4(V4_DESTS[0], uid, 64, port, 1280) for uid in range(n)]
+
+    _, run, offered, verdicts, sinks, exceptions = run_at(None, 16, 1, count, make)
+    out = sinks[1].frames
+    idle = [(out[k].first_bit_cycle - out[k - 1].last_bit_cycle, k) for k in range(1, len(out))
+            if out[k].first_bit_cycle > out[k - 1].last_bit_cycle]
+    print(f"\none port, 16 MEs, {count} 1,284-byte frames back to back: RBUF drops "
+          f"{run.receive_drops()}, {len(out)} sent; the output line idled "
+          f"{sum(g for g, _ in idle)} cycles before {len(idle)} frames {idle[:8]} "
+          f"(one frame: {out[1].last_bit_cycle - out[1].first_bit_cycle} cycles)")
+    assert run.receive_drops() == {} and not exceptions
+    assert [f.data for f in out] == [v.data for v in verdicts[0] if v.kind == "forward"]
+    assert not sinks[0].frames
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
