@@ -447,6 +447,41 @@ body_exit:
     alu_shf[t_a, --, B, t_a, <<1]
     alu_shf[t_a, --, B, t_a, >>1]
 rx_element_stored:
+    // the body passes the mpacket itself on (a forward or an exception without
+    // buffer.attach): its bytes past the window go to a buffer as a one-element frame's
+    alu[--, --, B, *l$index1[LM_HANDLE]]
+    bne[rx_element_done#]                     // attached: the frame is in its buffer
+    alu[t_b, --, B, *l$index1[META_VERDICT]]
+    alu[--, t_b, -, VERDICT_FORWARD]
+    beq[rx_element_tail#]
+    alu[--, t_b, -, VERDICT_EXCEPTION]
+    bne[rx_element_done#]
+rx_element_tail:
+    alu[--, *l$index1[META_LEN], -, (FRAME_MAX + 1)]
+    blt[rx_element_done#]
+    alu[a0, --, B, *l$index1[META_IN_PORT]]
+    alu[a1, a0, +, RX_FL_CHANNEL]
+    alu_shf[a1, FREELIST_QUEUE, OR, a1, <<26]
+    sram[dequeue, $0, a1, 0], ctx_swap[SIG_IO]
+    alu[b5, --, B, $0]                        // the handle (0: the freelist is empty)
+    bne[rx_element_buffer#]
+    br[rx_element_done#], defer[1]
+    immed[*l$index1[META_VERDICT], VERDICT_NO_BUFFER]
+rx_element_buffer:
+    alu[*l$index1[LM_HANDLE], --, B, b5]
+    immed32[a2, K_DATA]
+    alu_shf[a2, a2, +, b5, <<BUF_SHIFT]       // DRAM address of the frame's byte 0
+    alu[*l$index1[META_DRAM_ADDR], --, B, a2]
+    alu[b2, a2, +, FRAME_MAX]
+    immed[t_b, 0xFFFF]
+    alu[a4, t_b, AND, t_a]
+    alu_shf[a4, --, B, a4, <<ELEMENT_SHIFT]
+    alu[a4, a4, +, FRAME_MAX]
+    alu[b6, *l$index1[META_LEN], -, (FRAME_MAX - 7)]
+    alu_shf[b6, --, B, b6, >>3]               // quadwords of the tail: 1..
+    load_addr[a7, rx_element_done#]
+    br[rbuf_rd_n#]
+rx_element_done:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, t_a]
     immed[*l$index1[LM_SOP], 0]
 rx_element_free:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from scapy.all import HDLC, IP, PPP, UDP, IPv6, raw
 
-from npkit.compiler.mbl import NativeProgram, compile_file
+from npkit.compiler.mbl import NativeProgram, compile_file, compile_source
 from npkit.compiler.mbl.native import BufferPool
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
@@ -34,7 +34,7 @@ from npkit.runtime.lpm import RouteTables
 from npkit.sim.packets import ListSink, ListSource, RxFrame
 
 from .harness import drive, exceptions_by_port, is_interleaving
-from .test_pool_path import rbuf_in_use
+from .test_pool_path import WIRE, rbuf_in_use, sized
 from .test_pool_pos_router import NEXT_HOPS, START_S, V4_DESTS, V4_ROUTES, V6_DESTS, V6_ROUTES
 
 REPO = Path(__file__).resolve().parents[3]
@@ -206,3 +206,48 @@ def test_cost_against_pool_uc_s_own_receive(media_run) -> None:
     # the MBL path stores every element whole (bytes 0..55 of the first one too) and reads
     # the window back at attach: 56 + 56 bytes more per frame of several elements
     assert figures["MBL frame_rx/frame_tx"][1] - figures["pool.uc's own"][1] == 112 * multi
+
+
+SOP_ONLY = WIRE + """
+block first_only {                      // a frame's first element is the packet
+    if !media.sop() { media.consume(); }
+    next;
+}
+
+pipeline firsts {
+    ports 0..1;
+    stage rx = first_only;
+    stage w = wire;
+    rx -> w;
+}
+"""
+
+
+def test_an_mpacket_passed_on_without_attach_leaves_whole() -> None:
+    """A receive stage may pass a frame's first element on as the packet, without a buffer
+    of its own: pool.uc copies its bytes past the window to a buffer at the body's exit,
+    as for a one-element frame, and the chip sends the native target's 128-byte packets."""
+    program = compile_source(SOP_ONLY, "firsts.mbl")
+    manifest = link_pool(program, compile_me(program, "firsts", LM_WINDOW_ABI),
+                         "ixp2800-2xoc192pos", mes_per_port=POOL_MES)
+    native = NativeProgram(program, "firsts")
+    offered = {p: sized(120, p, p + 11) for p in (0, 1)}
+    run = CompiledRun(manifest)
+    sinks = {p: ListSink() for p in (0, 1)}
+    for p, fs in offered.items():
+        run.chip.attach_source(p, ListSource(paced(fs, LOAD, run.chip.config.ports[p])))
+        run.chip.attach_sink(p, sinks[p])
+    exceptions = drive(run, sum(map(len, offered.values())), sinks)
+    verdicts = {p: [v for _, v in native.run_media([(f, p) for f in fs],
+                                                   element_bytes=ELEMENT)]
+                for p, fs in offered.items()}
+    forwarded = [v for vs in verdicts.values() for v in vs if v.kind == "forward"]
+    assert any(len(v.data) == ELEMENT for v in forwarded)      # first elements passed on
+    for q in (0, 1):
+        assert [f.data for f in sinks[q].frames] == [
+            v.data for p in (0, 1) for v in verdicts[p] if v.kind == "forward" and v.port == q]
+    assert exceptions_by_port(exceptions) == {
+        p: [(v.code, v.next_hop & 0xFFFF, v.data) for v in verdicts[p] if v.kind == "exception"]
+        for p in (0, 1)}
+    assert run.receive_drops() == {}
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
