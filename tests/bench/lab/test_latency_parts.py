@@ -145,3 +145,28 @@ def test_a_chip_config_variant_becomes_the_chips_overrides() -> None:
     for chip in slower.chips:
         assert slower.chip_config(chip.name).raw["dram"]["latency"] == 600
     assert all(spec.chip_config(c.name).raw["dram"]["latency"] == 300 for c in spec.chips)
+
+
+def test_the_sensitivity_table_gives_each_runs_move_from_the_base() -> None:
+    from npkit.bench.lab.latency_sensitivity import Outcome, markdown
+
+    base = Outcome(None, "as shipped", 5_000_000, 4_400_000, 2_300_000, 100, 0)
+    slower = Outcome(Variant("framer", 2.0), "1000 + 1000 ns", 6_000_000, 5_400_000,
+                     3_300_000, 100, 0)
+    text = markdown([base, slower])
+    assert "| (as shipped) | as shipped | 5.000 | 4.400 | 2.300 | +0.000 | +0.0 % | 0 |" in text
+    assert "| framer × 2 | 1000 + 1000 ns | 6.000 | 5.400 | 3.300 | +1.000 | +20.0 % | 0 |" \
+        in text
+
+
+def test_the_idle_frame_table_shows_the_parts_and_their_sum() -> None:
+    from npkit.bench.lab.latency_parts import FrameParts
+    from npkit.bench.lab.latency_runs import frames_markdown
+
+    parts = FrameParts(size=44, measured=1_970_000, line_in=41_000, framer_rx=500_000,
+                       rbuf=15_000, me_executing=231_000, me_waiting=642_000,
+                       framer_tx=500_000, line_out=41_000)
+    assert parts.chip == 888_000 and parts.total() == 1_970_000
+    row = frames_markdown("ipv4", [parts]).splitlines()[-1]
+    assert row == ("| ipv4 | 44 | 0.041 | 0.500 | 0.015 | 0.231 | 0.642 | 0.500 | 0.041 | "
+                   "0.888 | 1.970 | 1.970 |")
