@@ -126,14 +126,14 @@ def resolution_target(frame: bytes) -> bytes | None:
     return None
 
 
-def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
-              ) -> list[list[Out]]:
+def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1,
+              counters: dict | None = None) -> list[list[Out]]:
     """The compiled router on the simulated chip with its control plane in the XScale
     model: every probe offered at once (`load` x line rate per port); frames are paired
     with probes by their marker (differential.marker), an ARP reply / Neighbor
     Advertisement with the first unanswered request / solicitation for its address on its
     port, another frame without a marker (a later fragment of the router's own packet) with
-    the probe of the frame before it."""
+    the probe of the frame before it.  `counters` (a dict) receives the chip's counters."""
     from npkit.runtime.compiled_router import CompiledRouter, link_router
 
     own = router_addresses(config)
@@ -144,6 +144,8 @@ def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1
     for p in items:
         frames.setdefault(p.port, []).append(p.frame)
     result = router.forward(frames, load=load)
+    if counters is not None:                  # the run's counters, for the caller to read
+        counters.update(router.counters())
     index = {p.marker: i for i, p in enumerate(items)}
     asked: dict[tuple[int, bytes], list[int]] = {}
     for i, p in enumerate(items):
