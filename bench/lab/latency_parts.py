@@ -28,7 +28,7 @@ part is not split further there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -172,6 +172,31 @@ def breakdown_markdown(device: Mapping[str, Any], rows: list[tuple[str, Any, Pub
             "frame, not queueing).\n\n" + table(BREAKDOWN_HEADER, body))
 
 
+def line_wait_ps(records: Iterable[Any], ports: Mapping[int, Any],
+                 out_of: Mapping[int, int]) -> float:
+    """The mean wait for the output line of an IDEAL store-and-forward device fed the same
+    frames: each frame ready a fixed time after its last bit in (the same for every frame,
+    so it cancels), sent in arrival order on its output line (``out_of``: input port ->
+    output port) at that line's rate, unchanged in length.  This part of the queueing is
+    the traffic's own (a short frame behind a long one waits for the long one to leave)
+    and any store-and-forward router has it; the rest of our queueing is the chip's."""
+    waiting: dict[int, list[tuple[float, float]]] = {}
+    for r in records:
+        arrived = r.time_ps + float(ports[r.port].wire_ps(len(r.data)))
+        out = out_of[r.port]
+        waiting.setdefault(out, []).append((arrived, float(ports[out].wire_ps(len(r.data)))))
+    total = 0.0
+    count = 0
+    for frames in waiting.values():
+        free = float("-inf")
+        for ready, wire in sorted(frames):
+            start = max(ready, free)
+            total += start - ready
+            free = start + wire
+            count += 1
+    return total / count if count else 0.0
+
+
 # --------------------------------------------------------------------------- one idle frame
 @dataclass(frozen=True)
 class FrameParts:
@@ -273,4 +298,5 @@ def _first_wake(spans: list[Any], after_cycle: float) -> tuple[int, tuple[int, i
 
 
 __all__ = ["BREAKDOWN_HEADER", "FrameParts", "LatencyParts", "PathDelays", "Published",
-           "breakdown_markdown", "breakdown_rows", "latency_parts", "one_frame"]
+           "breakdown_markdown", "breakdown_rows", "latency_parts", "line_wait_ps",
+           "one_frame"]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from npkit.bench.lab.latency_parts import FrameParts, latency_parts, one_frame
+from npkit.bench.lab.latency_parts import FrameParts, latency_parts, line_wait_ps, one_frame
 from npkit.bench.lab.report_parts import table
 
 LOADS = (100.0, 95.0, 90.0, 50.0)
@@ -63,6 +63,7 @@ def rows(trial_ps: int, traffics: Sequence[str] = ("ipv4", "ipv6"),
          loads: Sequence[float] = LOADS) -> str:
     """The Internet mix at each load: the measured latency and its parts (µs)."""
     from npkit.bench.lab import npf
+    from npkit.bench.tester import generate
 
     chosen, device = _device(None)
     config = dataclasses.replace(chosen.config, trial_ps=trial_ps)
@@ -72,8 +73,12 @@ def rows(trial_ps: int, traffics: Sequence[str] = ("ipv4", "ipv6"),
         label, sizes = next(s for s in config.sizes(traffic, "pos") if s[0] == "imix")
         trials = npf.make_trials(device, config, traffic, label, sizes)
         for load in loads:
-            total = device.run(trials.at(load)).report.total
+            trial = trials.at(load)
+            total = device.run(trial).report.total
             lat = total.latency
+            # the traffic's own wait for the output line (the trial's frames, regenerated)
+            line = line_wait_ps(generate(trial.streams, device.ports).records(),
+                                device.ports, dict(trials.flows)) / 1e6
             point = SimpleNamespace(load_percent=load, avg_ps=lat.avg_ps,
                                     lifo_avg_ps=lat.lifo_avg_ps, lifo_min_ps=lat.lifo_min_ps)
             parts = latency_parts(described, point)
@@ -82,10 +87,12 @@ def rows(trial_ps: int, traffics: Sequence[str] = ("ipv4", "ipv6"),
             out.append((traffic, f"{load:g} %", f"{parts.average:.2f}",
                         f"{lat.min_ps / 1e6:.2f}", f"{lat.max_ps / 1e6:.2f}",
                         f"{parts.line:.2f}", f"{parts.framer:.2f}", f"{parts.link:.2f}",
-                        f"{parts.chip:.2f}", f"{parts.queueing:.2f}",
+                        f"{parts.chip:.2f}", f"{parts.queueing:.2f}", f"{line:.2f}",
+                        f"{parts.queueing - line:.2f}",
                         f"{total.sent - total.received:,} of {total.sent:,}"))
     return table(("family", "of line rate", "avg", "min", "max", "line", "framer", "link",
-                  "chip", "queueing", "lost"), out)
+                  "chip", "queueing", "of it: output line (ideal S&F)", "of it: in the chip",
+                  "lost"), out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -170,3 +170,26 @@ def test_the_idle_frame_table_shows_the_parts_and_their_sum() -> None:
     row = frames_markdown("ipv4", [parts]).splitlines()[-1]
     assert row == ("| ipv4 | 44 | 0.041 | 0.500 | 0.015 | 0.231 | 0.642 | 0.500 | 0.041 | "
                    "0.888 | 1.970 | 1.970 |")
+
+
+def test_a_short_frame_right_behind_a_long_one_waits_for_it_on_the_output_line() -> None:
+    from npkit.bench.lab.latency_parts import line_wait_ps
+    from npkit.bench.tester import port_model
+
+    ports = {0: port_model("oc192pos"), 1: port_model("oc192pos")}
+    long_, short = bytes(1500 + 4), bytes(40 + 4)  # PPP frames of 1500 and 40 IP bytes
+    wa, wb = _wire_ps(1500), _wire_ps(40)
+    back_to_back = [SimpleNamespace(port=0, time_ps=0, data=long_),
+                    SimpleNamespace(port=0, time_ps=int(wa) + 1, data=short)]
+    # the long frame is ready at wa and leaves until 2 wa; the short one starts at
+    # t1 = int(wa) + 1, is ready at t1 + wb and waits until 2 wa: the mean of two frames
+    t1 = int(wa) + 1
+    wait = line_wait_ps(back_to_back, ports, {0: 1, 1: 0})
+    assert wait == pytest.approx(float(2 * wa - t1 - wb) / 2, abs=1)
+    later = [SimpleNamespace(port=0, time_ps=0, data=long_),
+             SimpleNamespace(port=0, time_ps=int(2 * wa), data=short)]
+    assert line_wait_ps(later, ports, {0: 1, 1: 0}) == 0
+    # two input lines to two output lines do not wait for each other
+    crossed = [SimpleNamespace(port=0, time_ps=0, data=long_),
+               SimpleNamespace(port=1, time_ps=int(wa) + 1, data=short)]
+    assert line_wait_ps(crossed, ports, {0: 1, 1: 0}) == 0
