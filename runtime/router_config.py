@@ -30,7 +30,6 @@ import numpy as np
 
 from npkit.base.errors import NpkitError
 from npkit.runtime.neighbours import (
-    MAX_PORTS,
     NEXTHOP_WORDS,
     IPAddress,
     IPNetwork,
@@ -46,6 +45,7 @@ from npkit.runtime.routes import DEFAULT_SEED, RouteFileError, RouteSet, load_ro
 # the sizes of router_common.mbl's memories, for checking a config without a program
 DEFAULT_NEXTHOPS = 1024
 DEFAULT_LOCAL_SLOTS = 16
+DEFAULT_PORTS = 16         # port_table: the data plane's per-port records
 
 PORT_KEYS = {"port", "mac", "ipv4", "ipv6", "mtu"}
 NEIGHBOUR_KEYS = {"port", "ip", "mac"}
@@ -72,7 +72,7 @@ class ConfigTarget:
     default is router_common.mbl's memories (any port, both families)."""
 
     name: str = "router_common.mbl"
-    ports: int = MAX_PORTS
+    ports: int = DEFAULT_PORTS
     nexthops: int = DEFAULT_NEXTHOPS
     local4_slots: int = DEFAULT_LOCAL_SLOTS
     local6_slots: int = DEFAULT_LOCAL_SLOTS  # 0: no local6 table (and no IPv6 forwarding)

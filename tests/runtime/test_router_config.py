@@ -162,6 +162,7 @@ BAD = [
     (PORTS.replace('"02:00:00:00:00:11"', '"02:00:00:00:11"'), 9, "six hex bytes"),
     (PORTS.replace('"02:00:00:00:00:11"', '"01:00:00:00:00:11"'), 7, "multicast"),
     (PORTS.replace("port = 1", "port = 0"), 8, "already configured at line 1"),
+    (PORTS.replace("port = 1", "port = 16"), 7, "port 16 out of range 0..15"),   # port_table
     (PORTS.replace('"198.51.100.1/24"', '"198.51.100.1"'), 10, "prefix length"),
     (PORTS.replace('ipv6 = ["2001:db8:0:10::1/64"]',
                    'ipv6 = ["2001:db8:0:10::1/64"]\nmtu = 1000'), 1, "IPv6 minimum 1280"),
