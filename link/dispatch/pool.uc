@@ -1106,8 +1106,15 @@ free_sop:
 // with the return address in ret) or the body is: pass the REG turn if still held
 rx_turn_pass:
     br_bclr[flags, 3, rx_turn_gone#]
-    br[pass_reg#], defer[1]
     alu[flags, flags, XOR, 8]
+    alu[t_b, --, B, ret]                      // pass_reg keeps t_b
+    load_addr[ret, rx_turn_yield#]
+    br[pass_reg#]
+rx_turn_yield:
+    // yield once: the next context of this ME, which the turn has just woken, runs its
+    // receive stage now instead of after my forwarding stages
+    ctx_arb[voluntary]
+    rtn[t_b]
 rx_turn_gone:
     rtn[ret]
 #endif

@@ -251,3 +251,40 @@ def test_an_mpacket_passed_on_without_attach_leaves_whole() -> None:
         for p in (0, 1)}
     assert run.receive_drops() == {}
     assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
+
+
+def routed(length: int, uid: int, port: int) -> bytes:
+    """A routed IPv4 frame of `length` bytes (next hop 3: port 1)."""
+    return raw(HDLC() / PPP() / IP(src="198.18.0.1", dst="10.1.2.3", id=uid, tos=port)
+               / UDP(sport=9, dport=uid) / (b"s" * (length - 32)))
+
+
+def test_cost_by_frame_size() -> None:
+    """docs/datapath.md's table: per routed frame of one size (one to twelve elements), the
+    instructions (all MEs) and DRAM bytes of the MBL receive and transmit and of pool.uc's
+    own, 60 frames per port at 20 % of line rate; the MBL path's DRAM bytes are the
+    design's (media_dram_bytes) and exceed pool.uc's by 112 per frame of several
+    elements."""
+    rows = []
+    for length in (44, 128, 260, 580, 1504):
+        offered = {p: [routed(length, k, p) for k in range(60)] for p in (0, 1)}
+        media = tables(NativeProgram(compile_file(MEDIA_POS_ROUTER), "media_pos_router",
+                                     buffers=BufferPool(count=256, buffer_bytes=2048)))
+        plain = tables(NativeProgram(compile_file(POS_ROUTER)))
+        cost = []
+        for source, entry, native in ((MEDIA_POS_ROUTER, "media_pos_router", media),
+                                      (POS_ROUTER, "pos_router", plain)):
+            run, sinks, _ = run_on_pool(source, entry, offered, native)
+            assert run.receive_drops() == {} and len(sinks[1].frames) == 120
+            counters = run.chip.counters()
+            cost.append((sum(me["instructions"] for me in counters["mes"]) / 120,
+                         sum(ch["bytes"] for ch in counters["channels"]["dram"]) / 120))
+        verdicts = {p: [v for _, v in media.run_media([(f, p) for f in fs],
+                                                      element_bytes=ELEMENT)]
+                    for p, fs in offered.items()}
+        assert cost[0][1] * 120 == media_dram_bytes(offered, verdicts)
+        assert cost[0][1] - cost[1][1] == (112 if length > ELEMENT else 0)
+        rows.append((length, *cost[0], *cost[1]))
+    print("\nframe B | MBL instr/frame | MBL DRAM B | pool.uc instr/frame | pool.uc DRAM B")
+    for row in rows:
+        print("{} | {:.1f} | {:.0f} | {:.1f} | {:.0f}".format(*row))
