@@ -86,7 +86,7 @@ def tables(native: NativeProgram) -> NativeProgram:
 
 
 def run_on_pool(source: Path, entry: str, offered: dict[int, list[bytes]],
-                native: NativeProgram):
+                native: NativeProgram, load: float = LOAD):
     program = compile_file(source)
     manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
                          "ixp2800-2xoc192pos", mes_per_port=POOL_MES)
@@ -99,7 +99,7 @@ def run_on_pool(source: Path, entry: str, offered: dict[int, list[bytes]],
     for p, fs in offered.items():
         chip.attach_source(p, ListSource([
             RxFrame(f.data, START_S + (f.time_s or 0.0))
-            for f in paced(fs, LOAD, chip.config.ports[p])]))
+            for f in paced(fs, load, chip.config.ports[p])]))
     exceptions = drive(run, sum(map(len, offered.values())), sinks)
     return run, sinks, exceptions
 
@@ -288,3 +288,26 @@ def test_cost_by_frame_size() -> None:
     print("\nframe B | MBL instr/frame | MBL DRAM B | pool.uc instr/frame | pool.uc DRAM B")
     for row in rows:
         print("{} | {:.1f} | {:.0f} | {:.1f} | {:.0f}".format(*row))
+
+
+def test_the_receive_rate_the_serial_receive_turn_allows() -> None:
+    """frame_rx runs in its port's receive turn, one mpacket after the other (its state in
+    scratch changes in mpacket order): the rate it allows, in RBUF drops at a load, with
+    44-byte frames and with this file's mix of sizes (docs/datapath.md, "Receive stages on
+    the chip").  pool.uc's own receive keeps up with 75-100 % (test_pool_pos_router)."""
+    drops = {}
+    for name, make, loads in (("44 B", lambda p: [routed(44, k, p) for k in range(400)],
+                               (0.3, 0.45)),
+                              ("mix", lambda p: offered_frames(FRAMES, p), (0.3, 0.4))):
+        offered = {p: make(p) for p in (0, 1)}
+        for load in loads:
+            native = tables(NativeProgram(compile_file(MEDIA_POS_ROUTER), "media_pos_router",
+                                          buffers=BufferPool(count=256, buffer_bytes=2048)))
+            run, _, _ = run_on_pool(MEDIA_POS_ROUTER, "media_pos_router", offered, native,
+                                    load)
+            drops[name, load] = sum(run.receive_drops().values())
+            assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
+    print("\nRBUF drops of 2 x", {k: len(v) for k, v in (("44 B", range(400)),
+                                                          ("mix", range(FRAMES)))},
+          "frames:", {f"{name} at {load:.0%}": n for (name, load), n in drops.items()})
+    assert drops["44 B", 0.3] == 0 and drops["mix", 0.3] == 0
