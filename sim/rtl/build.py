@@ -1,11 +1,12 @@
 """Build the Verilated RTL microengine into a shared library, on demand, in a cache directory.
 
-``build(params)`` runs Debian's ``verilator`` on ``npk_isa_pkg.sv``, ``npk_me.sv``,
-``npk_me_sim.sv`` and ``harness.cpp`` and links them into ``libnpkrtl.so``, which
-``npkit.sim.rtl.rtlme`` loads with ctypes.  The library lives in
-``$NPKIT_RTL_CACHE`` (default ``~/.cache/npkit/rtl``) under a key hashed from the sources,
-the parameters, the defines and the Verilator version, so a changed source rebuilds and an
-unchanged one is built once per machine.  Nothing here is committed.
+``build(params)`` runs Debian's ``verilator`` on ``npk_me.sv`` (which includes the
+generated ``npk_isa.svh``) and ``npk_me_sim.sv``, and links the result with ``harness.cpp``
+into ``libnpkrtl.so``, which ``npkit.sim.rtl.rtlme`` loads with ctypes.  It lives in
+``$NPKIT_RTL_CACHE`` (default ``~/.cache/npkit/rtl``) under keys hashed from the sources,
+the parameters and the Verilator version (the Verilated model, the slow part) and of the
+harness (linked in seconds), so a changed source rebuilds and an unchanged one is built once
+per machine.  Nothing here is committed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from npkit.base.errors import NpkitError
 from npkit.sim.config import ChipConfig
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("npk_isa_pkg.sv", "npk_me.sv", "npk_me_sim.sv")
+SOURCES = ("npk_me.sv", "npk_me_sim.sv")
+INCLUDES = ("npk_isa.svh",)
 HARNESS = "harness.cpp"
 TOP = "npk_me_sim"
 LIBRARY = "libnpkrtl.so"
@@ -71,45 +73,87 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "npkit" / "rtl"
 
 
-def _key(params: RtlParams, exe: str) -> str:
+def _digest(names: tuple[str, ...], *extra: str) -> str:
     digest = hashlib.sha256()
-    for name in (*SOURCES, HARNESS):
+    for name in names:
         digest.update(name.encode() + b"\0" + (HERE / name).read_bytes())
-    digest.update(repr(params).encode())
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
-    digest.update(version.stdout.encode())
+    for text in extra:
+        digest.update(text.encode() + b"\0")
     return digest.hexdigest()[:20]
 
 
-def build(params: RtlParams, jobs: int = 2) -> Path:
-    """The path of the built library for params (building it first when not cached)."""
-    exe = verilator()
-    if exe is None:
-        raise RtlBuildError("verilator is not installed (Debian: apt-get install verilator)")
-    target = cache_root() / _key(params, exe)
-    lib = target / LIBRARY
-    if lib.exists():
-        return lib
+def _run(cmd: list[str], cwd: Path | None = None) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
+        raise RtlBuildError(f"RTL build failed ({' '.join(cmd[:3])} ...):\n{tail}")
+
+
+def _publish(work: Path, target: Path) -> None:
+    """Move a finished build into place atomically (a concurrent build of the same key may
+    have won the race: then its copy stays)."""
+    try:
+        work.rename(target)
+    except OSError:
+        if not target.exists():
+            raise
+
+
+# The C++ flags of Verilator's generated makefile (Vnpk_me_sim_classes.mk), for the runtime
+# and harness objects compiled outside it.
+_CXXFLAGS = ["-fPIC", "-Os", "-faligned-new", "-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TRACE=0",
+             "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=0", "-Wno-bool-operation", "-Wno-sign-compare",
+             "-Wno-uninitialized", "-Wno-unused-but-set-variable", "-Wno-unused-parameter",
+             "-Wno-unused-variable"]
+_RUNTIME = ("verilated.cpp", "verilated_dpi.cpp", "verilated_threads.cpp")
+
+
+def _model(params: RtlParams, exe: str, jobs: int) -> Path:
+    """Stage 1: the Verilated model and the Verilator runtime, compiled (the slow part),
+    keyed by the SystemVerilog sources, the parameters and the Verilator version."""
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                             check=False).stdout
+    target = cache_root() / f"model-{_digest((*SOURCES, *INCLUDES), repr(params), version)}"
+    if (target / "done").exists():
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
     try:
-        cmd = [exe, "--cc", "--exe", "--build", "-j", str(jobs), "--top-module", TOP,
-               "-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-               "-CFLAGS", "-fPIC -O2", "-LDFLAGS", "-shared", "-o", LIBRARY,
-               "--Mdir", str(work / "obj"), *params.verilator_args(),
-               *[str(HERE / s) for s in SOURCES], str(HERE / HARNESS)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
-            raise RtlBuildError(f"verilator failed ({' '.join(cmd[:4])} ...):\n{tail}")
-        staged = work / "lib"
-        staged.mkdir()
-        shutil.copy2(work / "obj" / LIBRARY, staged / LIBRARY)
-        try:
-            staged.rename(target)  # atomic: a concurrent build of the same key loses the race
-        except OSError:
-            if not lib.exists():
-                raise
+        _run([exe, "--cc", "--build", "-j", str(jobs), "--top-module", TOP, "-Wno-fatal",
+              "-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-fPIC",
+              "--Mdir", str(work), f"-I{HERE}", *params.verilator_args(),
+              *[str(HERE / s) for s in SOURCES]])
+        root = Path(subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True,
+                                   text=True, check=False).stdout.strip())
+        for name in _RUNTIME:
+            _run(["g++", *_CXXFLAGS, f"-I{root / 'include'}", f"-I{root / 'include' / 'vltstd'}",
+                  "-c", "-o", name.replace(".cpp", ".o"), str(root / "include" / name)], cwd=work)
+        (work / "root").write_text(str(root))
+        (work / "done").write_text("")
+        _publish(work, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def build(params: RtlParams, jobs: int = 2) -> Path:
+    """The path of the built library for params (building what is not cached first)."""
+    exe = verilator()
+    if exe is None:
+        raise RtlBuildError("verilator is not installed (Debian: apt-get install verilator)")
+    model = _model(params, exe, jobs)
+    lib = model / f"lib-{_digest((HARNESS,))}" / LIBRARY
+    if lib.exists():
+        return lib
+    root = Path((model / "root").read_text())
+    work = Path(tempfile.mkdtemp(prefix="lib-", dir=model))
+    try:
+        # Stage 2: the harness, linked with the model into one shared library (seconds)
+        _run(["g++", "-shared", *_CXXFLAGS, f"-I{model}", f"-I{root / 'include'}",
+              f"-I{root / 'include' / 'vltstd'}", "-o", str(work / LIBRARY), str(HERE / HARNESS),
+              *[str(model / n.replace(".cpp", ".o")) for n in _RUNTIME],
+              str(model / f"V{TOP}__ALL.a"), "-pthread", "-latomic"])
+        _publish(work, lib.parent)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return lib

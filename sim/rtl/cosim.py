@@ -129,8 +129,13 @@ class _Pair:
     rtl: RtlME
 
     def model(self, cycles: int) -> tuple[Any, str]:
+        """A fresh model chip run for up to ``cycles``: (core, how it ended); a fault ends as
+        "kind ctx C pc P"."""
         core = _core.Core(self.config.to_core_dict(), self.seed)
-        core.load(self.me, list(self.words), self.ctx_mode)
+        try:
+            core.load(self.me, list(self.words), self.ctx_mode)
+        except _core.SimFault as err:  # the model checks every word at load
+            return core, f"{err.kind} (at load)"
         for ctx, code, value in self.init.regs:
             core.write_reg(self.me, ctx, code, value)
         lm = core.local_memory(self.me)
@@ -139,7 +144,7 @@ class _Pair:
         try:
             end = core.run(cycles, until_idle=True)
         except _core.SimFault as err:
-            end = err.kind
+            end = f"{err.kind} ctx {err.ctx} pc {err.pc}"
         return core, end
 
     def run_rtl(self, cycles: int) -> str:
@@ -153,7 +158,7 @@ class _Pair:
         self.rtl.run(cycles, until_idle=True)
         status = self.rtl.status()
         if status.fault:
-            return status.fault
+            return f"{status.fault} ctx {status.fault_ctx} pc {status.fault_pc}"
         if status.idle:
             return "idle"
         return "cycles"
@@ -161,10 +166,11 @@ class _Pair:
 
 def _file_of(code: int) -> tuple[str, int]:
     cls = isa.operand_class(code)
-    files = {"gpr_a": "gpr_a", "gpr_b": "gpr_b", "xfer_s": "xfer_s_in", "xfer_d": "xfer_d_in"}
+    files = {"gpr_a": "gpr_a", "gpr_b": "gpr_b", "xfer_s": "xfer_s_in", "xfer_d": "xfer_d_in",
+             "nn": "nn"}
     if cls is None or cls.name not in files:
-        raise ValueError(f"initial state: operand code {code:#x} is not a GPR or transfer "
-                         "register")
+        raise ValueError(f"initial state: operand code {code:#x} is not a GPR, transfer or "
+                         "NN register")
     return files[cls.name], code - cls.first
 
 
@@ -172,12 +178,17 @@ def _state_diff(pair: _Pair, core: Any, model_end: str, rtl_end: str) -> list[Mi
     rtl, me, n = pair.rtl, pair.me, pair.ctx_mode
     per_ctx = 128 // n
     out: list[Mismatch] = []
-    model_quiet = model_end in ("idle", "deadlock")
     status = rtl.status()
-    if model_quiet != (rtl_end == "idle") or (model_end not in ("idle", "deadlock", "cycles")
-                                              and model_end != rtl_end):
+    # a deadlock is the model's word for "idle with contexts asleep for good"
+    model_as_rtl = "idle" if model_end == "idle" or model_end.startswith("deadlock") \
+        else model_end
+    if model_as_rtl != rtl_end:
         out.append(Mismatch("how the run ended", model_end, rtl_end))
-    if model_end in ("idle", "deadlock", "cycles") and core.now != status.cycle:
+    if model_as_rtl not in ("idle", "cycles"):
+        # a fault: the model stops inside the instruction (part of it done), the RTL before
+        # it, so only where it happened is compared
+        return out
+    if core.now != status.cycle:
         out.append(Mismatch("cycles", core.now, status.cycle))
     for ci in range(n):
         mc = core.context(me, ci)
@@ -192,7 +203,10 @@ def _state_diff(pair: _Pair, core: Any, model_end: str, rtl_end: str) -> list[Mi
         for idx in range(per_ctx):
             phys = ci * per_ctx + idx
             for name, cls, file in (("a", "gpr_a", "gpr_a"), ("b", "gpr_b", "gpr_b"),
-                                    ("$", "xfer_s", "xfer_s_in"), ("$$", "xfer_d", "xfer_d_in")):
+                                    ("$", "xfer_s", "xfer_s_in"), ("$$", "xfer_d", "xfer_d_in"),
+                                    ("n$", "nn", "nn")):
+                if idx >= _CLASS_BY_NAME[cls].count:
+                    continue  # n$ has 16 operand codes in either context mode
                 mv = core.read_reg(me, ci, _CLASS_BY_NAME[cls].first + idx)
                 rv = rtl.read(file, phys)
                 if mv != rv:
@@ -203,6 +217,16 @@ def _state_diff(pair: _Pair, core: Any, model_end: str, rtl_end: str) -> list[Mi
                 rv = rtl.read(file, phys)
                 if mv != rv:
                     out.append(Mismatch(f"ctx {ci} {name}{idx} (out)", mv, rv))
+    # the next ME's NN registers, which n$k and *n$index++ write (16 per context there: it
+    # is not loaded, so its register files keep the default split)
+    nxt = (me + 1) % pair.config.me_count
+    if nxt != me:
+        nn_first = _CLASS_BY_NAME["nn"].first
+        for p in range(128):
+            mv = core.read_reg(nxt, p // 16, nn_first + p % 16)
+            rv = rtl.read("next_nn", p)
+            if mv != rv:
+                out.append(Mismatch(f"next ME's NN register {p}", mv, rv))
     model_lm = core.local_memory(me)
     for i in range(rtl.lm_words):
         mv, rv = int(model_lm[i]), rtl.read("lm", i)
@@ -223,7 +247,7 @@ def compare(words: Sequence[int], *, ctx_mode: int = 8, config: ChipConfig | Non
     core, model_end = pair.model(max_cycles)
     rtl_end = pair.run_rtl(max_cycles)
     status = rtl.status()
-    if rtl_end == "not_covered":
+    if rtl_end.startswith("not_covered"):
         return Report("not_covered", status.cycle, model_end=model_end,
                       rtl_end=f"not covered: {status.fault_instruction()} at ctx "
                               f"{status.fault_ctx} pc {status.fault_pc} "

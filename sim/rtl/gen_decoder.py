@@ -1,13 +1,15 @@
-"""Write ``sim/rtl/npk_isa_pkg.sv``: the RTL microengine's decoder, generated from ``sim/isa.py``.
+"""Write ``sim/rtl/npk_isa.svh``: the RTL microengine's decoder, generated from ``sim/isa.py``.
 
 The SystemVerilog twin of ``sim/isa_gen.py`` (which writes the C++ decoder header): every
 number the RTL needs about the encoding comes from the ISA table, so the ISA keeps one
-source of truth.  The package holds
+source of truth.  ``npk_me.sv`` includes the file inside its module body (Yosys 0.23, which
+elaborates the RTL for docs/rtl.md, reads no package import, ``return`` or enum-typed
+function).  It holds
 
 * the opcodes, enum values (ALU ops, conditions, immed variants, local CSRs ...) and the
   operand-class ranges as ``localparam``\\ s;
 * one packed struct per format (``fmt_alu_t`` ...), whose fields line up with the 35-bit
-  payload, so ``fmt_alu_t'(word[34:0])`` *is* the field decoder;
+  payload, so assigning the payload to a ``fmt_alu_t`` *is* the field decoder;
 * ``opnd_kind()``: an 8-bit operand code -> its class (``OK_GPR_A`` ...), and ``opnd_index()``;
 * ``word_legal()``: reserved opcode, reserved payload bits or a reserved enum value make a
   word illegal -- the checks the C++ decoder makes at load (register ranges aside, which
@@ -25,7 +27,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUTPUT = HERE / "npk_isa_pkg.sv"
+OUTPUT = HERE / "npk_isa.svh"
 
 _SYMBOL_WORDS = {"<<": "SHL", ">>": "SHR", "~": "NOT", "+": "PLUS", "-": "MINUS",
                  "=": "EQ", "!": "NOT", "<": "LT", ">": "GT"}
@@ -95,33 +97,35 @@ def _struct_lines(isa) -> list[str]:
 def _operand_lines(isa) -> list[str]:
     classes = isa.OPERAND_CLASSES
     kinds = [f"OK_{sv_name(c.name)}" for c in classes] + ["OK_RESERVED"]
-    lines = ["  // operand classes",
-             f"  typedef enum logic [4:0] {{{', '.join(kinds)}}} opnd_kind_t;"]
+    lines = ["  // operand classes"]
+    lines += [f"  localparam logic [4:0] {k} = 5'd{i};" for i, k in enumerate(kinds)]
     for cls in classes:
         ident = sv_name(cls.name)
         lines.append(f"  localparam logic [7:0] OPND_{ident}_FIRST = 8'h{cls.first:02x};")
         lines.append(f"  localparam int OPND_{ident}_COUNT = {cls.count};")
+    # (functions assign their name instead of `return`: Yosys 0.23 reads no `return`)
     lines += [f"  localparam logic [7:0] OPERAND_NONE = 8'h{isa.OPERAND_NONE:02x};",
-              "  function automatic opnd_kind_t opnd_kind(input logic [7:0] code);"]
-    for cls in classes:
+              "  function automatic logic [4:0] opnd_kind(input logic [7:0] code);",
+              "    opnd_kind = OK_RESERVED;"]
+    for cls in reversed(classes):  # the last assignment that matches wins: none overlap
         ident = sv_name(cls.name)
         last = cls.first + cls.count - 1
         tests = ([f"code >= 8'h{cls.first:02x}"] if cls.first > 0 else []) + \
                 ([f"code <= 8'h{last:02x}"] if last < 0xFF else [])
-        lines.append(f"    if ({' && '.join(tests)}) return OK_{ident};")
-    lines += ["    return OK_RESERVED;", "  endfunction",
+        lines.append(f"    if ({' && '.join(tests)}) opnd_kind = OK_{ident};")
+    lines += ["  endfunction",
               "  // the index inside the class: register number, LM offset k, immediate value",
               "  function automatic logic [7:0] opnd_index(input logic [7:0] code);",
               "    case (opnd_kind(code))"]
     for cls in classes:
-        lines.append(f"      OK_{sv_name(cls.name)}: return code - 8'h{cls.first:02x};")
-    lines += ["      default: return 8'h00;", "    endcase", "  endfunction",
+        lines.append(f"      OK_{sv_name(cls.name)}: opnd_index = code - 8'h{cls.first:02x};")
+    lines += ["      default: opnd_index = 8'h00;", "    endcase", "  endfunction",
               "  // readable / writable, as the table says",
               "  function automatic logic opnd_writable(input logic [7:0] code);",
               "    case (opnd_kind(code))"]
     for cls in classes:
-        lines.append(f"      OK_{sv_name(cls.name)}: return 1'b{int(cls.writable)};")
-    lines += ["      default: return 1'b0;", "    endcase", "  endfunction"]
+        lines.append(f"      OK_{sv_name(cls.name)}: opnd_writable = 1'b{int(cls.writable)};")
+    lines += ["      default: opnd_writable = 1'b0;", "    endcase", "  endfunction"]
     return lines
 
 
@@ -153,9 +157,9 @@ def _legal_lines(isa) -> list[str]:
             else:
                 alts = " || ".join(f"{sel} == {fld.width}'d{v}" for v in values)
                 conds.append(f"({alts})")
-        lines.append(f"      {isa.OPCODE_BITS}'d{ins.opcode}: return {' && '.join(conds)};"
+        lines.append(f"      {isa.OPCODE_BITS}'d{ins.opcode}: word_legal = {' && '.join(conds)};"
                      f"  // {ins.name}")
-    lines += ["      default: return 1'b0;", "    endcase", "  endfunction"]
+    lines += ["      default: word_legal = 1'b0;", "    endcase", "  endfunction"]
     return lines
 
 
@@ -166,7 +170,6 @@ def generate() -> str:
         "// GENERATED by sim/rtl/gen_decoder.py from sim/isa.py -- do not edit.",
         "// The RTL microengine's decoder: opcodes, formats, operand classes, enums, legality.",
         "/* verilator lint_off UNUSEDPARAM */",
-        "package npk_isa_pkg;",
         f"  localparam int WORD_BITS = {isa.WORD_BITS};",
         f"  localparam int OPCODE_BITS = {isa.OPCODE_BITS};",
         f"  localparam int PAYLOAD_BITS = {isa.PAYLOAD_BITS};",
@@ -182,7 +185,7 @@ def generate() -> str:
     out += _struct_lines(isa)
     out += _operand_lines(isa)
     out += _legal_lines(isa)
-    out += ["endpackage", "/* verilator lint_on UNUSEDPARAM */"]
+    out += ["/* verilator lint_on UNUSEDPARAM */"]
     return "\n".join(out) + "\n"
 
 

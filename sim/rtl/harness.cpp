@@ -13,6 +13,7 @@ namespace {
 
 // the public arrays of the design (npk_me.sv marks them public_flat_rw)
 #define NPK_ME(field) top.rootp->npk_me_sim__DOT__me__DOT__##field
+#define NPK_ME_OF(field) rootp->npk_me_sim__DOT__me__DOT__##field
 
 template <class T, std::size_t N>
 constexpr uint32_t count(const VlUnpacked<T, N>&) {
@@ -66,6 +67,11 @@ uint32_t* file_word(Rtl& r, int file, uint32_t i) {
     case 4: return i < 128 ? &NPK_ME(xd_in)[i] : nullptr;
     case 5: return i < 128 ? &NPK_ME(xd_out)[i] : nullptr;
     case 6: return i < count(NPK_ME(lm)) ? &NPK_ME(lm)[i] : nullptr;
+    case 7: return i < 128 ? &NPK_ME(nn)[i] : nullptr;
+    case 8: {
+      auto& next = top.rootp->npk_me_sim__DOT__next_nn;
+      return i < count(next) ? &next[i] : nullptr;
+    }
     default: return nullptr;
   }
 }
@@ -74,7 +80,18 @@ uint32_t* file_word(Rtl& r, int file, uint32_t i) {
 
 extern "C" {
 
-void* npk_rtl_new() { return new Rtl(); }  // owned by the Python object, freed below
+void* npk_rtl_new() {  // owned by the Python object, freed by npk_rtl_free
+  Rtl* r = new Rtl();
+  r->top.NPK_ME_OF(mutant) = 0;
+  return r;
+}
+
+// Select a deliberately broken instruction (npk_me.sv, "mutants"); 0 = the clean RTL.
+void npk_rtl_set_mutant(void* h, int mutant) {
+  auto& top = static_cast<Rtl*>(h)->top;
+  NPK_ME(mutant) = mutant & 15;
+  top.eval();
+}
 
 void npk_rtl_free(void* h) { delete static_cast<Rtl*>(h); }
 
@@ -86,6 +103,22 @@ int npk_rtl_load(void* h, const uint64_t* words, uint32_t n, int mode4, uint64_t
   if (n > count(cs)) return -1;
   for (uint32_t i = 0; i < count(cs); ++i) cs[i] = i < n ? words[i] : 0;
   top.rootp->npk_me_sim__DOT__image_words = n;
+  // every register file and local memory zero, as on a fresh chip (Core.load zeroes the
+  // register files; a fresh chip's local memory is zero)
+  for (int file = 0; file <= 7; ++file)
+    for (uint32_t i = 0;; ++i) {
+      uint32_t* p = file_word(r, file, i);
+      if (!p) break;
+      *p = 0;
+    }
+  // the neighbours: unconfigured scratch rings are empty and not full; the next ME's NN
+  // registers start at zero with an empty ring (as an unloaded ME of the model)
+  top.rootp->npk_me_sim__DOT__scr_full = 0;
+  top.rootp->npk_me_sim__DOT__scr_empty = 0xFFFF;
+  auto& next = top.rootp->npk_me_sim__DOT__next_nn;
+  for (uint32_t i = 0; i < count(next); ++i) next[i] = 0;
+  top.rootp->npk_me_sim__DOT__next_put = 0;
+  top.rootp->npk_me_sim__DOT__next_get = 0;
   top.mode4 = mode4 ? 1 : 0;
   top.prng_seed = prng_seed;
   r.reset();

@@ -9,13 +9,11 @@
 //
 // The control store is outside (a RAM macro in hardware; the Verilator wrapper npk_me_sim
 // holds it): cs_addr out, cs_data/cs_loaded back in the same cycle.  The decoder
-// (npk_isa_pkg.sv) is generated from sim/isa.py by sim/rtl/gen_decoder.py.
+// (npk_isa.svh) is generated from sim/isa.py by sim/rtl/gen_decoder.py.
 //
 // A word the RTL does not implement raises fault FAULT_NOT_COVERED with the opcode in
 // fault_word: never a silent pass.  Faults are sticky and stop the ME.
-module npk_me
-  import npk_isa_pkg::*;
-#(
+module npk_me #(
     parameter int LM_WORDS = 640,
     parameter int CS_WORDS = 8192,
     parameter int NN_REGS = 128,
@@ -35,6 +33,23 @@ module npk_me
     input  logic        sig_valid,
     input  logic [2:0]  sig_ctx,
     input  logic [3:0]  sig_num,
+    // unit states for br_inp_state, from the testbench (scratch rings live outside the ME)
+    input  logic [15:0] scr_ring_full,
+    input  logic [15:0] scr_ring_empty,
+    // next neighbour: the previous ME writes our NN registers / pushes onto our NN ring ...
+    input  logic        prev_nn_we,
+    input  logic        prev_nn_push,
+    input  logic [6:0]  prev_nn_idx,
+    input  logic [31:0] prev_nn_data,
+    // ... and we write the next ME's (n$k, *n$index++), read its registers when merging
+    // into them (immed_w0[n$k, ...]) and see whether its ring is full
+    output logic        nn_out_we,
+    output logic        nn_out_push,
+    output logic [6:0]  nn_out_idx,
+    output logic [31:0] nn_out_data,
+    output logic [6:0]  next_nn_raddr,
+    input  logic [31:0] next_nn_rdata,
+    input  logic        next_nn_full,
     // what happened this cycle
     output logic        retire,      // an instruction executed
     output logic [2:0]  retire_ctx,
@@ -46,10 +61,14 @@ module npk_me
     output logic [12:0] fault_pc,
     output logic [2:0]  fault_ctx
 );
+`include "npk_isa.svh"  // generated from sim/isa.py by sim/rtl/gen_decoder.py
+
   // ---------------------------------------------------------------- constants
   localparam logic [1:0] ST_INACTIVE = 2'd0, ST_READY = 2'd1, ST_EXEC = 2'd2, ST_SLEEP = 2'd3;
   localparam logic [3:0] FAULT_NONE = 4'd0, FAULT_ILLEGAL = 4'd1, FAULT_NOT_COVERED = 4'd2,
-                         FAULT_BAD_ADDRESS = 4'd3, FAULT_DEFER = 4'd4, FAULT_CS_OVERFLOW = 4'd5;
+                         FAULT_BAD_ADDRESS = 4'd3, FAULT_DEFER = 4'd4, FAULT_CS_OVERFLOW = 4'd5,
+                         FAULT_RING_OVERFLOW = 4'd6, FAULT_MUL_SEQUENCE = 4'd7;
+  localparam logic [4:0] MUL_IDLE = 5'h1F;
 
   // ---------------------------------------------------------------- architectural state
   logic [31:0] gpr_a[128] /*verilator public_flat_rw*/;
@@ -59,6 +78,12 @@ module npk_me
   logic [31:0] xd_in[128] /*verilator public_flat_rw*/;    // $$x read side
   logic [31:0] xd_out[128] /*verilator public_flat_rw*/;
   logic [31:0] lm[LM_WORDS] /*verilator public_flat_rw*/;
+  logic [31:0] nn[128] /*verilator public_flat_rw*/;  // this ME's NN registers / NN ring
+  // CAM: 16 entries and their use order (cam_lru[0] = least recently used)
+  logic [31:0] cam_tag[16] /*verilator public_flat_rw*/;
+  logic [3:0]  cam_state[16] /*verilator public_flat_rw*/;
+  logic        cam_valid[16] /*verilator public_flat_rw*/;
+  logic [3:0]  cam_lru[16] /*verilator public_flat_rw*/;
 
   // per context
   logic [12:0] pc[8] /*verilator public_flat_rw*/;
@@ -84,6 +109,8 @@ module npk_me
   logic        csr_pending[8];
   logic [31:0] csr_value[8];
   logic [63:0] instructions[8] /*verilator public_flat_rw*/;
+  logic [4:0]  mul_next[8];       // the mul_step expected next; MUL_IDLE: none in progress
+  logic [63:0] mul_product[8];
 
   // per ME
   logic        cur_valid;
@@ -98,36 +125,54 @@ module npk_me
 
   assign cycle = time_q;
 
+  // ---------------------------------------------------------------- mutants
+  // Deliberately broken instructions for the checker's own test (tests/sim/rtl): a
+  // simulation-only register the harness sets, so one Verilator build serves the clean and
+  // the broken RTL.  Under SYNTHESIS (yosys) it does not exist and every mutant is off.
+  // 0: none; 1: alu XOR computes OR; 2: bge tests N != V; 3: *l$index0++ adds 8
+  localparam logic [3:0] MUT_ALU_XOR = 4'd1, MUT_BR_BGE = 4'd2, MUT_LM_INC = 4'd3;
+`ifndef SYNTHESIS
+  logic [3:0] mutant /*verilator public_flat_rw*/;
+  function automatic logic mutant_is(input logic [3:0] m);
+    mutant_is = mutant == m;
+  endfunction
+`else
+  function automatic logic mutant_is(input logic [3:0] m);
+    mutant_is = m == 4'd0 && m != 4'd0;
+  endfunction
+`endif
+
   // ---------------------------------------------------------------- helpers
   /* verilator lint_off UNUSEDSIGNAL */
   function automatic logic [6:0] phys(input logic [2:0] ctx, input logic [7:0] idx);
-    return mode4 ? {ctx[1:0], idx[4:0]} : {ctx, idx[3:0]};
+    phys = mode4 ? {ctx[1:0], idx[4:0]} : {ctx, idx[3:0]};
   endfunction
 
   function automatic logic [31:0] shifter(input logic [31:0] v, input logic [1:0] kind,
                                           input logic [4:0] n);
     case (kind)
-      SHIFT_TYPES_SHL: return v << n;
-      SHIFT_TYPES_SHR: return v >> n;
-      SHIFT_TYPES_SHL_ROT: return (v << n) | (v >> (6'd32 - {1'b0, n}));
-      default: return (v >> n) | (v << (6'd32 - {1'b0, n}));
+      SHIFT_TYPES_SHL: shifter = v << n;
+      SHIFT_TYPES_SHR: shifter = v >> n;
+      SHIFT_TYPES_SHL_ROT: shifter = (v << n) | (v >> (6'd32 - {1'b0, n}));
+      default: shifter = (v >> n) | (v << (6'd32 - {1'b0, n}));
     endcase
   endfunction
 
   // LM word index of an LM operand, given the two pointers (byte addresses)
   function automatic logic [32:0] lm_index(input logic [7:0] code, input logic [31:0] p0,
                                            input logic [31:0] p1);
-    opnd_kind_t k = opnd_kind(code);
-    logic [32:0] base = (k == OK_LM1 || k == OK_LM1_INC || k == OK_LM1_DEC) ?
-                        {3'b0, p1[31:2]} : {3'b0, p0[31:2]};
-    if (k == OK_LM0 || k == OK_LM1) return base + {25'b0, opnd_index(code)};
-    return base;
+    logic [4:0] k;
+    k = opnd_kind(code);
+    lm_index = (k == OK_LM1 || k == OK_LM1_INC || k == OK_LM1_DEC) ? {3'b0, p1[31:2]}
+                                                                   : {3'b0, p0[31:2]};
+    if (k == OK_LM0 || k == OK_LM1) lm_index = lm_index + {25'b0, opnd_index(code)};
   endfunction
   /* verilator lint_on UNUSEDSIGNAL */
 
   function automatic logic is_lm(input logic [7:0] code);
-    opnd_kind_t k = opnd_kind(code);
-    return k == OK_LM0 || k == OK_LM1 || k == OK_LM0_INC || k == OK_LM0_DEC ||
+    logic [4:0] k;
+    k = opnd_kind(code);
+    is_lm = k == OK_LM0 || k == OK_LM1 || k == OK_LM0_INC || k == OK_LM0_DEC ||
            k == OK_LM1_INC || k == OK_LM1_DEC;
   endfunction
 
@@ -135,26 +180,22 @@ module npk_me
   function automatic logic [63:0] lm_post(input logic [7:0] code, input logic [31:0] p0,
                                           input logic [31:0] p1);
     case (opnd_kind(code))
-      OK_LM0_INC: return {p1, p0 + 32'd4};
-      OK_LM0_DEC: return {p1, p0 - 32'd4};
-      OK_LM1_INC: return {p1 + 32'd4, p0};
-      OK_LM1_DEC: return {p1 - 32'd4, p0};
-      default: return {p1, p0};
+      OK_LM0_INC: lm_post = {p1, p0 + (mutant_is(MUT_LM_INC) ? 32'd8 : 32'd4)};
+      OK_LM0_DEC: lm_post = {p1, p0 - 32'd4};
+      OK_LM1_INC: lm_post = {p1 + 32'd4, p0};
+      OK_LM1_DEC: lm_post = {p1 - 32'd4, p0};
+      default: lm_post = {p1, p0};
     endcase
   endfunction
 
-  // an operand the RTL implements (NN registers and the NN ring are not covered)
-  function automatic logic opnd_covered(input logic [7:0] code);
-    opnd_kind_t k = opnd_kind(code);
-    return k != OK_NN && k != OK_NN_RING && k != OK_RESERVED;
-  endfunction
 
   // a register index within the context's share of its file
   function automatic logic opnd_in_range(input logic [7:0] code);
-    opnd_kind_t k = opnd_kind(code);
+    logic [4:0] k;
+    k = opnd_kind(code);
     if (k == OK_GPR_A || k == OK_GPR_B || k == OK_XFER_S || k == OK_XFER_D || k == OK_NN)
-      return mode4 ? opnd_index(code) < 8'd32 : opnd_index(code) < 8'd16;
-    return k != OK_RESERVED;
+      opnd_in_range = mode4 ? opnd_index(code) < 8'd32 : opnd_index(code) < 8'd16;
+    else opnd_in_range = k != OK_RESERVED;
   endfunction
 
   // ---------------------------------------------------------------- wake-up and arbiter
@@ -199,6 +240,15 @@ module npk_me
   assign cs_addr = pc[ex];
   assign idle = running && stall == 4'd0 && !have_ctx;
 
+  function automatic logic is_mul_start(input logic [3:0] st);
+    is_mul_start = st == MUL_STEPS_K24X8_START || st == MUL_STEPS_K16X16_START ||
+           st == MUL_STEPS_K32X32_START;
+  endfunction
+  function automatic logic is_mul_last(input logic [3:0] st);
+    is_mul_last = st == MUL_STEPS_K24X8_LAST || st == MUL_STEPS_K16X16_LAST ||
+           st == MUL_STEPS_K32X32_LAST;
+  endfunction
+
   // ---------------------------------------------------------------- decode
   // every format's view of the word; each instruction uses some fields of one of them
   /* verilator lint_off UNUSEDSIGNAL */
@@ -219,20 +269,28 @@ module npk_me
   fmt_jump_t f_jmp;
   fmt_ctx_arb_t f_arb;
   fmt_local_csr_t f_csr;
-  assign f_alu = fmt_alu_t'(payload);
-  assign f_dbl = fmt_dbl_shf_t'(payload);
-  assign f_imm = fmt_immed_t'(payload);
-  assign f_ldf = fmt_ld_field_t'(payload);
-  assign f_ba = fmt_byte_align_t'(payload);
-  assign f_bit = fmt_bitop_t'(payload);
-  assign f_br = fmt_br_t'(payload);
-  assign f_brc = fmt_br_ctx_t'(payload);
-  assign f_brb = fmt_br_bit_t'(payload);
-  assign f_bry = fmt_br_byte_t'(payload);
-  assign f_brs = fmt_br_signal_t'(payload);
-  assign f_jmp = fmt_jump_t'(payload);
-  assign f_arb = fmt_ctx_arb_t'(payload);
-  assign f_csr = fmt_local_csr_t'(payload);
+  fmt_mul_step_t f_mul;
+  fmt_crc_t f_crc;
+  fmt_cam_t f_cam;
+  fmt_br_inp_state_t f_inp;
+  assign f_alu = payload;
+  assign f_dbl = payload;
+  assign f_imm = payload;
+  assign f_ldf = payload;
+  assign f_ba = payload;
+  assign f_bit = payload;
+  assign f_br = payload;
+  assign f_brc = payload;
+  assign f_brb = payload;
+  assign f_bry = payload;
+  assign f_brs = payload;
+  assign f_jmp = payload;
+  assign f_arb = payload;
+  assign f_csr = payload;
+  assign f_mul = payload;
+  assign f_crc = payload;
+  assign f_cam = payload;
+  assign f_inp = payload;
   /* verilator lint_on UNUSEDSIGNAL */
 
   // operand slots: A (first source), B (second source), D (destination)
@@ -269,7 +327,27 @@ module npk_me
       OP_BITOP: begin
         use_b = 1; use_d = 1; code_b = f_bit.src_f; code_d = f_bit.dest_f;
       end
-      OP_BR, OP_BR_CTX, OP_NOP: ;
+      OP_BR, OP_BR_CTX, OP_BR_INP_STATE, OP_NOP: ;
+      OP_MUL_STEP: begin
+        if (is_mul_start(f_mul.step_f)) begin
+          use_a = 1; use_b = 1; code_a = f_mul.a_f; code_b = f_mul.b_f;
+        end else if (is_mul_last(f_mul.step_f) || f_mul.step_f == MUL_STEPS_K32X32_LAST2) begin
+          use_d = 1; code_d = f_mul.dest_f;
+        end
+      end
+      OP_CRC: begin
+        use_b = 1; use_d = 1; code_b = f_crc.src_f; code_d = f_crc.dest_f;
+      end
+      OP_CAM:
+        case (f_cam.op_f)
+          // the entry of cam_write / cam_write_state is read from the dest field, first
+          CAM_OPS_CAM_WRITE: begin
+            use_a = 1; use_b = 1; code_a = f_cam.dest_f; code_b = f_cam.src_f;
+          end
+          CAM_OPS_CAM_WRITE_STATE: begin use_a = 1; code_a = f_cam.dest_f; end
+          CAM_OPS_CAM_CLEAR: ;
+          default: begin use_b = 1; use_d = 1; code_b = f_cam.src_f; code_d = f_cam.dest_f; end
+        endcase
       OP_BR_SIGNAL: legal = legal && f_brs.sig_f != 4'd0;
       OP_BR_BIT: begin use_b = 1; code_b = f_brb.reg_f; end
       OP_BR_BYTE: begin use_b = 1; code_b = f_bry.reg_f; end
@@ -280,16 +358,13 @@ module npk_me
         // NEXT_NEIGHBOR_SIGNAL reaches another ME: not covered here
         covered = f_csr.csr_f != LOCAL_CSRS_NEXT_NEIGHBOR_SIGNAL;
       end
-      default: covered = 1'b0;  // mul_step, br_inp_state, cam, crc, hash, memory commands
+      default: covered = 1'b0;  // hash and the memory commands (sram, scratch, dram, msf)
     endcase
     // the decoder's static checks (the model makes them at load)
     if (use_a && !opnd_in_range(code_a)) legal = 1'b0;
     if (use_b && !opnd_in_range(code_b)) legal = 1'b0;
     if (opcode == OP_LOCAL_CSR && !opnd_in_range(f_csr.src_f)) legal = 1'b0;
     if (use_d && (!opnd_in_range(code_d) || !opnd_writable(code_d))) legal = 1'b0;
-    if ((use_a && !opnd_covered(code_a)) || (use_b && !opnd_covered(code_b)) ||
-        (use_d && !opnd_covered(code_d)))
-      covered = 1'b0;
   end
 
   // ---------------------------------------------------------------- operands
@@ -299,18 +374,23 @@ module npk_me
   logic        lm_bad;
   logic [31:0] val_a, val_b, old_d;
   logic [6:0]  ph_a, ph_b, ph_d;
+  assign ph_a = phys(ex, opnd_index(code_a));
+  assign ph_b = phys(ex, opnd_index(code_b));
+  assign ph_d = phys(ex, opnd_index(code_d));
+  logic [6:0]  get_a, get_b;  // NN_GET after the A and B reads (*n$index++ pops the ring)
 
   function automatic logic [31:0] read_file(input logic [7:0] code, input logic [6:0] ph,
                                             input logic [32:0] li);
     case (opnd_kind(code))
-      OK_GPR_A: return gpr_a[ph];
-      OK_GPR_B: return gpr_b[ph];
-      OK_XFER_S: return xs_in[ph];
-      OK_XFER_D: return xd_in[ph];
-      OK_IMM: return {24'b0, opnd_index(code)};
+      OK_GPR_A: read_file = gpr_a[ph];
+      OK_GPR_B: read_file = gpr_b[ph];
+      OK_XFER_S: read_file = xs_in[ph];
+      OK_XFER_D: read_file = xd_in[ph];
+      OK_NN: read_file = nn[ph];
+      OK_IMM: read_file = {24'b0, opnd_index(code)};
       OK_LM0, OK_LM1, OK_LM0_INC, OK_LM0_DEC, OK_LM1_INC, OK_LM1_DEC:
-        return li < 33'(LM_WORDS) ? lm[li[$clog2(LM_WORDS)-1:0]] : 32'd0;
-      default: return 32'd0;
+        read_file = li < 33'(LM_WORDS) ? lm[li[$clog2(LM_WORDS)-1:0]] : 32'd0;
+      default: read_file = 32'd0;
     endcase
   endfunction
 
@@ -318,9 +398,11 @@ module npk_me
   function automatic logic [31:0] read_dest(input logic [7:0] code, input logic [6:0] ph,
                                             input logic [32:0] li);
     case (opnd_kind(code))
-      OK_XFER_S: return xs_out[ph];
-      OK_XFER_D: return xd_out[ph];
-      default: return read_file(code, ph, li);
+      OK_XFER_S: read_dest = xs_out[ph];
+      OK_XFER_D: read_dest = xd_out[ph];
+      OK_NN: read_dest = next_nn_rdata;  // the next ME's register, where the write goes
+      OK_NN_RING: read_dest = 32'd0;
+      default: read_dest = read_file(code, ph, li);
     endcase
   endfunction
 
@@ -328,15 +410,22 @@ module npk_me
     // a pending LM_ADDR write has already landed in lm_addr when its delay is over
     p0_s = lm_addr[ex][0];
     p1_s = lm_addr[ex][1];
-    ph_a = phys(ex, opnd_index(code_a));
-    ph_b = phys(ex, opnd_index(code_b));
-    ph_d = phys(ex, opnd_index(code_d));
     lm_i_a = lm_index(code_a, p0_s, p1_s);
     val_a = use_a ? read_file(code_a, ph_a, lm_i_a) : 32'd0;
     {p1_a, p0_a} = use_a ? lm_post(code_a, p0_s, p1_s) : {p1_s, p0_s};
+    get_a = nn_get;
+    if (use_a && opnd_kind(code_a) == OK_NN_RING && nn_get != nn_put) begin
+      val_a = nn[nn_get];  // an empty ring reads 0 and moves nothing
+      get_a = 7'((32'(nn_get) + 1) % NN_REGS);
+    end
     lm_i_b = lm_index(code_b, p0_a, p1_a);
     val_b = use_b ? read_file(code_b, ph_b, lm_i_b) : 32'd0;
     {p1_b, p0_b} = use_b ? lm_post(code_b, p0_a, p1_a) : {p1_a, p0_a};
+    get_b = get_a;
+    if (use_b && opnd_kind(code_b) == OK_NN_RING && get_a != nn_put) begin
+      val_b = nn[get_a];
+      get_b = 7'((32'(get_a) + 1) % NN_REGS);
+    end
     lm_i_d = lm_index(code_d, p0_b, p1_b);
     old_d = merge_d ? read_dest(code_d, ph_d, lm_i_d) : 32'd0;
     {p1_d, p0_d} = use_d ? lm_post(code_d, p0_b, p1_b) : {p1_b, p0_b};
@@ -359,25 +448,66 @@ module npk_me
   logic [31:0] csr_rd_val;
   logic        bad_jump;
   logic [63:0] prng_next;
+  logic        crc_we;
+  logic [31:0] crc_next;
+  logic        mul_we, mul_bad;
+  logic [4:0]  mul_next_n;
+  logic [63:0] mul_product_n;
+  logic        cam_hit;
+  logic [3:0]  cam_hit_e, cam_e;
+  logic        cam_touch, cam_write, cam_write_state, cam_clear;
+
+  // one byte into a CRC remainder (sim/core/units.cpp, crc_update)
+  function automatic logic [31:0] crc_byte(input logic [2:0] kind, input logic [31:0] rem_in,
+                                           input logic [7:0] byte_in);
+    logic [31:0] rem;
+    logic fb;
+    rem = rem_in;
+    case (kind)
+      CRC_KINDS_CRC_32, CRC_KINDS_CRC_ISCSI: begin
+        rem = rem ^ {24'b0, byte_in};
+        for (int i = 0; i < 8; i++)
+          rem = (rem >> 1) ^ (rem[0] ? (kind == CRC_KINDS_CRC_32 ? 32'hEDB88320 : 32'h82F63B78)
+                                     : 32'd0);
+      end
+      CRC_KINDS_CRC_CCITT: begin
+        rem = (rem & 32'hFFFF) ^ ({24'b0, byte_in} << 8);
+        for (int i = 0; i < 8; i++) rem = ((rem << 1) ^ (rem[15] ? 32'h1021 : 32'd0)) & 32'hFFFF;
+      end
+      CRC_KINDS_CRC_10: begin
+        rem = (rem & 32'h3FF) ^ ({24'b0, byte_in} << 2);
+        for (int i = 0; i < 8; i++) rem = ((rem << 1) ^ (rem[9] ? 32'h233 : 32'd0)) & 32'h3FF;
+      end
+      default: begin  // crc_5
+        rem = rem & 32'h1F;
+        for (int i = 7; i >= 0; i--) begin
+          fb = rem[4] ^ byte_in[i];
+          rem = (rem << 1) & 32'h1F;
+          if (fb) rem = rem ^ 32'h05;
+        end
+      end
+    endcase
+    crc_byte = rem;
+  endfunction
 
   function automatic logic cond_true(input logic [3:0] c, input logic z, input logic n,
                                      input logic cy, input logic v);
     case (c)
-      CONDITIONS_BR: return 1'b1;
-      CONDITIONS_BEQ: return z;
-      CONDITIONS_BNE: return !z;
-      CONDITIONS_BLT: return n != v;
-      CONDITIONS_BGE: return n == v;
-      CONDITIONS_BMI: return n;
-      CONDITIONS_BPL: return !n;
-      CONDITIONS_BCS: return cy;
-      CONDITIONS_BCC: return !cy;
-      CONDITIONS_BVS: return v;
-      CONDITIONS_BVC: return !v;
-      CONDITIONS_BGT: return !z && n == v;
-      CONDITIONS_BLE: return z || n != v;
-      CONDITIONS_BHI: return cy && !z;
-      default: return !cy || z;  // BLS
+      CONDITIONS_BR: cond_true = 1'b1;
+      CONDITIONS_BEQ: cond_true = z;
+      CONDITIONS_BNE: cond_true = !z;
+      CONDITIONS_BLT: cond_true = n != v;
+      CONDITIONS_BGE: cond_true = mutant_is(MUT_BR_BGE) ? n != v : n == v;
+      CONDITIONS_BMI: cond_true = n;
+      CONDITIONS_BPL: cond_true = !n;
+      CONDITIONS_BCS: cond_true = cy;
+      CONDITIONS_BCC: cond_true = !cy;
+      CONDITIONS_BVS: cond_true = v;
+      CONDITIONS_BVC: cond_true = !v;
+      CONDITIONS_BGT: cond_true = !z && n == v;
+      CONDITIONS_BLE: cond_true = z || n != v;
+      CONDITIONS_BHI: cond_true = cy && !z;
+      default: cond_true = !cy || z;  // BLS
     endcase
   endfunction
 
@@ -388,7 +518,7 @@ module npk_me
     x = x ^ (x >> 12);
     x = x ^ (x << 25);
     x = x ^ (x >> 27);
-    return x;
+    xorshift = x;
   endfunction
 
   /* verilator lint_off UNUSEDSIGNAL */
@@ -409,6 +539,10 @@ module npk_me
     csr_rd = 1'b0; csr_wr = 1'b0; csr_consumed = 1'b0; csr_rd_val = 32'd0;
     bad_jump = 1'b0;
     prng_next = xorshift(prng);
+    crc_we = 1'b0; crc_next = crc_remainder[ex];
+    mul_we = 1'b0; mul_bad = 1'b0; mul_next_n = mul_next[ex]; mul_product_n = mul_product[ex];
+    cam_hit = 1'b0; cam_hit_e = 4'd0; cam_e = 4'd0;
+    cam_touch = 1'b0; cam_write = 1'b0; cam_write_state = 1'b0; cam_clear = 1'b0;
     a = val_a; b = val_b; r = 32'd0; wide = 33'd0; cin = 1'b0; ab = 64'd0; bytes = 32'd0;
     v16 = 32'd0; set = 1'b0; prod = 64'd0;
     case (opcode)
@@ -422,11 +556,7 @@ module npk_me
           ALU_OPS_NOT_AND: r = ~a & b;
           ALU_OPS_AND_NOT: r = a & ~b;
           ALU_OPS_OR: r = a | b;
-`ifdef NPK_MUTANT_ALU_XOR
-          ALU_OPS_XOR: r = a | b;  // the deliberately broken instruction of the mutant test
-`else
-          ALU_OPS_XOR: r = a ^ b;
-`endif
+          ALU_OPS_XOR: r = mutant_is(MUT_ALU_XOR) ? a | b : a ^ b;
           ALU_OPS_MINUS, ALU_OPS_B_MINUS_A, ALU_OPS_MINUS_CARRY: begin
             logic [31:0] x, y;
             logic borrow;
@@ -539,6 +669,68 @@ module npk_me
       OP_CTX_ARB: begin
         swap = 1'b1; defer = f_arb.defer_f;
       end
+      OP_BR_INP_STATE: begin
+        if (f_inp.state_f == INP_STATES_NN_EMPTY) set = nn_put == nn_get;
+        else if (f_inp.state_f == INP_STATES_NN_FULL) set = next_nn_full;
+        else if (f_inp.state_f >= INP_STATES_SCR_RING0_EMPTY)
+          set = scr_ring_empty[f_inp.state_f[3:0]];
+        else set = scr_ring_full[f_inp.state_f[3:0]];
+        taken = set != f_inp.not_f[0];
+        target = f_inp.target_f; defer = f_inp.defer_f;
+      end
+      OP_CRC: begin
+        for (int i = 0; i < 4; i++)
+          crc_next = crc_byte(f_crc.kind_f, crc_next,
+                              f_crc.le_f[0] ? val_b[8 * i +: 8] : val_b[24 - 8 * i +: 8]);
+        crc_we = 1'b1;
+        d_we = 1'b1; d_val = val_b;
+      end
+      OP_MUL_STEP: begin
+        if (is_mul_start(f_mul.step_f)) begin
+          if (f_mul.step_f == MUL_STEPS_K24X8_START)
+            mul_product_n = {32'b0, val_a & 32'hFFFFFF} * {32'b0, val_b & 32'hFF};
+          else if (f_mul.step_f == MUL_STEPS_K16X16_START)
+            mul_product_n = {32'b0, val_a & 32'hFFFF} * {32'b0, val_b & 32'hFFFF};
+          else mul_product_n = {32'b0, val_a} * {32'b0, val_b};
+          mul_next_n = {1'b0, f_mul.step_f} + 5'd1;
+        end else if (mul_next[ex] != {1'b0, f_mul.step_f}) begin
+          mul_bad = 1'b1;
+        end else if (is_mul_last(f_mul.step_f)) begin
+          d_we = 1'b1; d_val = mul_product[ex][31:0];
+          mul_next_n = f_mul.step_f == MUL_STEPS_K32X32_LAST ? {1'b0, MUL_STEPS_K32X32_LAST2}
+                                                              : MUL_IDLE;
+        end else if (f_mul.step_f == MUL_STEPS_K32X32_LAST2) begin
+          d_we = 1'b1; d_val = mul_product[ex][63:32];
+          mul_next_n = MUL_IDLE;
+        end else begin
+          mul_next_n = {1'b0, f_mul.step_f} + 5'd1;
+        end
+        mul_we = 1'b1;
+      end
+      OP_CAM: begin
+        for (int e = 0; e < 16; e++)
+          if (!cam_hit && cam_valid[e] && cam_tag[e] == val_b) begin
+            cam_hit = 1'b1;
+            cam_hit_e = 4'(e);
+          end
+        case (f_cam.op_f)
+          CAM_OPS_CAM_LOOKUP: begin
+            d_we = 1'b1;
+            d_val = cam_hit ? {20'b0, cam_state[cam_hit_e], 1'b1, cam_hit_e, 3'b000}
+                            : {25'b0, cam_lru[0], 3'b000};
+            cam_touch = cam_hit; cam_e = cam_hit_e;
+          end
+          CAM_OPS_CAM_WRITE: begin
+            cam_e = val_a[3:0]; cam_write = 1'b1; cam_touch = 1'b1;
+          end
+          CAM_OPS_CAM_CLEAR: cam_clear = 1'b1;
+          CAM_OPS_CAM_READ_TAG: begin d_we = 1'b1; d_val = cam_tag[val_b[3:0]]; end
+          CAM_OPS_CAM_READ_STATE: begin
+            d_we = 1'b1; d_val = {20'b0, cam_state[val_b[3:0]], 8'b0};
+          end
+          default: begin cam_e = val_a[3:0]; cam_write_state = 1'b1; end  // cam_write_state
+        endcase
+      end
       OP_LOCAL_CSR: begin
         if (f_csr.write_f[0]) csr_wr = 1'b1;
         else begin
@@ -584,15 +776,24 @@ module npk_me
     else if (lm_bad) fault_now = FAULT_BAD_ADDRESS;
     else if (bad_jump) fault_now = FAULT_CS_OVERFLOW;
     else if (in_defer && (taken || swap)) fault_now = FAULT_DEFER;
+    else if (mul_bad) fault_now = FAULT_MUL_SEQUENCE;
+    else if (d_we && opnd_kind(code_d) == OK_NN_RING && next_nn_full)
+      fault_now = FAULT_RING_OVERFLOW;
   end
 
   assign retire = exec && fault_now == FAULT_NONE;
+  assign next_nn_raddr = ph_d;
+  // the next ME's NN register or ring: the write of this instruction, if it goes there
+  assign nn_out_we = retire && d_we && opnd_kind(code_d) == OK_NN;
+  assign nn_out_push = retire && d_we && opnd_kind(code_d) == OK_NN_RING;
+  assign nn_out_idx = ph_d;
+  assign nn_out_data = d_val;
   assign retire_ctx = ex;
   assign retire_pc = pc[ex];
 
   // ---------------------------------------------------------------- state update
   function automatic logic [3:0] penalty(input logic [1:0] d);
-    return BRANCH_PENALTY > 32'(d) ? 4'(BRANCH_PENALTY - 32'(d)) : 4'd0;
+    penalty = BRANCH_PENALTY > 32'(d) ? 4'(BRANCH_PENALTY - 32'(d)) : 4'd0;
   endfunction
 
   always_ff @(posedge clk) begin
@@ -609,6 +810,10 @@ module npk_me
         end
         byte_index[i] <= 0; crc_remainder[i] <= 0; csr_pending[i] <= 0; csr_value[i] <= 0;
         instructions[i] <= 0;
+        mul_next[i] <= MUL_IDLE; mul_product[i] <= 0;
+      end
+      for (int e = 0; e < 16; e++) begin
+        cam_valid[e] <= 1'b0; cam_tag[e] <= 0; cam_state[e] <= 0; cam_lru[e] <= 4'(e);
       end
       cur_valid <= 1'b0;
       cur <= 3'd0;
@@ -628,6 +833,12 @@ module npk_me
           if (!wait_any[i]) signals[i] <= signals[i] & ~wait_mask[i];
         end
       if (sig_valid && sig_num != 4'd0) signals[sig_ctx][sig_num] <= 1'b1;
+      // the previous ME's writes into our NN registers and ring
+      if (prev_nn_we) nn[prev_nn_idx] <= prev_nn_data;
+      if (prev_nn_push) begin
+        nn[nn_put] <= prev_nn_data;
+        nn_put <= 7'((32'(nn_put) + 1) % NN_REGS);
+      end
       if (stall != 4'd0) begin
         stall <= stall - 4'd1;
       end else if (exec && fault_now != FAULT_NONE) begin
@@ -657,6 +868,26 @@ module npk_me
           if (!z_only) begin cc_n[ex] <= n_n; cc_c[ex] <= c_n; cc_v[ex] <= v_n; end
         end
         if (alu_we) last_alu[ex] <= d_val;
+        if (crc_we) crc_remainder[ex] <= crc_next;
+        if (mul_we) begin mul_next[ex] <= mul_next_n; mul_product[ex] <= mul_product_n; end
+        nn_get <= get_b;
+        if (cam_clear)
+          for (int e = 0; e < 16; e++) begin
+            cam_valid[e] <= 1'b0; cam_tag[e] <= 0; cam_state[e] <= 0; cam_lru[e] <= 4'(e);
+          end
+        if (cam_write) begin
+          cam_valid[cam_e] <= 1'b1; cam_tag[cam_e] <= val_b; cam_state[cam_e] <= f_cam.state_f;
+        end
+        if (cam_write_state) cam_state[cam_e] <= f_cam.state_f;
+        if (cam_touch) begin  // entry cam_e becomes the most recently used
+          logic seen;
+          seen = 1'b0;
+          for (int q = 0; q < 15; q++) begin
+            if (cam_lru[q] == cam_e) seen = 1'b1;
+            if (seen) cam_lru[q] <= cam_lru[q + 1];
+          end
+          cam_lru[15] <= cam_e;
+        end
         if (csr_consumed) csr_pending[ex] <= 1'b0;
         if (csr_rd) begin csr_pending[ex] <= 1'b1; csr_value[ex] <= csr_rd_val; end
         if (sig_clear) signals[ex][sig_clear_num] <= 1'b0;

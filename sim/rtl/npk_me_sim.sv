@@ -1,6 +1,7 @@
 // The Verilator top: one npk_me with its control store (a RAM macro in hardware; here an
-// array the harness fills through the public names).  Not synthesised (yosys elaborates
-// npk_me alone).
+// array the harness fills through the public names) and the testbench side of its
+// neighbours: the next ME's NN registers and ring (what n$k / *n$index++ write), the
+// scratch-ring states br_inp_state reads.  Not synthesised (yosys elaborates npk_me alone).
 module npk_me_sim #(
     parameter int LM_WORDS = 640,
     parameter int CS_WORDS = 8192,
@@ -29,6 +30,23 @@ module npk_me_sim #(
   logic [39:0] cstore[CS_WORDS] /*verilator public_flat_rw*/;
   logic [13:0] image_words /*verilator public_flat_rw*/;
   logic [12:0] cs_addr;
+  // the next ME's NN registers and ring indices (nobody pops them here)
+  logic [31:0] next_nn[NN_REGS] /*verilator public_flat_rw*/;
+  logic [6:0]  next_put /*verilator public_flat_rw*/;
+  logic [6:0]  next_get /*verilator public_flat_rw*/;
+  logic [15:0] scr_full /*verilator public_flat_rw*/;
+  logic [15:0] scr_empty /*verilator public_flat_rw*/;
+  logic        nn_out_we, nn_out_push;
+  logic [6:0]  nn_out_idx, next_nn_raddr;
+  logic [31:0] nn_out_data;
+
+  always_ff @(posedge clk) begin
+    if (nn_out_we) next_nn[nn_out_idx] <= nn_out_data;
+    if (nn_out_push) begin
+      next_nn[next_put] <= nn_out_data;
+      next_put <= 7'((32'(next_put) + 1) % NN_REGS);
+    end
+  end
 
   npk_me #(
       .LM_WORDS(LM_WORDS), .CS_WORDS(CS_WORDS), .NN_REGS(NN_REGS),
@@ -36,7 +54,13 @@ module npk_me_sim #(
   ) me (
       .clk, .rst, .mode4, .prng_seed, .cs_addr,
       .cs_data(cstore[cs_addr]), .cs_loaded({1'b0, cs_addr} < image_words),
-      .sig_valid, .sig_ctx, .sig_num, .retire, .retire_ctx, .retire_pc, .idle, .cycle,
+      .sig_valid, .sig_ctx, .sig_num,
+      .scr_ring_full(scr_full), .scr_ring_empty(scr_empty),
+      .prev_nn_we(1'b0), .prev_nn_push(1'b0), .prev_nn_idx(7'd0), .prev_nn_data(32'd0),
+      .nn_out_we, .nn_out_push, .nn_out_idx, .nn_out_data, .next_nn_raddr,
+      .next_nn_rdata(next_nn[next_nn_raddr]),
+      .next_nn_full(7'((32'(next_put) + 1) % NN_REGS) == next_get),
+      .retire, .retire_ctx, .retire_pc, .idle, .cycle,
       .fault, .fault_word, .fault_pc, .fault_ctx
   );
 endmodule

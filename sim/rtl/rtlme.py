@@ -23,11 +23,16 @@ from npkit.sim.config import ChipConfig
 from npkit.sim.rtl.build import RtlParams, build
 
 FILES = {"gpr_a": 0, "gpr_b": 1, "xfer_s_in": 2, "xfer_s_out": 3, "xfer_d_in": 4,
-         "xfer_d_out": 5, "lm": 6}
+         "xfer_d_out": 5, "lm": 6, "nn": 7, "next_nn": 8}  # next_nn: the next ME's, testbench side
 CTX_STATES = ("inactive", "ready", "executing", "sleeping")  # the model's state names
 FAULTS = {0: None, 1: "illegal_instruction", 2: "not_covered", 3: "bad_address",
-          4: "illegal_instruction", 5: "control_store_overflow"}
-FAULT_DETAIL = {4: "a taken branch or context swap in a defer slot"}
+          4: "illegal_instruction", 5: "control_store_overflow", 6: "ring_overflow",
+          7: "illegal_instruction"}
+FAULT_DETAIL = {4: "a taken branch or context swap in a defer slot",
+                7: "mul_step out of sequence"}
+
+# the deliberately broken instructions npk_me.sv can simulate (its "mutants" section)
+MUTANTS = {"alu_xor_is_or": 1, "bge_inverted": 2, "lm_index0_inc_by_8": 3}
 
 _U64P = ctypes.POINTER(ctypes.c_uint64)
 
@@ -115,6 +120,7 @@ class RtlME:
         lib.npk_rtl_context.argtypes = [ctypes.c_void_p, ctypes.c_int, _U64P]
         lib.npk_rtl_status.argtypes = [ctypes.c_void_p, _U64P]
         lib.npk_rtl_trace.argtypes = [ctypes.c_void_p, _U64P, ctypes.c_int]
+        lib.npk_rtl_set_mutant.argtypes = [ctypes.c_void_p, ctypes.c_int]
 
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
@@ -140,6 +146,10 @@ class RtlME:
         """Run up to ``cycles`` cycles; stops early at a fault or (until_idle) when no context
         can run.  Returns the cycles run."""
         return int(self._lib.npk_rtl_run(self._handle, cycles, int(until_idle)))
+
+    def set_mutant(self, mutant: int) -> None:
+        """Break one instruction on purpose (``MUTANTS``); 0 restores the clean RTL."""
+        self._lib.npk_rtl_set_mutant(self._handle, mutant)
 
     def signal(self, ctx: int, sig: int) -> None:
         """Deliver signal ``sig`` to ``ctx``: pending from the next cycle on."""

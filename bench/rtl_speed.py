@@ -1,0 +1,92 @@
+"""How fast the RTL microengine simulates under Verilator, beside the C++ model's ME.
+
+    python -m npkit.bench.rtl_speed [--cycles N] [--repeat 3] [--clock wall|cpu]
+
+The program is the C++ core's ALU loop (tests/sim/core/bench_alu_loop.py): 7 ALU operations
+and a taken branch whose defer[3] slots hide the penalty, 8 instructions in 8 cycles, on
+all 8 contexts of one ME (context 0 loops; the others swap out after their first pass, so
+the ME is never idle).  It runs N cycles on the Verilated RTL (sim/rtl, built on demand;
+the first run includes no build time, it is done before timing) and on one ME of the
+C++ model, and prints the median simulated cycles per host second of each.  The RTL is
+clocked cycle by cycle from C++ (two evaluations per cycle), the model runs bursts.
+
+``--clock cpu`` times with the process's CPU time instead of the wall clock (on a shared
+host the wall clock counts other processes' time).  A benchmark, not a test: it asserts
+nothing.  Results go to docs/rtl.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from npkit.sim import _core, isa
+from npkit.sim.config import ChipConfig
+from npkit.sim.rtl.rtlme import RtlME
+
+A, B = 0x00, 0x20
+
+
+def _alu(dest: int, a: int, op: str, b: int, shift: str = "<<", shamt: int = 0) -> int:
+    return isa.encode(isa.BY_MNEMONIC["alu"].opcode,
+                      {"op": isa.ALU_OPS[op], "dest": dest, "a": a, "b": b,
+                       "shift": isa.SHIFT_TYPES[shift], "shamt": shamt})
+
+
+def _br(target: int, defer: int) -> int:
+    return isa.encode(isa.BY_MNEMONIC["br"].opcode,
+                      {"cond": isa.CONDITIONS["br"], "target": target, "defer": defer})
+
+
+def program() -> list[int]:
+    """Context 0 loops at 1..8 for ever; the other contexts leave through ctx_arb[kill]."""
+    loop = [_alu(A + 1, A + 1, "+", B + 1), _alu(A + 2, A + 1, "XOR", B + 2),
+            _alu(A + 3, A + 2, "AND", B + 3), _alu(A + 4, A + 3, "OR", B + 4),
+            _br(1, 3), _alu(A + 5, A + 4, "-", B + 5), _alu(A + 6, A + 5, "+", B + 6, "<<", 3),
+            _alu(A + 7, A + 6, "B-A", B + 7)]
+    br_ctx = isa.encode(isa.BY_MNEMONIC["br=ctx"].opcode,
+                        {"ctx": 0, "ne": 1, "target": 1 + len(loop), "defer": 0})
+    kill = isa.encode(isa.BY_MNEMONIC["ctx_arb"].opcode, {"mode": isa.CTX_ARB_MODES["kill"]})
+    return [br_ctx, *loop, kill]
+
+
+def _timed(clock: Callable[[], float], run: Callable[[], int]) -> float:
+    start = clock()
+    cycles = run()
+    return cycles / (clock() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    config = ChipConfig.load("ixp2800")
+    words = program()
+    rtl = RtlME.for_config(config)  # builds (or finds) the library before any timing
+
+    def run_rtl() -> int:
+        rtl.load(words)
+        return rtl.run(args.cycles)
+
+    def run_model() -> int:
+        core = _core.Core(config.to_core_dict(), 1)
+        core.load(0, words, 8)
+        core.run(args.cycles)
+        return int(core.now)
+
+    rtl_rates = [_timed(clock, run_rtl) for _ in range(args.repeat)]
+    model_rates = [_timed(clock, run_model) for _ in range(args.repeat)]
+    rtl_rate, model_rate = statistics.median(rtl_rates), statistics.median(model_rates)
+    print(f"RTL ME (Verilator): {rtl_rate / 1e6:8.3f} M cycles/s")
+    print(f"C++ model, one ME:  {model_rate / 1e6:8.3f} M cycles/s")
+    print(f"model / RTL:        {model_rate / rtl_rate:8.1f} x  "
+          f"({args.cycles} cycles, median of {args.repeat}, {args.clock} clock)")
+
+
+if __name__ == "__main__":
+    main()
