@@ -311,3 +311,24 @@ def test_the_receive_rate_the_serial_receive_turn_allows() -> None:
                                                           ("mix", range(FRAMES)))},
           "frames:", {f"{name} at {load:.0%}": n for (name, load), n in drops.items()})
     assert drops["44 B", 0.3] == 0 and drops["mix", 0.3] == 0
+
+
+def test_a_frame_longer_than_a_buffer_is_dropped_as_natively() -> None:
+    """frame_rx's store fails once a frame passes the buffer's 1,920 data bytes: the chip
+    takes the `else` (buffer back, drop too_long, the frame's later elements consumed) at
+    the same mpacket as the native target; frames of exactly 1,920 bytes and the frames
+    around the long ones leave as natively."""
+    lengths = [44, 1921, 300, 1920, 2400, 44, 1504, 1928, 44]
+    offered = {0: [routed(n, k, 0) for k, n in enumerate(lengths)], 1: []}
+    # the native buffers as large as the chip's data area (link.media's Layout: 2,048-byte
+    # buffers, data from byte 128)
+    native = tables(NativeProgram(compile_file(MEDIA_POS_ROUTER), "media_pos_router",
+                                  buffers=BufferPool(count=256, buffer_bytes=1920)))
+    run, sinks, _ = run_on_pool(MEDIA_POS_ROUTER, "media_pos_router", offered, native)
+    verdicts = [v for _, v in native.run_media([(f, 0) for f in offered[0]],
+                                               element_bytes=ELEMENT)]
+    assert [v.reason for v in verdicts if v.kind == "drop"] == ["too_long"] * 3
+    assert [f.data for f in sinks[1].frames] == [v.data for v in verdicts
+                                                 if v.kind == "forward"]
+    assert run.drop_counts() == {"too_long": 3} and run.receive_drops() == {}
+    assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
