@@ -175,3 +175,50 @@ def test_mutant_is_caught_and_named(rtl, name):
     assert report.outcome == "mismatch", report.text()
     assert named in report.culprit, report.text()
     assert report.mismatches and "model" in report.text()
+
+
+# ---------------------------------------------------------------- an assembled program
+LOOP_UC = """\
+.me 0
+.reg i acc x ptr sts
+    local_csr_rd[ACTIVE_CTX_STS]
+    immed[sts, 0]
+    alu[sts, sts, AND, 7]
+    alu_shf[ptr, --, B, sts, <<6]
+    local_csr_wr[ACTIVE_LM_ADDR_0, ptr]
+    local_csr_wr[CRC_REMAINDER, sts]
+    immed[i, 12]
+    immed[acc, 0]
+    nop
+loop#:
+    alu[acc, acc, +, i]
+    alu[*l$index0++, --, B, acc]
+    crc_be[crc_32, x, acc]
+    local_csr_rd[CRC_REMAINDER]
+    immed[x, 0]
+    alu_shf[acc, x, XOR, acc, >>rot3]
+    alu[i, i, -, 1]
+    bne[loop#], defer[1]
+    alu[ptr, ptr, +, 4]
+    ctx_arb[voluntary]
+    local_csr_rd[CRC_REMAINDER]
+    immed[x, 0]
+    ctx_arb[kill]
+"""
+
+
+def test_assembled_image_with_loops(rtl):
+    from npkit.compiler.uc import assemble_text
+
+    image = assemble_text(LOOP_UC, "loop.uc")
+    report = cosim.compare(image.words, ctx_mode=image.ctx_mode, rtl=rtl,
+                           source_of=image.source_of)
+    assert report.ok, report.text()
+    rtl.set_mutant(MUTANTS["alu_xor_is_or"])
+    try:
+        broken = cosim.compare(image.words, ctx_mode=image.ctx_mode, rtl=rtl,
+                               source_of=image.source_of)
+    finally:
+        rtl.set_mutant(0)
+    assert broken.outcome == "mismatch"
+    assert "op=XOR" in broken.culprit and "loop.uc" in broken.culprit, broken.text()
