@@ -132,7 +132,7 @@ uint64_t npk_rtl_run(void* h, uint64_t max_cycles, int until_idle) {
   uint64_t n = 0;
   while (n < max_cycles) {
     if (r.top.fault) break;
-    if (until_idle && r.top.idle) break;
+    if (until_idle && r.top.idle && !r.top.sig_valid) break;  // a signal still to deliver
     r.cycle();
     ++n;
   }

@@ -138,6 +138,25 @@ def test_not_covered_is_reported_never_passed(rtl):
     assert "sram" in report.rtl_end
 
 
+def test_signal_from_the_testbench_wakes_a_context(rtl):
+    # RTL alone (the model has no way to raise a signal from outside): a signal delivered
+    # in cycle t is pending from t + 1, and the sleeping context runs in that cycle
+    words = [enc("br=ctx", ctx=0, ne=1, target=4),
+             enc("ctx_arb", mode=isa.CTX_ARB_MODES["all"], sigs=1 << 3),
+             csr_rd("TIMESTAMP_LOW"), immed(A + 1, 0), kill()]
+    rtl.load(words)
+    rtl.run(200, until_idle=True)
+    assert rtl.context(0).state == "sleeping" and rtl.status().idle
+    rtl.run(40)  # idle cycles: nothing wakes it
+    assert rtl.context(0).state == "sleeping"
+    signalled = rtl.status().cycle
+    rtl.signal(0, 3)
+    rtl.run(200, until_idle=True)
+    assert rtl.context(0).state == "inactive"
+    assert rtl.read("gpr_a", 1) == (signalled + 1) // 16  # TIMESTAMP_LOW = cycle / 16
+    assert rtl.trace(3)[0] == (signalled + 1, 0, 2)
+
+
 # ---------------------------------------------------------------- random programs
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prog=program(), seed=st.integers(0, 2**32 - 1))
