@@ -23,6 +23,8 @@ NONE = isa.OPERAND_NONE
 LM0_BASE, LM1_BASE = 1024, 1536   # bytes: far enough from both ends for +-4 per access
 LM_ADDR_RANGE = (800, 1400)       # bytes, for LM_ADDR writes in the body
 SCRATCH = OPND["gpr_b"] + 15      # b15: address loads for jump / LM_ADDR (and a random reg)
+COUNTER = OPND["gpr_b"] + 14      # b14: loop counters; no random instruction writes it
+LM_ADDR_FAULTY = (2500, 2600)     # bytes: beyond the 640-word local memory (bad_address)
 INTERESTING = (0, 1, 2, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF)
 
 
@@ -70,7 +72,8 @@ def _dests(per_ctx: int) -> st.SearchStrategy[int]:
     reg = st.integers(0, per_ctx - 1)
     k = st.integers(0, 15)
     return st.one_of(
-        reg.map(lambda i: OPND["gpr_a"] + i), reg.map(lambda i: OPND["gpr_b"] + i),
+        reg.map(lambda i: OPND["gpr_a"] + i),
+        reg.filter(lambda i: OPND["gpr_b"] + i != COUNTER).map(lambda i: OPND["gpr_b"] + i),
         reg.map(lambda i: OPND["xfer_s"] + i), reg.map(lambda i: OPND["xfer_d"] + i),
         reg.map(lambda i: OPND["nn"] + i),
         k.map(lambda i: OPND["lm0"] + i), k.map(lambda i: OPND["lm1"] + i),
@@ -126,8 +129,9 @@ def straight(draw, per_ctx: int) -> list[int]:
     if kind == "csr_rd":  # the value is ORed into the next immed
         return [csr_rd(draw(st.sampled_from(READABLE_CSRS))),
                 immed(draw(dst), draw(st.integers(0, 0xFFFF)))]
-    if kind == "lm_addr":
-        value = draw(st.integers(*LM_ADDR_RANGE))
+    if kind == "lm_addr":  # now and then beyond local memory: both must fault alike
+        value = draw(st.integers(*LM_ADDR_RANGE) if draw(st.integers(0, 15))
+                     else st.integers(*LM_ADDR_FAULTY))
         which = draw(st.sampled_from(["ACTIVE_LM_ADDR_0", "ACTIVE_LM_ADDR_1"]))
         return [immed(SCRATCH, value), csr_wr(which, SCRATCH)]
     if kind == "mul":
@@ -148,10 +152,12 @@ class Block:
     branch_at: int = -1    # index in words of a branch whose target is a later block
     target_block: int = 0  # resolved at layout: the start of that block (or the final kill)
     jump_load_at: int = -1  # load_addr feeding a jump: gets the same target
+    loop_from: int = -1    # index of a backward branch to index loop_to of this block
+    loop_to: int = 0
 
 
 BRANCHES = ("br", "br_ctx", "br_bit", "br_byte", "br_signal", "br_inp_state", "jump",
-            "ctx_arb_voluntary", "ctx_arb_wait")
+            "ctx_arb_voluntary", "ctx_arb_wait", "loop")
 
 
 @st.composite
@@ -159,6 +165,16 @@ def block(draw, per_ctx: int, index: int, blocks: int) -> Block:
     if draw(st.integers(0, 2)) > 0:
         return Block(draw(straight(per_ctx)))
     kind = draw(st.sampled_from(BRANCHES))
+    if kind == "loop":  # a counted backward loop over straight-line code (its own block)
+        body: list[int] = []
+        for _ in range(draw(st.integers(1, 3))):
+            body += draw(straight(per_ctx))
+        n = len(body)
+        back = enc("bne", cond=isa.CONDITIONS["bne"], defer=0)  # target fixed at layout
+        return Block([immed(COUNTER, draw(st.integers(1, 3))), *body,
+                      enc("alu", op=isa.ALU_OPS["-"], dest=COUNTER, a=COUNTER,
+                          b=OPND["imm"] + 1, shift=0, shamt=0), back],
+                     loop_from=n + 2, loop_to=1)
     defer = draw(st.integers(0, 3))
     slots: list[int] = []
     for _ in range(defer):
@@ -221,12 +237,16 @@ def program(draw, max_blocks: int = 24) -> tuple[list[int], int]:
         pc += len(b.words)
     starts.append(pc)  # the final kill
     words = list(prologue)
-    for b in blocks:
+    for index, b in enumerate(blocks):
         ws = list(b.words)
         if b.branch_at >= 0:
             ins, fields = isa.decode(ws[b.branch_at])
             fields["target"] = starts[b.target_block]
             ws[b.branch_at] = isa.encode(ins.opcode, fields)
+        if b.loop_from >= 0:
+            ins, fields = isa.decode(ws[b.loop_from])
+            fields["target"] = starts[index] + b.loop_to
+            ws[b.loop_from] = isa.encode(ins.opcode, fields)
         if b.jump_load_at >= 0:
             ins, fields = isa.decode(ws[b.jump_load_at])
             fields["value"] = starts[b.target_block]
