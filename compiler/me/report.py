@@ -328,10 +328,13 @@ def _command_latency(chip: ChipConfig, insn: _Insn) -> int:
 
 
 def _waited_signals(insn: _Insn) -> tuple[int, ...]:
-    """Signals the instruction sleeps on: ctx_arb's mask, a command's ctx_swap signal."""
+    """Signals the instruction sleeps on: ctx_arb's mask, a command's ctx_swap signal, the
+    signal a `br_!signal` poll (a receive stage's wait in its turn) spins on."""
     if insn.ins.name == "ctx_arb":
         mask = insn.fields["sigs"]
         return tuple(s for s in range(1, 16) if mask >> s & 1)
+    if insn.ins.name == "br_signal" and insn.fields.get("not"):
+        return (insn.fields["sig"],)
     if insn.fields.get("swap") and insn.fields.get("sig"):
         return (insn.fields["sig"],)
     return ()
@@ -351,7 +354,9 @@ class _Timeline:
     def run(self, insn: _Insn, penalty: int) -> None:
         if _unit_and_command(insn) and insn.fields.get("sig"):
             self.pending[insn.fields["sig"]] = self.time + _command_latency(self.chip, insn)
-        if insn.mnemonic in ("br_signal", "br_!signal"):
+        if insn.mnemonic == "br_!signal" and insn.fields["sig"] in self.pending:
+            self._sleep((insn.fields["sig"],), True)    # a poll: it spins until the signal
+        elif insn.mnemonic in ("br_signal", "br_!signal"):
             done = self.pending.get(insn.fields["sig"])
             if done is not None and done <= self.time:
                 del self.pending[insn.fields["sig"]]

@@ -78,9 +78,9 @@ def select_free(s: Selector, ins: wir.BufFree) -> None:
     queue = freelist_address(s)
     handle = s.reg_value(ins.handle)
     x, sig, skip = s.xfer_range(1).start, s.signal(), s.label("nofree")
-    s.op(f"alu[${x}, --, B, {{1}}]\nbeq[{skip}#]\n"
-         f"sram[enqueue, ${x}, {{0}}, 0], ctx_swap[{sig}]\n{skip}#:", [queue, handle],
-         uses=(0, 1), sets_cc=True)
+    lines = [f"alu[${x}, --, B, {{1}}]", f"beq[{skip}#]",
+             f"sram[enqueue, ${x}, {{0}}, 0], sig_done[{sig}]", *s.wait_lines(sig), f"{skip}#:"]
+    s.op("\n".join(lines), [queue, handle], uses=(0, 1), sets_cc=True)
 
 
 def _aligned_constant(value: wir.Operand, what: str, ins: wir.Instr) -> None:
@@ -162,7 +162,7 @@ def select_store(s: Selector, ins: wir.BufStore) -> None:
         f"beq[{done}#]",
         f"alu[{{5}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
         f"br_bclr[{{5}}, 31, {idle}#]",
-        f"ctx_arb[{RX_STORE_SIGNAL}]",           # this mpacket's previous store
+        *s.wait_lines(RX_STORE_SIGNAL),           # this mpacket's previous store
         "alu_shf[{5}, --, B, {5}, <<1]",
         "alu_shf[{5}, --, B, {5}, >>1]",
         f"{idle}#:",
@@ -182,7 +182,7 @@ def select_store(s: Selector, ins: wir.BufStore) -> None:
     if at_reg is not None:
         lines += [f"alu[--, {{12}}, -, {WINDOW_BYTES}]", f"bcs[{later}#]"]
     if at_reg is not None or ins.at < WINDOW_BYTES:
-        lines += [f"ctx_arb[{RX_STORE_SIGNAL}]",      # window bytes: in DRAM before it ends
+        lines += [*s.wait_lines(RX_STORE_SIGNAL),     # window bytes: in DRAM before it ends
                   f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{5}}]"]
     lines += [f"{later}#:", f"br[{done}#]",
               f"{fail}#:", "alu[{1}, --, B, 0]", f"br[{out}#]",
@@ -261,7 +261,8 @@ def select_attach(s: Selector, ins: wir.BufAttach) -> None:
         f"beq[{out}#]",                          # not a buffer: nothing changes
         f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
         f"beq[{old}#]",
-        f"sram[enqueue, ${x}, {{6}}, 0], ctx_swap[{sig}]",
+        f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
+        *s.wait_lines(sig),
         f"{old}#:",
         f"alu[*l$index1[{META_HANDLE}], --, B, {{1}}]",
         "immed32[{2}, K_DATA]",
@@ -271,8 +272,8 @@ def select_attach(s: Selector, ins: wir.BufAttach) -> None:
     if deferred:
         lines.append(f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{rsig}]")
     else:
-        lines += [f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], ctx_swap[{sig}]",
-                  *_window_copy()]
+        lines += [f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{sig}]",
+                  *s.wait_lines(sig), *_window_copy()]
     lines += [
         "immed[{3}, FRAME_BYTES_MAX]",
         "alu[{0}, --, B, {5}]",
@@ -295,10 +296,11 @@ def select_attach(s: Selector, ins: wir.BufAttach) -> None:
         f"immed[*l$index1[{META_TBUF_MORE}], 0]",
     ]
     if deferred:                                 # the buffer goes back: its read first
-        lines += [f"ctx_arb[{rsig}]", *_window_copy()]
+        lines += [*s.wait_lines(rsig), *_window_copy()]
     lines += [
         f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
-        f"sram[enqueue, ${x}, {{6}}, 0], ctx_swap[{sig}]",
+        f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
+        *s.wait_lines(sig),
         f"immed[*l$index1[{META_HANDLE}], 0]",
         f"{out}#:",
     ]
@@ -307,10 +309,29 @@ def select_attach(s: Selector, ins: wir.BufAttach) -> None:
          uses=uses, late_uses=uses, pairs=((2, 1), (3, 0), (2, 3)), sets_cc=True)
 
 
+def blocks_in_turn(fn: wir.Function) -> set[str]:
+    """WIR blocks a path from the entry reaches before RxTurnDone (a receive stage's, in
+    its port's turn); none when the function has no RxTurnDone."""
+    if not any(isinstance(i, wir.RxTurnDone) for b in fn.blocks for i in b.instrs):
+        return set()
+    blocks = {b.label: b for b in fn.blocks}
+    seen: set[str] = set()
+    work = [fn.blocks[0].label]
+    while work:
+        label = work.pop()
+        if label in seen:
+            continue
+        seen.add(label)
+        if not any(isinstance(i, wir.RxTurnDone) for i in blocks[label].instrs):
+            work += blocks[label].successors()
+    return seen
+
+
 def select_rx_turn_done(s: Selector, ins: wir.RxTurnDone) -> None:
     """Call the dispatch's RX_TURN_LABEL: the port's next mpacket may run its receive
     stage.  Commands in flight stay in flight (the call uses no body resource)."""
     require_pool(s, ins)
+    s.spinning = False                  # the rest runs outside the turn
     back = s.label("rxturn")
     lines = [f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_LABEL}#]", f"{back}#:"]
     if s.attach_signal is None:

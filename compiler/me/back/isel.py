@@ -106,6 +106,10 @@ class Selector:
         # buffer.attach's window reads that complete after the receive turn (buffers.py)
         self.deferred_attaches = buffers.deferrable_attaches(fn)
         self.attach_signal = buffers.reserve_attach_signal(self)
+        # the receive stage holds its port's turn: it waits by polling its signals, so the
+        # turn does not also wait for the ME's other contexts to swap out (buffers.py)
+        self.turn_blocks = buffers.blocks_in_turn(fn)
+        self.spinning = False
         self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
         self.header_in_lm = abi.header_lm_word is not None
         self.vregs: dict[int, VReg] = {}
@@ -326,12 +330,24 @@ class Selector:
         self.state.next_xfer = 0
         if not pend:
             return
-        sigs = ", ".join(str(p.signal) for p in pend)
-        self.emit(MInstr(f"ctx_arb[{sigs}]", [], kind="wait",
-                         signals=tuple(p.signal for p in pend)))
+        if self.spinning:
+            self.emit(MInstr("\n".join(line for p in pend for line in self.wait_lines(p.signal)),
+                             []))
+        else:
+            sigs = ", ".join(str(p.signal) for p in pend)
+            self.emit(MInstr(f"ctx_arb[{sigs}]", [], kind="wait",
+                             signals=tuple(p.signal for p in pend)))
         for p in pend:
             for v, x in p.copies:
                 self.emit(MInstr("alu[{0}, --, B, {1}]", [v, x], (0,), (1,)))
+
+    def wait_lines(self, signal: int | str) -> list[str]:
+        """Waiting for one signal: `ctx_arb`, or in the receive turn a poll that keeps the
+        context running (br_!signal consumes the signal when it sees it)."""
+        if not self.spinning:
+            return [f"ctx_arb[{signal}]"]
+        poll = self.label("poll")
+        return [f"{poll}#:", f"br_!signal[{signal}, {poll}#]"]
 
     def address(self, space: int, addr: wir.Operand) -> tuple[MOpnd, MOpnd]:
         """The (a, b) address operands of a unit command for a WIR word address."""
@@ -409,6 +425,7 @@ class Selector:
     def _block(self, b: wir.Block, following: str | None) -> MBlock:
         self.state = BlockState()
         self.current_label = b.label
+        self.spinning = b.label in self.turn_blocks
         folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index

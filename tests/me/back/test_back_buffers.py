@@ -46,6 +46,19 @@ def test_frame_rx_compiles_to_the_pool_s_buffer_commands(media_build) -> None:
     assert not re.search(r"alu\[\$\$", uc)
 
 
+def test_the_receive_stage_polls_its_waits_in_the_turn(media_build) -> None:
+    """In the receive turn a wait polls (br_!signal) instead of sleeping: the turn passes
+    without waiting for the ME's other contexts; after it, waits sleep as usual."""
+    uc = media_build.body.uc
+    polls = re.findall(r"(b_poll\d+)#:\n\s*br_!signal\[\d+, (b_poll\d+)#\]", uc)
+    assert polls and all(a == b for a, b in polls)          # each spins on itself
+    assert "ctx_arb[" in uc                                  # the later stages sleep
+    # a block without a receive stage is compiled as before: no poll
+    plain = compile_me(compile_file(REPO / "examples" / "pos_router" / "pos_router.mbl"),
+                       None, LM_WINDOW_ABI).body.uc
+    assert "br_!signal" not in plain
+
+
 def test_the_body_assembles_and_keeps_to_the_pool_abi(media_build) -> None:
     body = media_build.body
     stats = analyze_body(body.uc, loop_trips=body.loop_trips)
@@ -118,12 +131,20 @@ pipeline p { stage g = gather; stage f = fwd; g -> f; }
 """
 
 
+def _after_window_read(uc: str) -> list[str]:
+    """The instruction after each buffer.attach's window read."""
+    return re.findall(r"dram\[read, \$\$0, \w+, 0, 7\], sig_done\[\d+\]\n\s*(\S+)", uc)
+
+
 def test_the_window_read_waits_when_the_receive_stage_reads_the_window(media_build) -> None:
-    deferred = re.findall(r"dram\[read, \$\$0, \w+, 0, 7\], (\w+)\[", media_build.body.uc)
-    assert deferred == ["sig_done"]          # frame_rx: completed after the turn has passed
+    # frame_rx: nothing reads the window before the stage ends, the read completes after
+    # the turn has passed (waited for after the call of the turn routine)
+    (after,) = _after_window_read(media_build.body.uc)
+    assert not after.startswith(("ctx_arb", "b_poll"))
     program = compile_source(RX_READS_AFTER_ATTACH, "gather.mbl")
     uc = compile_me(program, "p", LM_WINDOW_ABI).body.uc
-    assert re.findall(r"dram\[read, \$\$0, \w+, 0, 7\], (\w+)\[", uc) == ["ctx_swap"]
+    (after,) = _after_window_read(uc)           # waited for at once, polling in the turn
+    assert after.startswith("b_poll")
 
 
 UNALIGNED = """
