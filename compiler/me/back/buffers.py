@@ -8,10 +8,16 @@ data at DRAM byte K_DATA + (handle << BUF_SHIFT), FRAME_BYTES_MAX bytes; the mpa
 are in its RBUF element (metadata word META_RX_ELEMENT, held by the dispatch until the body
 ends) and go to the buffer by one `dram[rbuf_rd]` of 1..16 quadwords (a jump table: the
 count is an instruction field).  The numbers are pool.h's names (abi.POOL_NAMES), so the body
-assembles only inside pool.uc.  `dram[rbuf_rd]` moves whole quadwords from and to 8-byte
-aligned addresses: a store whose `at` or `from` is a constant that is not a multiple of 8 is a
-compile error here; a variable one that is not fails at run time (its `else` runs), where the
-native target would store it.
+assembles only inside pool.uc (or report.wrap_body's harness).  `dram[rbuf_rd]` moves whole
+quadwords from and to 8-byte aligned addresses: a store whose `at` or `from` is a constant
+that is not a multiple of 8 is a compile error here; a variable one that is not fails at run
+time (its `else` runs), where the native target would store it.
+
+The receive stage holds its port's turn until RxTurnDone (pool.uc's REG turn: its state
+changes in mpacket order), so what it waits for there it waits for by polling
+(Selector.wait_lines), and what need not be waited for in the turn is not: stores of bytes
+past the header window (awaited by pool.uc at the body's exit) and a deferred attach's
+window read (awaited after the turn has passed).
 """
 
 from __future__ import annotations
