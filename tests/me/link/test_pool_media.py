@@ -86,10 +86,12 @@ def tables(native: NativeProgram) -> NativeProgram:
 
 
 def run_on_pool(source: Path, entry: str, offered: dict[int, list[bytes]],
-                native: NativeProgram, load: float = LOAD):
+                native: NativeProgram, load: float = LOAD, mes_per_port: int = POOL_MES,
+                rx_ports: int | None = None):
     program = compile_file(source)
     manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
-                         "ixp2800-2xoc192pos", mes_per_port=POOL_MES)
+                         "ixp2800-2xoc192pos", mes_per_port=mes_per_port,
+                         rx_ports=rx_ports)
     run = CompiledRun(manifest)
     run.load_memories(native)
     chip = run.chip
@@ -332,3 +334,22 @@ def test_a_frame_longer_than_a_buffer_is_dropped_as_natively() -> None:
                                                  if v.kind == "forward"]
     assert run.drop_counts() == {"too_long": 3} and run.receive_drops() == {}
     assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
+
+
+def test_the_receive_rate_on_the_npf_chip() -> None:
+    """The same on the NPF system's chip: one receiving port, a pool of all 16 MEs."""
+    drops = {}
+    for name, make, loads in (("44 B", lambda: [routed(44, k, 0) for k in range(400)],
+                               (0.6, 0.8)),
+                              ("mix", lambda: offered_frames(FRAMES, 0), (0.4, 0.5))):
+        offered = {0: make()}
+        for load in loads:
+            native = tables(NativeProgram(compile_file(MEDIA_POS_ROUTER), "media_pos_router",
+                                          buffers=BufferPool(count=256, buffer_bytes=2048)))
+            run, _, _ = run_on_pool(MEDIA_POS_ROUTER, "media_pos_router", offered, native,
+                                    load, mes_per_port=16, rx_ports=1)
+            drops[name, load] = sum(run.receive_drops().values())
+            assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
+    print("\nRBUF drops, one port, 16 MEs (400 44-byte frames, 160 of the mix):",
+          {f"{name} at {load:.0%}": n for (name, load), n in drops.items()})
+    assert drops["44 B", 0.6] == 0 and drops["mix", 0.4] == 0
