@@ -53,8 +53,11 @@ from npkit.bench.tester import (
     pick_destinations,
     port_model,
 )
-from npkit.bench.tester.chip import attach, received
+from npkit.bench.tester.chip import AnalysisSink, BatchFeed, attach, received, stream_trial
+from npkit.bench.tester.fast import BATCH_FRAMES, batches
+from npkit.bench.tester.generator import check_streams
 from npkit.bench.tester.media import ETHERTYPE, PS_PER_S
+from npkit.bench.tester.tally import TrialTally
 
 STEP_CYCLES = 20_000  # how often a run checks whether every frame is accounted for
 NEXT_HOPS = 16
@@ -251,6 +254,47 @@ def _run_until_done(loaded: _Loaded, sinks: Mapping[int, Any], offered: int,
     return during
 
 
+def stream_until_done(now: Callable[[], int], step: Callable[[int], None],
+                      counters: Callable[[], dict[str, Any]], settled: Callable[[], int],
+                      feeds: Sequence[tuple[BatchFeed, Any]], sink: AnalysisSink,
+                      settle_ps: int, clock_hz: float) -> dict[str, Any]:
+    """``_run_until_done`` for a streamed trial: each port's frames offered to its chip
+    (``feeds``: the feed and the chip it offers to) before every ``step`` and the frames
+    out analysed after it (``sink.flush``).  The steps are the held run's: ``STEP_CYCLES``
+    until the traffic's last bit, then to it, then on until every frame is accounted for
+    (out, or ``settled()``) or ``settle_ps`` has passed; ``counters()`` at the end of the
+    traffic is returned.  The last bit is known once every port's generator is done;
+    until then each port is generated ahead until a frame is known to be sent after the
+    coming step (``BatchFeed.look_ahead``), so a full step never passes the traffic's end."""
+    traffic_end = deadline = None
+
+    def run(cycles: int) -> None:
+        for feed, chip in feeds:
+            feed.offer_until(chip, now() + cycles)
+        step(cycles)
+        sink.flush(now())
+
+    while True:
+        if traffic_end is None:
+            for feed, _ in feeds:
+                feed.look_ahead(now() + STEP_CYCLES)
+            if all(feed.generated for feed, _ in feeds):
+                last_ps = max((feed.last_bit_ps for feed, _ in feeds), default=Fraction(0))
+                traffic_end = _cycle(last_ps, clock_hz)
+                deadline = _cycle(last_ps + settle_ps, clock_hz)
+        if traffic_end is not None and now() >= traffic_end:
+            break
+        run(STEP_CYCLES if traffic_end is None else min(STEP_CYCLES, traffic_end - now()))
+    assert deadline is not None
+    during = counters()
+    offered = sum(feed.sent for feed, _ in feeds)
+    while now() < deadline:
+        if sink.written + settled() >= offered:
+            break
+        run(min(STEP_CYCLES, deadline - now()))
+    return during
+
+
 def _counters(loaded: _Loaded, during: dict[str, Any]) -> dict[str, float]:
     """Busy fractions over the traffic's span, counts over the whole run, drops by reason."""
     chip = loaded.chip
@@ -276,6 +320,36 @@ def _cycle(ps: Fraction | int, clock_hz: float) -> int:
     return int(-(-ps * Fraction(clock_hz) // PS_PER_S))
 
 
+def trial_tally(trial: Trial, models: Mapping[int, PortModel]) -> TrialTally | None:
+    """The tally of a streamed trial (None when the ports mix framings): the sending time
+    is the streams' longest duration."""
+    framings = {m.framing for m in models.values()}
+    window = max((s.duration_ps for s in trial.streams if s.duration_ps is not None),
+                 default=None)
+    return TrialTally(framings.pop(), window) if len(framings) == 1 else None
+
+
+def send_span(streams: Sequence[Any], ports: Mapping[int, PortModel]
+              ) -> tuple[int, int] | None:
+    """(first, last) send time of the streams' frames (None: no frame), from the C++
+    generator's batches: their time columns only, nothing kept."""
+    models, by_port = check_streams(streams, ports)
+    ordered = [s for p in sorted(by_port) for s in by_port[p]]
+    first = last = None
+    for port_batches in batches(ordered, models).values():
+        for batch in port_batches:
+            if len(batch):  # a port's frames are in sending order
+                low, high = int(batch.times_ps[0]), int(batch.times_ps[-1])
+                first = low if first is None else min(first, low)
+                last = high if last is None else max(last, high)
+    return None if first is None or last is None else (first, last)
+
+
+def held_span(traffic: Traffic) -> tuple[int, int] | None:
+    sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
+    return (min(sends), max(sends)) if sends else None
+
+
 @dataclass(frozen=True)
 class ChipOptions:
     """Options shared by the chip devices."""
@@ -292,10 +366,13 @@ class _ChipDevice:
 
     name = "chip"
 
-    def __init__(self, options: ChipOptions) -> None:
+    def __init__(self, options: ChipOptions, streamed: bool = False) -> None:
         for kind in options.port_kinds:
             port_model(kind)  # a clear error for an unknown kind
         self.options = options
+        # trials streamed (``run_streamed``: nothing held per frame; the NPF lab's) or
+        # held (the Traffic and every received frame in the result: pcaps, showcases)
+        self.streamed = streamed
 
     @property
     def ports(self) -> Mapping[int, PortModel]:
@@ -360,8 +437,34 @@ class _ChipDevice:
 
     def run(self, trial: Trial) -> TrialResult:
         self.prepare()
+        if self.streamed:
+            return self.run_streamed(trial, self._trial_chip())
         traffic = generate(trial.streams, self.ports)
         return self._trial_on(self._trial_chip(), trial, traffic)
+
+    def run_streamed(self, trial: Trial, loaded: _Loaded,
+                     batch_frames: int = BATCH_FRAMES) -> TrialResult:
+        """``_trial_on``'s trial with nothing held per frame (``stream_trial``: the C++
+        generator's batches offered to the chip, the frames out analysed and tallied as
+        they leave), run in the same steps to the same ends: the same report, counters and
+        rates (tests/bench/lab/test_devices.py); ``traffic`` None, ``tally`` the per-port
+        counts."""
+        chip = loaded.chip
+        models = self.ports
+        tally = trial_tally(trial, models)
+        streaming = stream_trial(chip, trial.streams, models, self.reference,
+                                 self.options.latency_bin_ps, batch_frames=batch_frames,
+                                 offer=True, tally=tally)
+        feeds = [(feed, chip) for _, feed in sorted(streaming.feeds.items())]
+        during = stream_until_done(lambda: chip.now, loaded.step, chip.counters,
+                                   loaded.settled, feeds, streaming.sink, trial.settle_ps,
+                                   chip.config.clock_hz)
+        chip.close_sinks()
+        counters = _counters(loaded, during)
+        report = streaming.report()
+        clock = chip.config.clock_hz
+        return TrialResult(report, None, list(streaming.sink.kept), counters,
+                           round(chip.now * PS_PER_S / clock), tally)
 
     def _trial_on(self, loaded: _Loaded, trial: Trial, traffic: Traffic) -> TrialResult:
         """Run ``traffic`` on a loaded chip and analyze it against the loaded table."""
@@ -374,7 +477,7 @@ class _ChipDevice:
     def __getstate__(self) -> dict[str, Any]:
         # dask ships devices to workers: send the configuration, rebuild there (the set-up
         # is rebuilt too: the cached tables, program and images are not sent)
-        return {"options": self.options, **self._config_state()}
+        return {"options": self.options, "streamed": self.streamed, **self._config_state()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -388,8 +491,8 @@ class CompiledChipDevice(_ChipDevice):
 
     def __init__(self, options: ChipOptions | None = None, *,
                  source: str | Path | None = None, entry: str = "router",
-                 fwd_mes_per_port: int = 4) -> None:
-        super().__init__(options or ChipOptions())
+                 fwd_mes_per_port: int = 4, streamed: bool = False) -> None:
+        super().__init__(options or ChipOptions(), streamed)
         self.source = Path(source) if source is not None else example_path("router",
                                                                            "router.mbl")
         self.entry = entry
@@ -582,11 +685,12 @@ class CompiledChipDevice(_ChipDevice):
 
         if updates_per_s <= 0:
             return self.run(trial)
-        traffic = generate(trial.streams, self.ports)
-        sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
-        if not sends:
+        traffic = None if self.streamed else generate(trial.streams, self.ports)
+        span = send_span(trial.streams, self.ports) if traffic is None else \
+            held_span(traffic)
+        if span is None:
             return self.run(trial)
-        first, last = min(sends), max(sends)
+        first, last = span
         count = 1 + int((last - first) * Fraction(str(updates_per_s)) // PS_PER_S)
         if stream is None:
             stream = self.update_stream(family, count, seed, _exercised(trial, family))
@@ -594,7 +698,8 @@ class CompiledChipDevice(_ChipDevice):
         router = self.updatable_router()
         at_rate(router, stream, updates_per_s, _cycle(first, router.chip.config.clock_hz))
         loaded = self._loaded(router.compiled, lambda cycles: router.cp.run(cycles=cycles))
-        result = self._trial_on(loaded, trial, traffic)
+        result = self.run_streamed(trial, loaded) if traffic is None else \
+            self._trial_on(loaded, trial, traffic)
         landed = [r for r in router.records if r.end <= router.chip.now]
         result.counters.update({"updates.scheduled": len(stream),
                                 "updates.landed": len(landed),
@@ -624,11 +729,11 @@ class Router4Device(_ChipDevice):
 
     name = "router4"
 
-    def __init__(self, options: ChipOptions | None = None) -> None:
+    def __init__(self, options: ChipOptions | None = None, streamed: bool = False) -> None:
         options = options or ChipOptions()
         if options.port_kinds != ("10gbe", "10gbe"):
             raise ValueError("router4 has exactly two 10GbE ports")
-        super().__init__(options)
+        super().__init__(options, streamed)
 
     def _excluded(self) -> tuple[tuple[int, int], ...]:
         return ((ROUTER4_ADDRESS, 32),)

@@ -34,11 +34,20 @@ PARTS: dict[str, tuple[tuple[str, str], ...]] = {
     "  of which tables into the chip": (
         ("runtime/compiled.py", "load_memories"), ("runtime/loader.py", "_write_memory")),
     "update tests' routers (control plane, tables)": (
-        ("bench/lab/devices.py", "updatable_router"),),
+        ("bench/lab/devices.py", "updatable_router"),
+        ("bench/lab/system_device.py", "system_router")),
     "update streams (spare routes, picking)": (("bench/lab/devices.py", "update_stream"),),
     "simulator (Chip.run)": (("sim/chip.py", "run"),),
     "tester: traffic generation": (("bench/tester/generator.py", "generate"),),
     "tester: analysis": (("bench/tester/analyzer.py", "analyze"),),
+    "tester, held: the last bit (Traffic.last_bit_ps)": (
+        ("bench/tester/generator.py", "last_bit_ps"),),
+    "tester, held: frames out as records, IP bits (received, npf._ip_bits)": (
+        ("bench/tester/chip.py", "received"), ("bench/lab/npf.py", "_ip_bits")),
+    "tester, streamed: batches generated, registered, tallied": (
+        ("bench/tester/chip.py", "_fetch"),),
+    "tester, streamed: frames out analysed and tallied (AnalysisSink.flush)": (
+        ("bench/tester/chip.py", "flush"),),
 }
 
 

@@ -48,15 +48,17 @@ from npkit.bench.lab.devices import (
     _Loaded,
     _mean_of,
     chip_counters,
+    held_span,
     next_hop_macs,
+    send_span,
+    stream_until_done,
+    trial_tally,
 )
 from npkit.bench.lab.errors import LabConfigError
-from npkit.bench.tester import Analyzer, PortModel, Traffic, generate
-from npkit.bench.tester.chip import AnalysisSink, BatchFeed, received, sources, streaming
-from npkit.bench.tester.fast import BATCH_FRAMES, batches
-from npkit.bench.tester.generator import check_streams
+from npkit.bench.tester import Analyzer, Traffic, generate
+from npkit.bench.tester.chip import received, sources, streaming
+from npkit.bench.tester.fast import BATCH_FRAMES
 from npkit.bench.tester.media import PS_PER_S
-from npkit.bench.tester.tally import TrialTally
 from npkit.runtime.system import System, SystemConfigError, SystemSpec
 from npkit.sim.packets import ListSink
 
@@ -95,10 +97,9 @@ class SystemChipDevice(CompiledChipDevice):
                  system: str | Path = DEFAULT_SYSTEM, threads: int = 1,
                  chip_fwd_mes: int | None = None, data_path: str = "pool",
                  streamed: bool = True, **compiled: Any) -> None:
-        super().__init__(options, **compiled)
         # trials streamed (run_streamed: nothing held per frame) or held (run_traffic: the
         # Traffic and every received frame kept in the result, e.g. to write pcaps)
-        self.streamed = streamed
+        super().__init__(options, streamed=streamed, **compiled)
         if data_path not in DATA_PATHS:
             raise LabConfigError(f"data path {data_path!r}: use one of {', '.join(DATA_PATHS)}")
         self.system = str(system)
@@ -125,8 +126,7 @@ class SystemChipDevice(CompiledChipDevice):
 
     def _config_state(self) -> dict[str, Any]:
         return {**super()._config_state(), "system": self.system, "threads": self.threads,
-                "chip_fwd_mes": self.chip_fwd_mes, "data_path": self.data_path,
-                "streamed": self.streamed}
+                "chip_fwd_mes": self.chip_fwd_mes, "data_path": self.data_path}
 
     def __getstate__(self) -> dict[str, Any]:
         # a worker runs the very images this process linked for the chips (as ``linked``)
@@ -303,10 +303,7 @@ class SystemChipDevice(CompiledChipDevice):
         counts.  ``batch_frames``: frames per generator batch (memory per port)."""
         system, loaded = loaded_system or self.load()
         models = self.ports
-        framings = {m.framing for m in models.values()}
-        window = max((s.duration_ps for s in trial.streams if s.duration_ps is not None),
-                     default=None)
-        tally = TrialTally(framings.pop(), window) if len(framings) == 1 else None
+        tally = trial_tally(trial, models)
         parts = streaming(trial.streams, models, self.reference, system.clock_hz,
                           self.options.latency_bin_ps, batch_frames=batch_frames, offer=True,
                           tally=tally)
@@ -319,7 +316,19 @@ class SystemChipDevice(CompiledChipDevice):
             feeds.append((feed, system.chips[ext.rx.chip]))
         for ext in self.spec.ports:
             system.attach_sink(ext.name, parts.sink)
-        during = _stream_until_done(system, loaded, feeds, parts.sink, trial.settle_ps)
+
+        def step(cycles: int) -> None:
+            system.run(cycles)
+            for one in loaded.values():
+                one.drain()
+
+        def settled() -> int:
+            return sum(one.settled() for one in loaded.values()) + \
+                sum(system.unconnected.values())
+
+        during = stream_until_done(lambda: system.now, step, system.counters, settled, feeds,
+                                   parts.sink, trial.settle_ps, system.clock_hz)
+        system.close_sinks()
         counters = system_counters(system, loaded, during)
         report = parts.report()
         return TrialResult(report, None, list(parts.sink.kept), counters,
@@ -370,7 +379,7 @@ class SystemChipDevice(CompiledChipDevice):
         self.prepare()
         traffic = None if self.streamed else generate(trial.streams, self.ports)
         span = send_span(trial.streams, self.ports) if traffic is None else \
-            _held_span(traffic)
+            held_span(traffic)
         if span is None:
             return self.run(trial)
         first, last = span
@@ -396,26 +405,6 @@ class SystemChipDevice(CompiledChipDevice):
                                 "updates.words": sum(r.words for v in landed.values()
                                                      for r in v)})
         return result
-
-
-def send_span(streams: Any, ports: Mapping[int, PortModel]) -> tuple[int, int] | None:
-    """(first, last) send time of the streams' frames (None: no frame), from the C++
-    generator's batches: their time columns only, nothing kept."""
-    models, by_port = check_streams(streams, ports)
-    ordered = [s for p in sorted(by_port) for s in by_port[p]]
-    first = last = None
-    for port_batches in batches(ordered, models).values():
-        for batch in port_batches:
-            if len(batch):  # a port's frames are in sending order
-                low, high = int(batch.times_ps[0]), int(batch.times_ps[-1])
-                first = low if first is None else min(first, low)
-                last = high if last is None else max(last, high)
-    return None if first is None or last is None else (first, last)
-
-
-def _held_span(traffic: Traffic) -> tuple[int, int] | None:
-    sends = [r.time_ps for recs in traffic.ports.values() for r in recs]
-    return (min(sends), max(sends)) if sends else None
 
 
 def _control_runner(router: Any) -> Any:
@@ -446,57 +435,6 @@ def _run_until_done(system: System, loaded: Mapping[str, _Loaded],
             break
         system.run(min(STEP_CYCLES, deadline - system.now))
         drain()
-    system.close_sinks()
-    return during
-
-
-def _stream_until_done(system: System, loaded: Mapping[str, _Loaded],
-                       feeds: list[tuple[BatchFeed, Any]], sink: AnalysisSink,
-                       settle_ps: int) -> dict[str, Any]:
-    """``_run_until_done`` with the frames offered before each step and analysed after
-    it.  The steps are the held run's: ``STEP_CYCLES`` until the traffic's last bit, then
-    to it, then on until every frame is accounted for or ``settle_ps`` has passed.  The
-    last bit is known once every port's generator is done; until then each port is
-    generated ahead until a frame is known to be sent after the coming step, so a full
-    step never passes the end of the traffic."""
-    clock = system.clock_hz
-    traffic_end = deadline = None
-
-    def offer(cycle: int) -> None:
-        for feed, chip in feeds:
-            feed.offer_until(chip, cycle)
-
-    def step(cycles: int) -> None:
-        system.run(cycles)
-        for one in loaded.values():
-            one.drain()
-        sink.flush(system.now)
-
-    while True:
-        if traffic_end is None:
-            for feed, _ in feeds:
-                feed.look_ahead(system.now + STEP_CYCLES)
-            if all(feed.generated for feed, _ in feeds):
-                last_ps = max((feed.last_bit_ps for feed, _ in feeds), default=Fraction(0))
-                traffic_end = _cycle(last_ps, clock)
-                deadline = _cycle(last_ps + settle_ps, clock)
-        if traffic_end is not None and system.now >= traffic_end:
-            break
-        cycles = STEP_CYCLES if traffic_end is None else \
-            min(STEP_CYCLES, traffic_end - system.now)
-        offer(system.now + cycles)
-        step(cycles)
-    assert deadline is not None
-    during = system.counters()
-    offered = sum(feed.sent for feed, _ in feeds)
-    while system.now < deadline:
-        settled = sum(one.settled() for one in loaded.values()) + \
-            sum(system.unconnected.values())
-        if sink.written + settled >= offered:
-            break
-        cycles = min(STEP_CYCLES, deadline - system.now)
-        offer(system.now + cycles)
-        step(cycles)
     system.close_sinks()
     return during
 
@@ -542,20 +480,20 @@ def system_counters(system: System, loaded: Mapping[str, _Loaded],
 
 
 def system_device(port_kinds: tuple[str, ...], routes: Any, mtu: int, system: str | Path,
-                  threads: int = 1, data_path: str | None = None,
+                  threads: int = 1, data_path: str | None = None, streamed: bool = True,
                   **compiled: Any) -> CompiledChipDevice:
     """The compiled router for ``npf.chip_device``: ``SINGLE_SYSTEM`` is the lab's single
     chip (``CompiledChipDevice``: no framer delays, today's figures; data path ``rings``),
     any other system a ``SystemChipDevice`` (data path ``pool`` unless ``data_path``
-    says ``rings``)."""
+    says ``rings``); trials ``streamed`` (nothing held per frame) unless told not to."""
     options = ChipOptions(port_kinds=port_kinds, routes=routes, next_hop_mtu=mtu)
     if str(system) == SINGLE_SYSTEM:
         if data_path not in (None, "rings"):
             raise LabConfigError(f"data path {data_path!r} needs a system whose chips "
                                  f"receive one port each (not {SINGLE_SYSTEM})")
-        return CompiledChipDevice(options, **compiled)
+        return CompiledChipDevice(options, streamed=streamed, **compiled)
     return SystemChipDevice(options, system=system, threads=threads,
-                            data_path=data_path or "pool", **compiled)
+                            data_path=data_path or "pool", streamed=streamed, **compiled)
 
 
 __all__ = ["DATA_PATHS", "DEFAULT_SYSTEM", "SINGLE_SYSTEM", "SystemChipDevice", "system_counters",

@@ -340,11 +340,12 @@ def streaming(streams: Iterable[Stream], ports: Mapping[int, str | PortModel], e
 def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str | PortModel],
                  expect: Any, bin_ps: int = 100_000, keep: bool = False,
                  batch_frames: int = BATCH_FRAMES, check_ports: bool = True,
-                 offer: bool = False) -> StreamingTrial:
+                 offer: bool = False, tally: TrialTally | None = None) -> StreamingTrial:
     """Attach ``streams`` to ``chip`` for a streaming trial judged by ``expect`` (a
     ``PassThrough`` or ``RouteReference``): run the chip, call ``trial.sink.flush(chip.now)``
     as often as memory asks (every run step is fine), then ``trial.report()``.  With
-    ``offer``, call ``trial.offer_until(chip, chip.now + step)`` before each step."""
+    ``offer``, call ``trial.offer_until(chip, chip.now + step)`` before each step.
+    ``tally``: as ``streaming``'s."""
     streams = list(streams)
     if check_ports:
         models, _ = check_streams(streams, ports)
@@ -352,7 +353,7 @@ def stream_trial(chip: Any, streams: Iterable[Stream], ports: Mapping[int, str |
         if problems:
             raise ValueError("tester and chip ports disagree:\n  " + "\n  ".join(problems))
     trial = streaming(streams, ports, expect, chip.config.clock_hz, bin_ps, keep,
-                      batch_frames, offer)
+                      batch_frames, offer, tally)
     for port in sorted(trial.sources):
         chip.attach_source(port, trial.sources[port])
     for port in range(len(chip.config.ports)):

@@ -211,3 +211,38 @@ def test_a_stream_that_moves_the_traffics_routes_shows_as_misrouted(compiled) ->
     assert total.received == total.sent and total.lost == 0
     assert 0 < total.misrouted < result.report.streams[1].sent
     assert result.report.streams[2].misrouted == 0
+
+
+def _same(streamed, held) -> None:
+    assert streamed.traffic is None and streamed.received == [] and streamed.tally
+    assert held.traffic is not None and held.tally is None
+    assert streamed.report == held.report
+    assert streamed.counters == held.counters and streamed.sim_ps == held.sim_ps
+
+
+@pytest.mark.parametrize("kind", ["compiled", "router4"])
+def test_a_streamed_trial_gives_the_held_trials_result(compiled, kind) -> None:
+    """``streamed=True`` (the NPF lab's single chip): C++ batches offered to the chip, the
+    frames out analysed and tallied as they leave, nothing held -- the held trial's
+    report, counters and simulated time, with loss (the compiled router at 100 %), in
+    small batches, and under
+    route updates; the tally's rates are the held frames' (npf.rate_point)."""
+    from npkit.bench.lab.npf import rate_point
+
+    if kind == "compiled":
+        held, streamed = compiled, CompiledChipDevice(SMALL, streamed=True)
+    else:
+        held, streamed = Router4Device(SMALL), Router4Device(SMALL, streamed=True)
+    for load, family in ((60, "mixed" if kind == "compiled" else 4), (100, 4)):
+        trial = duplex(held, load, duration_ps=40_000_000, family=family,
+                       size=128 if family == "mixed" else 64)
+        one, other = streamed.run(trial), held.run(trial)
+        _same(one, other)
+        assert rate_point(load, one, 40_000_000, "ethernet") == \
+            rate_point(load, other, 40_000_000, "ethernet")
+        _same(streamed.run_streamed(trial, streamed._trial_chip(), batch_frames=53), other)
+    if kind == "compiled":
+        assert one.report.total.lost > 0  # router4 keeps up with this trial
+        trial = duplex(held, 30, duration_ps=40_000_000)
+        _same(streamed.run_with_updates(trial, 4, 2_000_000, seed=3),
+              held.run_with_updates(trial, 4, 2_000_000, seed=3))
