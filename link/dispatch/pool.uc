@@ -324,13 +324,7 @@ sop_reg:
 sop_passed:
     alu[--, --, B, b5]
     beq[sop_no_buffer#]
-    immed32[a2, K_DATA]
-    alu_shf[b2, a2, +, b5, <<BUF_SHIFT]       // DRAM address of the frame's byte 0
-    alu[b2, b2, +, FRAME_MAX]
-    alu[a4, a4, +, FRAME_MAX]
-    immed[b6, ((ELEMENT_BYTES - FRAME_MAX) >> 3)]
-    load_addr[a7, idle#]                      // the ALLOC turn after the copy
-    br[rbuf_rd_n#]
+    br[idle#]                                 // the EOP thread stores my bytes FRAME_MAX..
 sop_no_buffer:                                // counted once; the later mpackets only free
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
     br[count_no_buffer#]
@@ -398,6 +392,13 @@ eop_too_long:
 // the last mpacket: its bytes stored, the window read from the SOP element, its own element
 // freed; the frame then runs the body as a one-element frame with a buffer would
 later_eop:
+    // the SOP element's bytes FRAME_MAX.. go to the buffer too (here, not in the SOP
+    // thread: so the element can be freed as soon as this thread has them and the window,
+    // when no middle mpacket reads HANDLE[element] any more)
+    alu_shf[a11, --, B, a8, <<ELEMENT_SHIFT]
+    alu[a11, a11, +, FRAME_MAX]               // the SOP element's byte FRAME_MAX
+    alu[b10, a2, +, FRAME_MAX]                // the buffer's byte FRAME_MAX
+    dram[rbuf_rd, --, b10, a11, ((ELEMENT_BYTES - FRAME_MAX) >> 3)], sig_done[SIG_TX]
     load_addr[a7, eop_stored#]
     br[rbuf_rd_n#]
 eop_stored:
@@ -414,7 +415,7 @@ eop_stored:
     alu_shf[a3, --, B, a3, >>ELEMENT_SHIFT]
     alu[*l$index1[LM_MORE], --, B, a3]        // TBUF elements - 1
     immed32[b4, 0x03000000]                   // a whole frame: SOP and EOP for META_MEDIA
-    ctx_arb[SIG_IO]
+    ctx_arb[SIG_IO, SIG_TX]                   // the window, and the SOP element's bytes
     alu[*l$index0[2], --, B, $0]
     alu[*l$index0[3], --, B, $1]
     alu[*l$index0[4], --, B, $2]
@@ -429,7 +430,13 @@ eop_stored:
     alu[*l$index0[13], --, B, $11]
     alu[*l$index0[14], --, B, $12]
     alu[*l$index0[15], --, B, $13]
-    br[window_only#]                          // frees my element, runs the body
+    alu_shf[a3, --, B, b3, >>ELEMENT_SHIFT]   // my index in the frame
+    alu[--, a3, -, 1]                         // a frame of two mpackets: no middle one
+    bne[window_only#]                         // reads HANDLE[SOP element], free it now
+    alu[a3, --, B, *l$index1[LM_SOP]]
+    msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, a3]
+    br[window_only#], defer[1]                // frees my element, runs the body
+    immed[*l$index1[LM_SOP], 0]
 
 no_buffer:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, st1]
@@ -1093,10 +1100,10 @@ idle_taken:
 // after the ALLOC turn: a multi-element frame's SOP element is free (every mpacket of the
 // frame has passed its ALLOC turn, so no thread reads HANDLE[element] any more)
 free_sop:
-    alu[t_a, --, B, *l$index1[LM_SOP]]
+    immed[*l$index1[LM_MORE], 0]              // also when a frame of two mpackets freed
+    alu[t_a, --, B, *l$index1[LM_SOP]]        // its SOP element before the body
     beq[rx_loop#]
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, t_a]
-    immed[*l$index1[LM_MORE], 0]
     br[rx_loop#], defer[1]
     immed[*l$index1[LM_SOP], 0]
 
