@@ -1,7 +1,6 @@
 """The tester's side of a simulated second: host time per frame and peak memory.
 
     python -m npkit.bench.tester.second [--seconds 1] [--size 40] [--held [--python]]
-    python -m npkit.bench.tester.second --chip [--seconds 1] [--size 40] [--threads 2] [--held]
 
 generates ``--seconds`` of 2 x OC-192 POS at 100 % of line rate (IPv4 ``--size`` bytes, 2,000
 destinations of a generated table, as the NPF preset sends them) with the C++ generator in
@@ -13,13 +12,7 @@ same the way a trial held it before issue 13: ``generate`` into ``TxRecord`` lis
 ``Analyzer.analyze`` over the held records (use a short ``--seconds``); with ``--python``
 by the pure-Python generator and analyzer, the tester as it was before the C++ one.
 
-``--chip``: the lab's tester *and* chips instead of the perfect wire: the NPF preset's
-device (``npf.chip_device``: the two-chip ``dual-ixp2800-npf`` system, the compiled POS
-router on the sampled 135,432 + 1,200-route tables, ``--threads`` host threads) runs one
-streamed trial (``SystemChipDevice.run``) of the preset's IPv4 ``--size`` traffic at 100 %
-for ``--seconds``; prints the set-up's and the trial's host time, the report's counts and
-the peak resident memory (set-up included); with ``--held`` the trial holds its frames
-(``streamed=False``: ``generate``, sources, sinks, ``Analyzer.analyze``), as before.
+The same second through the NPF preset's chips: ``python -m npkit.bench.lab_second``.
 """
 
 from __future__ import annotations
@@ -44,12 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=40, help="IP bytes")
     parser.add_argument("--held", action="store_true")
     parser.add_argument("--python", action="store_true", help="with --held: pure Python")
-    parser.add_argument("--chip", action="store_true", help="through the NPF preset's chips")
-    parser.add_argument("--threads", type=int, default=2, help="with --chip")
     args = parser.parse_args(argv)
-    if args.chip:
-        _through_chips(args.seconds, args.size, args.threads, not args.held)
-        return
 
     routes = generate_routes(4, 20_000, 2024, committed_histogram(4), 16)
     dests = {4: pick_destinations(routes, 4, 2_000, seed=1)}
@@ -95,39 +83,6 @@ def main(argv: list[str] | None = None) -> None:
           f"{report.errors} errors")
     print(f"  host CPU {cpu:.1f} s = {cpu / max(1, frames) * 1e6:.2f} us per frame; "
           f"peak RSS {peak_mb:,.0f} MB")
-
-
-def _through_chips(seconds: float, size: int, threads: int, streamed: bool) -> None:
-    """One streamed NPF trial of ``seconds`` on the preset's device (``--chip``)."""
-    from npkit.bench.lab import npf
-    from npkit.bench.tester import Sizes
-    from npkit.bench.tester.media import PS_PER_S
-
-    start, wall = time.process_time(), time.perf_counter()
-    chosen = npf.preset("ixp2800-npf", threads=threads)
-    device = npf.chip_device(chosen, streamed=streamed)
-    config = chosen.config
-    trials = npf.make_trials(device, config, "ipv4", str(size), Sizes((size,), None, "ip"))
-    trial = trials.with_length(int(seconds * PS_PER_S)).at(100.0)
-    device.prepare()
-    device.restored()  # every chip loaded and snapshotted, as before a lab run's 2nd trial
-    from npkit.bench.tester.fast_analysis import compiled
-
-    compiled(device.reference, device.ports)  # the C++ analysis's route tables, once
-    set_up, set_up_wall = time.process_time() - start, time.perf_counter() - wall
-    peak_set_up = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = device.run(trial)
-    cpu, wall = time.process_time() - start - set_up, time.perf_counter() - wall - set_up_wall
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    total = result.report.total
-    how = "streamed" if streamed else "held"
-    print(f"chips ({device.name}, {threads} threads, {how}): {seconds:g} s of 2 x OC-192 POS, "
-          f"IPv4 {size} B at 100 %: {total.sent:,} frames sent, {total.received:,} "
-          f"received, {total.lost:,} lost, {result.report.errors - total.lost} other errors")
-    print(f"  set-up {set_up:.1f} s CPU ({set_up_wall:.1f} s wall), peak RSS after it "
-          f"{peak_set_up:,.0f} MB")
-    print(f"  trial {cpu:.1f} s CPU ({wall:.1f} s wall) = "
-          f"{cpu / max(1, total.sent) * 1e6:.2f} us CPU per frame; peak RSS {peak_mb:,.0f} MB")
 
 
 if __name__ == "__main__":
