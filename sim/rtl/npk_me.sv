@@ -1,6 +1,8 @@
 // One npkit microengine in SystemVerilog: 8 (or 4) contexts, GPR A/B banks, transfer
-// registers, local memory, the ALU / shifter / byte_align / ld_field unit, immed*, branches
-// with defer slots, ctx_arb and the local CSRs.  docs/rtl.md lists what it covers.
+// registers, next-neighbour registers and ring, local memory, the ALU / shifter /
+// byte_align / ld_field unit, immed*, mul_step, CRC, CAM, branches with defer slots,
+// ctx_arb and the local CSRs: every instruction but hash and the memory commands.
+// docs/rtl.md lists what it covers.
 //
 // Timing is the C++ model's (docs/sim-core.md): one instruction per cycle, a taken branch
 // costs BRANCH_PENALTY cycles less its defer slots, a context switch costs nothing (the
