@@ -147,14 +147,17 @@ def _stages(program: Program, entry: str) -> tuple[str, ...]:
 def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: str,
               platform: Platform | str = DEFAULT_PLATFORM,
               build_dir: str | Path | None = None, fwd_mes_per_port: int | None = None,
-              meta: MetaSetup | None = None, rx_ports: int | None = None) -> Manifest:
+              meta: MetaSetup | None = None, rx_ports: int | None = None,
+              buf_bytes: int | None = None) -> Manifest:
     """Link a compiled body (the back end's .uc fragment) for `platform`'s ports (or the
     ones the pipeline declares), `fwd_mes_per_port` forwarding MEs per input port (default
     the platform's; a chain that keeps the port's order).  `build_dir` keeps the generated
     files (layout.h, body.uc, rx.uc, fwd.uc, tx.uc); by default they go to a temporary
     folder.  `meta`: the body's metadata set-up (`meta_setup(wir)`; default: the one that
     suits any body).  `rx_ports=1`: only port 0 receives (a chip of the dual system:
-    one chain of up to MAX_FWD_MES_ONE_RX forwarding MEs; docs/link.md).  Raises LinkError
+    one chain of up to MAX_FWD_MES_ONE_RX forwarding MEs; docs/link.md).  `buf_bytes`:
+    buffers of that size (a power of two up to 16 KB) instead of 2 KB, for ports whose
+    MTU needs them (docs/link.md, "Buffer size").  Raises LinkError
     (layout), CompileError (a declaration the platform cannot meet) or the assembler's
     AsmError."""
     platform = as_platform(platform)
@@ -181,7 +184,7 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
                         f"{platform.max_fwd_mes_per_port} ({len(platform.ports)} ports on "
                         f"{platform.mes} MEs, and the media stages' rings)")
     runtime = plan_runtime(program, ports, cfg, channel_bytes, per_port,
-                           platform.descriptor_align, rx_ports)
+                           platform.descriptor_align, rx_ports, buf_bytes)
     used = len(runtime.rx_mes) + len(runtime.fwd_mes) + len(runtime.tx_mes)
     if used > platform.mes:
         raise LinkError(f"{used} MEs needed ({ports} ports, {per_port} forwarding MEs a port) "
@@ -220,7 +223,8 @@ def link_body(program: Program, body_uc: str, window_bytes: int, *, pipeline: st
 def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PLATFORM, *,
          build_dir: str | Path | None = None,
          fwd_mes_per_port: int | None = None, rx_ports: int | None = None,
-         pool_mes_per_port: int | None = None, big_channels: bool = True) -> Manifest:
+         pool_mes_per_port: int | None = None, big_channels: bool = True,
+         buf_bytes: int | None = None) -> Manifest:
     """Link one compiled entry (`compile_me(program, entry)`).  A body that overflows the
     control store is a CompileError at the entry's MBL declaration (the assembler's
     message would point into the generated body).  `pool_mes_per_port=N`: the compiled
@@ -229,10 +233,13 @@ def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PL
     The program's SRAM memories go on the chip's channels (link/sram.py; the entry is
     compiled again when that moves them); SRAM memories that do not fit are a
     CompileError (`link-sram`) unless `big_channels` lets the flat layout run on 64 MB
-    channels."""
+    channels.  `buf_bytes`: the buffer size of the rings mapping (link_body)."""
     platform = as_platform(platform)
     program = placed(program, platform.chip_config(), big_channels=big_channels)
     if pool_mes_per_port is not None:
+        if buf_bytes is not None:
+            raise LinkError("buf_bytes: the buffer size is an option of the rings mapping; "
+                            "the compiled data path (pool_mes_per_port) keeps 2 KB buffers")
         served_ports(program, build.entry, platform)   # declarations, at MBL
         from npkit.compiler.me.abi import LM_WINDOW_ABI
 
@@ -246,7 +253,7 @@ def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PL
         return link_body(program, build.body.uc, build.body.window_bytes, pipeline=build.entry,
                          platform=platform, build_dir=build_dir,
                          fwd_mes_per_port=fwd_mes_per_port, meta=meta_setup(build.wir),
-                         rx_ports=rx_ports)
+                         rx_ports=rx_ports, buf_bytes=buf_bytes)
     except AsmError as e:
         overflow = next((d for d in e.diagnostics
                          if d.message.startswith("control store overflow")), None)

@@ -11,7 +11,16 @@ the header).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+# A buffer holds one frame (rx_eth.uc reassembles a frame's mpackets into one buffer), so a
+# port whose MTU needs more than the default 2 KB buffer gets larger ones; the hardware's
+# freelists take any power-of-two buffer size (the handle -> buffer formula shifts by
+# log2(buffer / descriptor)).  16 KB holds a 9,000-byte MTU's 9,014-byte frame
+# (docs/link.md, "Buffer size").
+BUFFER_BYTES_MAX = 16384
+ETHERNET_HEADER_BYTES = 14
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,9 @@ class Layout:
     cnt_rx_no_buffer: int = 0x3030
     cnt_rx_too_long: int = 0x3038
     cnt_tx_race: int = 0x3040
+    # transmit drops of frames longer than a port's TBUF partition (0: not counted; the
+    # linker places it only for buffers larger than a partition, tx_eth.uc TX_DROP_LONG)
+    cnt_tx_too_long: int = 0
 
     # ---- derived ----
     def rx_ring(self, port: int, half: int) -> int:
@@ -72,6 +84,40 @@ class Layout:
 
     def frame_address(self, handle: int) -> int:
         return self.buffer_address(handle) + self.buf_data_offset
+
+
+    def with_buffer_bytes(self, buf_bytes: int) -> Layout:
+        """The layout with `buf_bytes`-byte buffers: BUF_SHIFT and BUF_MAX_FRAME follow
+        (router4.h's #ifndef numbers; the linker writes them to layout.h)."""
+        ratio = buf_bytes // self.desc_bytes
+        if (buf_bytes % self.desc_bytes or ratio & (ratio - 1) or ratio < 2
+                or buf_bytes > BUFFER_BYTES_MAX):
+            raise ValueError(f"buffers of {buf_bytes} bytes: a power of two of "
+                             f"{2 * self.desc_bytes}..{BUFFER_BYTES_MAX} bytes")
+        if buf_bytes <= self.buf_data_offset:
+            raise ValueError(f"buffers of {buf_bytes} bytes leave no room after the "
+                             f"{self.buf_data_offset}-byte headroom")
+        return dataclasses.replace(self, buf_bytes=buf_bytes,
+                                   buf_shift=ratio.bit_length() - 1,
+                                   buf_max_frame=buf_bytes - self.buf_data_offset)
+
+
+def buffer_bytes_for(frame_bytes: int, layout: Layout | None = None) -> int:
+    """The smallest buffer size (a power of two, at least the default) whose data part
+    holds a `frame_bytes`-byte frame; ValueError past BUFFER_BYTES_MAX."""
+    lay = layout or LAYOUT
+    size = lay.buf_bytes
+    while size - lay.buf_data_offset < frame_bytes:
+        size *= 2
+    if size > BUFFER_BYTES_MAX:
+        raise ValueError(f"a {frame_bytes}-byte frame needs buffers of more than "
+                         f"{BUFFER_BYTES_MAX} bytes")
+    return size
+
+
+def buffer_bytes_for_mtu(mtu: int, layout: Layout | None = None) -> int:
+    """The buffer size for an Ethernet port of IP MTU `mtu` (frames of mtu + 14 bytes)."""
+    return buffer_bytes_for(mtu + ETHERNET_HEADER_BYTES, layout)
 
 
 LAYOUT = Layout()

@@ -233,10 +233,12 @@ def _check_mapping(ports: int, per_port: int, rx_ports: int | None = None) -> No
 
 def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: int,
                  per_port: int = FWD_MES_PER_PORT, align: int = DESC_ALIGN,
-                 rx_ports: int | None = None) -> RuntimeLayout:
+                 rx_ports: int | None = None, buf_bytes: int | None = None
+                 ) -> RuntimeLayout:
     """The runtime's structures for `ports` ports (2 or 4), `per_port` forwarding MEs per
     input port, buffer descriptors on `align`-byte boundaries; `rx_ports=1`: only port 0
-    of two receives (the module docstring's "one receive port")."""
+    of two receives (the module docstring's "one receive port"); `buf_bytes`: buffers of
+    that size instead of router4.h's 2 KB (jumbo frames; docs/link.md "Buffer size")."""
     _check_mapping(ports, per_port, rx_ports)
     one_rx = rx_ports is not None and rx_ports < ports
     receiving = 1 if one_rx else ports
@@ -244,6 +246,11 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
     four = ports == FOUR_PORTS
     base = four_port_layout(cfg, per_port) if four else ring_numbers(receiving, per_port,
                                                                       LAYOUT)
+    if buf_bytes is not None and buf_bytes != base.buf_bytes:
+        try:
+            base = base.with_buffer_bytes(buf_bytes)
+        except ValueError as exc:
+            raise LinkError(str(exc)) from None
     channels = ports // 2 if four else ports     # 4 ports: two freelists a channel
     first, desc_base = _place_descriptors(placements, cfg, channel_bytes, channels, ports,
                                           base, align)
@@ -265,6 +272,11 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
         exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
         cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],
         cnt_rx_too_long=counters["cnt_rx_too_long"], cnt_tx_race=counters["cnt_tx_race"])
+    if base.buf_bytes != LAYOUT.buf_bytes:      # tx_eth.uc's TX_DROP_LONG counters, last
+        tx_long = counters["drop_cnt_base"] + 4 * (len(program.reasons.ids) + 2)
+        if tx_long + 4 * ports > cfg.scratch_bytes:
+            raise LinkError("no scratch room for the transmit too-long counters")
+        layout = dataclasses.replace(layout, cnt_tx_too_long=tx_long)
     fwd_first = base.fwd_first_me if four else ONE_RX_FWD_FIRST_ME if one_rx else FWD_FIRST_ME
     fwd_end = fwd_first + receiving * per_port
     # tx_eth.uc: port = ME & 1 (2 ports); 4 ports: ME 12..15, hardware 0x14..0x17, & 3

@@ -58,16 +58,18 @@ RUN_STEP_CYCLES = 100_000
 
 def link_router(source: str | Path, platform: Platform | str = DEFAULT_PLATFORM, *,
                 port_kinds: Sequence[str] | None = None,
-                fwd_mes_per_port: int | None = None) -> Manifest:
+                fwd_mes_per_port: int | None = None,
+                buf_bytes: int | None = None) -> Manifest:
     """Compile an MBL router (its first pipeline) for the MEs and link it for `platform`
-    (or, given `port_kinds`, the IXP2800 platform with those ports)."""
+    (or, given `port_kinds`, the IXP2800 platform with those ports); `buf_bytes`: the
+    linker's buffer size (jumbo frames)."""
     program = compile_file(source)
     if port_kinds is not None:
         platform = for_ports(tuple(port_kinds))
     platform = as_platform(platform)
     program = placed(program, platform.chip_config())   # compiled once, at its addresses
     return link(program, compile_me(program, next(iter(program.pipelines))), platform,
-                fwd_mes_per_port=fwd_mes_per_port)
+                fwd_mes_per_port=fwd_mes_per_port, buf_bytes=buf_bytes)
 
 
 def xscale_freelist(linked: Manifest) -> FreelistSpec:

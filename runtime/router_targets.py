@@ -235,10 +235,24 @@ def build_chip_router(config: RouterConfig, config_path: Path) -> Any:
     from npkit.runtime.router_run import configure
 
     kinds = (CHIP_PORT_KIND,) * chip_ports(config)
+    linked = link_router(ROUTER_MBL, port_kinds=kinds, buf_bytes=chip_buffer_bytes(config))
     # ARP / ND on the chip path as natively (NativeRouter resolves by default)
-    router = CompiledRouter(linked=link_router(ROUTER_MBL, port_kinds=kinds), resolve=True)
+    router = CompiledRouter(linked=linked, resolve=True)
     configure(router, config, config_path)
     return router
+
+
+def chip_buffer_bytes(config: RouterConfig) -> int:
+    """The chip's buffer size for a config: the smallest that holds a frame of its largest
+    MTU (2 KB up to MTU 1906, 16 KB for jumbo frames; link/media.py)."""
+    from npkit.link.media import buffer_bytes_for_mtu
+
+    mtu = max((p.mtu for p in config.ports), default=0)
+    try:
+        return buffer_bytes_for_mtu(mtu)
+    except ValueError as exc:
+        raise RouterTargetError(f"MTU {mtu}: {exc}; the chip target takes MTUs up to "
+                                "16,242") from None
 
 
 def chip_sources(frames: Sequence[TimedFrame]) -> dict[int, list[Any]]:

@@ -66,14 +66,18 @@
 #define BUF_DESC_BASE 0x10000         // SRAM offset of descriptor 0 of port 0's freelist
 #endif
 #define DESC_BYTES 32                 // 8 longwords of metadata per buffer
+// (npkit.link gives a program larger buffers when a port's MTU needs them: 16 KB for
+// jumbo frames, with BUF_SHIFT 9 and BUF_MAX_FRAME 16256; docs/link.md "Buffer size")
+#ifndef BUF_BYTES
 #define BUF_BYTES 2048                // DRAM bytes per buffer
 #define BUF_SHIFT 6                   // log2(BUF_BYTES / DESC_BYTES)
+#define BUF_MAX_FRAME 1920            // BUF_BYTES - BUF_DATA_OFFSET: longer frames are dropped
+#endif
 #define BUFS_PER_PORT 128             // buffers per receive freelist (ring sizes below)
 #define XS_BUFS 64                    // buffers of the XScale's freelist
 #define XS_CHANNEL 3                  // SRAM channel of the XScale's freelist
 #define XS_DESC_BASE 0x12000          // BUF_DESC_BASE + 2 * BUFS_PER_PORT * DESC_BYTES
 #define BUF_DATA_OFFSET 128           // headroom: the frame starts 128 bytes into the buffer
-#define BUF_MAX_FRAME 1920            // BUF_BYTES - BUF_DATA_OFFSET: longer frames are dropped
 #define FREELIST_QUEUE 0              // Q-array queue number of every freelist
 #define CHANNEL_MASK 0x0C000000       // SRAM channel bits of a handle / Q-array address
 #define K_BUFFER ((0 - (BUF_DESC_BASE << BUF_SHIFT)) & 0xFFFFFFFF)
@@ -158,6 +162,9 @@
 #ifndef CNT_TX_RACE
 #define CNT_TX_RACE 0x3040            // + 4 * port: TX ring emptied between test and get
 #endif
+#ifndef CNT_TX_TOO_LONG
+#define CNT_TX_TOO_LONG 0             // + 4 * port: frame longer than the port's TBUF
+#endif                                // partition, dropped (TX_DROP_LONG only; 0: none)
 #define CNT_WORDS 18
 
 // ---------------------------------------------------------------- SRAM tables

@@ -16,6 +16,11 @@
 //      its freelist (sram[enqueue]) -- the frame is in the TBUF, the DRAM copy is not
 //      needed any more.
 // Both ordered sections visit the threads round robin, so frames leave in ring order.
+// TX_DROP_LONG (npkit.link, buffers larger than the port's TBUF partition): a frame longer
+// than the partition is dropped and counted (CNT_TX_TOO_LONG + 4 * port), its buffer back on
+// its freelist.  The hardware would stream it through the partition mpacket by mpacket
+// (one control word per element); the media model takes one control word per frame of at
+// most the partition (docs/media.md, "Transmit"), so it cannot be sent there.
 
 #include "router4.h"
 
@@ -366,6 +371,10 @@ wait6:
 // The TBUF has no room for this frame yet: learn how far the port has got and retry,
 // keeping the allocation token (later frames must wait behind this one anyway).
 tbuf_full:
+#ifdef TX_DROP_LONG
+    alu[--, TBUF_PART_ELEMENTS, -, nelem]
+    blt[too_long#]                      // it never fits: drop it
+#endif
     msf[read, $4, seq_addr, 0, 1], ctx_swap[SIG_SEQ]
     alu[*l$index0[1], --, B, $4]
     br[alloc#]
@@ -380,3 +389,22 @@ skip_alloc:
     ctx_arb[SIG_TOK_ALLOC]
     local_csr_wr[SAME_ME_SIGNAL, tok_alloc_next]
     br[tx_loop#]
+
+#ifdef TX_DROP_LONG
+// A frame longer than the port's TBUF partition (see the top): pass the allocation turn,
+// count it, give its buffer back.  No control word is written, so the SIG_CTL the next
+// frame waits for is signalled here.
+too_long:
+    local_csr_wr[SAME_ME_SIGNAL, tok_alloc_next]
+    immed[t_a, CNT_TX_TOO_LONG]
+    alu_shf[t_a, t_a, +, port, <<2]
+    scratch[incr, --, t_a, 0]
+    local_csr_rd[ACTIVE_CTX_STS]
+    immed[t_b, 0]
+    alu[t_b, t_b, AND, 7]
+    alu[t_b, t_b, OR, (SIG_CTL << 3)]
+    local_csr_wr[SAME_ME_SIGNAL, t_b]
+    alu[$6, --, B, handle]
+    sram[enqueue, $6, qaddr, 0], sig_done[SIG_ENQ]
+    br[tx_loop#]
+#endif

@@ -1,0 +1,147 @@
+"""Jumbo frames on the chip (issue 16 item 4): the router target links 16 KB buffers when a
+port's MTU needs them (examples/router/control.toml: port 1 has MTU 9000), so frames up to
+9,014 bytes are received whole; what leaves the chip is compared with the native target's
+frames (the reference model of router.mbl) frame for frame.
+
+Transmit is bounded by the media model: it takes one TBUF control word per frame, at most
+the port's partition (8 KB TBUF / 4 ports = 2,048 bytes; docs/media.md "Transmit"), so
+tx_eth.uc drops a longer frame and counts it (`tx_too_long`) where the hardware would
+stream it through the partition mpacket by mpacket.  The tests pin that too."""
+
+from __future__ import annotations
+
+import pytest
+from scapy.layers.inet import ICMP, IP, UDP
+from scapy.layers.inet6 import ICMPv6PacketTooBig, IPv6
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from npkit.link.errors import LinkError
+from npkit.link.media import LAYOUT, buffer_bytes_for, buffer_bytes_for_mtu
+from npkit.runtime import router_targets as rt
+
+HOST0 = ("02:00:00:00:10:02", "192.0.2.2", "2001:db8:0:10::2")      # port 0, MTU 1500
+HOST2_V6 = "2001:db8:0:99::5"           # a neighbour on port 2 (MTU 1500)
+UPSTREAM = ("02:00:00:00:11:02", "198.51.100.2", "2001:db8:0:11::2")  # port 1, MTU 9000
+ROUTER_MAC = {0: "02:00:00:00:00:10", 1: "02:00:00:00:00:11"}
+GAP_S = 200e-6          # wider than the chip's exception latency (docs/cli.md)
+TBUF_PARTITION = 2048   # 8,192-byte TBUF / 4 ports (sim/chips/ixp2800.toml, docs/media.md)
+
+
+def udp4(size: int, port: int, src: str, dst: str, df: bool = False) -> bytes:
+    head = (Ether(src=HOST0[0] if port == 0 else UPSTREAM[0], dst=ROUTER_MAC[port])
+            / IP(src=src, dst=dst, ttl=64, id=size, flags="DF" if df else 0)
+            / UDP(sport=1000, dport=2000))
+    return bytes(head / Raw((bytes(range(256)) * 64)[:size - len(head)]))
+
+
+def udp6(size: int, port: int, src: str, dst: str) -> bytes:
+    head = (Ether(src=HOST0[0] if port == 0 else UPSTREAM[0], dst=ROUTER_MAC[port])
+            / IPv6(src=src, dst=dst, hlim=64, fl=size) / UDP(sport=1000, dport=2000))
+    return bytes(head / Raw((bytes(range(256)) * 64)[:size - len(head)]))
+
+
+def both_targets(frames: list[bytes], in_port: int) -> tuple[rt.RouterResult, rt.RouterResult,
+                                                             object]:
+    timed = [rt.TimedFrame(i * GAP_S, in_port, f) for i, f in enumerate(frames)]
+    native = rt.run_native(rt.load_config(rt.DEFAULT_CONFIG, "native"), timed)
+    router = rt.build_chip_router(rt.load_config(rt.DEFAULT_CONFIG, "chip"), rt.DEFAULT_CONFIG)
+    chip = rt.run_chip(router, timed)
+    return native, chip, router
+
+
+# ---------------------------------------------------------------------------- buffer size
+def test_the_buffer_size_follows_the_largest_mtu() -> None:
+    assert buffer_bytes_for_mtu(1500) == LAYOUT.buf_bytes == 2048
+    assert buffer_bytes_for_mtu(1906) == 2048            # 1,920-byte frames: one 2 KB buffer
+    assert buffer_bytes_for_mtu(1907) == 4096
+    assert buffer_bytes_for_mtu(9000) == 16384
+    assert buffer_bytes_for(16256) == 16384
+    with pytest.raises(ValueError, match="16384"):
+        buffer_bytes_for(16257)
+    config = rt.load_config(rt.DEFAULT_CONFIG, "chip")
+    assert rt.chip_buffer_bytes(config) == 16384          # port 1: MTU 9000
+
+
+def test_the_layout_derives_shift_and_largest_frame() -> None:
+    big = LAYOUT.with_buffer_bytes(16384)
+    assert (big.buf_shift, big.buf_max_frame) == (9, 16384 - 128)
+    assert 1 << big.buf_shift == big.buf_bytes // big.desc_bytes
+    for bad in (3000, 32768, 32):
+        with pytest.raises(ValueError):
+            LAYOUT.with_buffer_bytes(bad)
+
+
+def test_the_pool_mapping_refuses_the_option() -> None:
+    from npkit.compiler.mbl import compile_file
+    from npkit.compiler.me import compile_me
+    from npkit.link import link
+
+    program = compile_file(rt.ROUTER_MBL)
+    with pytest.raises(LinkError, match="rings mapping"):
+        link(program, compile_me(program, next(iter(program.pipelines))),
+             pool_mes_per_port=2, buf_bytes=16384)
+
+
+# ---------------------------------------------------------------------------- on the chip
+@pytest.fixture(scope="module")
+def toward_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
+    """Port 0 -> port 1 (MTU 9000): frames that fit the TBUF partition, longer ones and a
+    DF packet over the MTU (Fragmentation Needed)."""
+    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014]
+    frames = [udp4(n, 0, HOST0[1], UPSTREAM[1]) for n in sizes]
+    frames.append(udp4(9018, 0, HOST0[1], UPSTREAM[1], df=True))
+    return both_targets(frames, 0)
+
+
+def test_frames_up_to_the_tbuf_partition_leave_as_natively(toward_port1) -> None:
+    native, chip, _ = toward_port1
+    fits = [f for f in native.frames(1) if len(f) <= TBUF_PARTITION]
+    assert [len(f) for f in fits] == [1514, 1920, 1921, 2048]
+    assert chip.frames(1) == fits
+    assert "rx_too_long0" not in chip.counters["receive_drops"]
+
+
+def test_longer_frames_are_dropped_at_transmit_and_counted(toward_port1) -> None:
+    native, chip, router = toward_port1
+    longer = [f for f in native.frames(1) if len(f) > TBUF_PARTITION]
+    assert sorted(len(f) for f in longer) == [2049, 4000, 9014]
+    assert chip.counters["receive_drops"].get("tx_too_long1") == len(longer)
+    assert not rt.buffer_leaks(router), "every dropped frame's buffer is back"
+
+
+def test_too_big_for_the_jumbo_mtu_answers_as_natively(toward_port1) -> None:
+    native, chip, _ = toward_port1
+    assert chip.frames(0) == native.frames(0)
+    (answer,) = [Ether(f) for f in chip.frames(0)]
+    assert answer[ICMP].type == 3 and answer[ICMP].code == 4
+    assert answer[ICMP].nexthopmtu == 9000
+
+
+@pytest.fixture(scope="module")
+def from_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
+    """Port 1 (MTU 9000) -> ports 0 and 2 (MTU 1500): jumbo frames fragmented or answered
+    with Fragmentation Needed / Packet Too Big, all of it in frames that fit a TBUF
+    partition."""
+    frames = []
+    for n in (1514, 1515, 4000, 9014):
+        frames.append(udp4(n, 1, UPSTREAM[1], HOST0[1]))
+        frames.append(udp4(n, 1, UPSTREAM[1], HOST0[1], df=True))
+        frames.append(udp6(n, 1, UPSTREAM[2], HOST2_V6))
+    return both_targets(frames, 1)
+
+
+def test_jumbo_frames_from_the_jumbo_port_give_the_native_frames(from_port1) -> None:
+    native, chip, router = from_port1
+    for port in (0, 1, 2):
+        assert chip.frames(port) == native.frames(port), port
+    fragments = [Ether(f) for f in chip.frames(0) if IP in Ether(f) and Ether(f)[IP].frag]
+    assert fragments, "the non-DF jumbo packets were fragmented"
+    assert max(len(f) for f in chip.frames(0) + chip.frames(2)) == 1514
+    assert len(chip.frames(2)) == 1                      # the 1,514-byte IPv6 frame fits
+    too_big = [Ether(f) for f in chip.frames(1)]
+    assert sum(ICMP in f and f[ICMP].type == 3 for f in too_big) == 3      # 1515, 4000, 9014 DF
+    assert [f[ICMPv6PacketTooBig].mtu for f in too_big if ICMPv6PacketTooBig in f] == \
+        [1500] * 3
+    assert not chip.counters["receive_drops"]
+    assert not rt.buffer_leaks(router)
