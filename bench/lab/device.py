@@ -32,10 +32,10 @@ class Trial:
 class TrialResult:
     """What a trial produced: the tester's analysis, the raw records, the device counters.
 
-    A streamed trial (the chip devices' default: frames generated, fed and analysed in
-    batches, none held) has ``traffic`` None and ``received`` empty (unless the device was
-    asked to keep the frames) and carries ``tally`` instead: per port what was sent and
-    received (frames, IP bits, frames out by the end of the sending time, line use), all a
+    A streamed trial (a chip device with ``streamed=True``, as the NPF lab builds them:
+    frames generated, fed and analysed in batches, none held) has ``traffic`` None and
+    ``received`` empty and carries ``tally`` instead: per port what was sent and received
+    (frames, IP bits, frames out by the end of the sending time, line use), all a
     procedure's rates need (``npf.rate_point``).
 
     ``counters`` is flat and JSON-friendly (str -> int | float): the device's own view
