@@ -148,6 +148,7 @@ class _Pair:
         return core, end
 
     def run_rtl(self, cycles: int) -> str:
+        """The RTL loaded afresh and run for up to ``cycles``: how it ended."""
         self.rtl.load(self.words, self.ctx_mode)
         per_ctx = 128 // self.ctx_mode
         for ctx, code, value in self.init.regs:
@@ -266,9 +267,7 @@ def _explain(pair: _Pair, diff: list[Mismatch], model_end: str, rtl_end: str,
 
     def differs(cycles: int) -> list[Mismatch]:
         core, m_end = pair.model(cycles)
-        r_end = pair.run_rtl(cycles)
-        found = _state_diff(pair, core, m_end, r_end)
-        return found
+        return _state_diff(pair, core, m_end, pair.run_rtl(cycles))
 
     first = differs(hi)
     if first:

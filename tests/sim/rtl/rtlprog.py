@@ -1,11 +1,13 @@
 """Random microengine programs over the RTL's covered ISA, for the RTL-vs-model tests.
 
 Words are packed straight from the ISA table (``isa.encode``), independent of the assembler.
-A program is a prologue (LM_ADDR setup), a body of blocks with forward-only control flow (so
-every context ends), and a final ``ctx_arb[kill]``.  Every context runs the same program;
-``br=ctx``, per-context registers and CSRs make them differ.  Contexts may still sleep for
-good on a ``ctx_arb`` whose signals never come: the model then reports a deadlock and the
-RTL goes idle with the same sleepers, which the comparison accepts as the same end.
+A program is a prologue (LM_ADDR setup), a body of blocks whose control flow ends (forward
+branches, counted backward loops), an epilogue that copies state the model does not expose
+(LM_ADDR, the CAM) into transfer registers, and a final ``ctx_arb[kill]``.  Every context
+runs the same program; ``br=ctx``, per-context registers and CSRs make them differ.
+Contexts may still sleep for good on a ``ctx_arb`` whose signals never come: the model then
+reports a deadlock and the RTL goes idle with the same sleepers, which the comparison
+accepts as the same end.
 """
 
 from __future__ import annotations
@@ -252,8 +254,25 @@ def program(draw, max_blocks: int = 24) -> tuple[list[int], int]:
             fields["value"] = starts[b.target_block]
             ws[b.jump_load_at] = isa.encode(ins.opcode, fields)
         words += ws
+    words += epilogue()
     words.append(kill())
     return words, ctx_mode
+
+
+def epilogue() -> list[int]:
+    """Make state the comparison cannot read from the model visible in transfer registers:
+    LM_ADDR 0/1, CRC_REMAINDER, BYTE_INDEX, and the CAM's tags and states."""
+    out = []
+    for i, csr in enumerate(("ACTIVE_LM_ADDR_0", "ACTIVE_LM_ADDR_1", "CRC_REMAINDER",
+                             "BYTE_INDEX")):
+        out += [csr_rd(csr), immed(OPND["xfer_s"] + i, 0)]
+    for entry in range(16):
+        out.append(enc("cam_read_tag", op=isa.CAM_OPS["cam_read_tag"],
+                       dest=OPND["xfer_d"] + entry, src=OPND["imm"] + entry, state=0))
+    for entry in range(12):
+        out.append(enc("cam_read_state", op=isa.CAM_OPS["cam_read_state"],
+                       dest=OPND["xfer_s"] + 4 + entry, src=OPND["imm"] + entry, state=0))
+    return out
 
 
 def init_state(seed: int, ctx_mode: int, lm_words: int) -> InitState:
