@@ -50,6 +50,15 @@ class RtlParams:
     def from_config(cls, config: ChipConfig, me: int = 0,
                     defines: tuple[str, ...] = ()) -> RtlParams:
         me_section = config.raw["me"]
+        fixed = {"gprs_per_bank": 128, "xfer_per_kind": 128, "nn_registers": 128,
+                 "cam_entries": 16}  # sizes npk_me.sv does not take as parameters
+        for key, size in fixed.items():
+            if int(me_section[key]) != size:
+                raise RtlBuildError(f"{config.name}: the RTL ME has {size} {key.replace('_', ' ')}"
+                                    f", the config says {me_section[key]}")
+        if int(me_section["branch_taken_penalty"]) > 15 or int(me_section["lm_addr_delay"]) > 15:
+            raise RtlBuildError(f"{config.name}: the RTL ME counts branch_taken_penalty and "
+                                "lm_addr_delay in 4 bits (at most 15)")
         return cls(lm_words=config.local_memory_words, cs_words=config.control_store_words,
                    nn_regs=int(me_section["nn_registers"]),
                    branch_penalty=int(me_section["branch_taken_penalty"]),
