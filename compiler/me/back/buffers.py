@@ -22,8 +22,6 @@ window read (awaited after the turn has passed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from npkit.compiler.mbl.types import META_FIELDS
 
 from .. import wir
@@ -39,55 +37,11 @@ from ..abi import (
 from .errors import compile_error
 from .mir import MOpnd
 
-if TYPE_CHECKING:
-    from .isel import Selector
-
 IN_PORT = META_FIELDS["in_port"].word
 LEN = META_FIELDS["len"].word
 QUADWORDS_MAX = 16              # one dram[rbuf_rd]: an RBUF element of up to 128 bytes
 WINDOW_WORDS = 14               # the header window pool.uc keeps in *l$index0[2..15]
 WINDOW_BYTES = 4 * WINDOW_WORDS
-
-
-def require_pool(s: Selector, ins: wir.Instr) -> None:
-    if not s.header_in_lm:
-        raise compile_error(
-            "unsupported", "buffer operations and receive stages run only in the pool "
-            "mapping's body (the header window in local memory)", ins.loc,
-            "compile with compile_me(program, entry, LM_WINDOW_ABI) and link with "
-            "link(..., pool_mes_per_port=N) (docs/datapath.md); the native target runs it")
-
-
-def freelist_address(s: Selector) -> MOpnd:
-    """The SRAM Q-array address of the input port's freelist (pool.uc's computation)."""
-    t = s._new("freelist", gpr_only=True)
-    s.op(f"alu[{{0}}, --, B, *l$index1[{IN_PORT}]]\n"
-         "alu[{0}, {0}, +, RX_FL_CHANNEL]\n"
-         "alu_shf[{0}, FREELIST_QUEUE, OR, {0}, <<26]", [t], defs=(0,), sets_cc=True)
-    return t
-
-
-def select_alloc(s: Selector, ins: wir.BufAlloc) -> None:
-    require_pool(s, ins)
-    queue = freelist_address(s)
-    xs = s.xfer_range(1)
-    s._issue(f"sram[dequeue, ${xs.start}, {{0}}, 0]", [queue], xs,
-             [(s._dst(ins.dst), f"${xs.start}")])
-    s._sel_Cmp(wir.Cmp(ins.ok, "ne", ins.dst, 0, loc=ins.loc), s.folds, None)
-
-
-def select_free(s: Selector, ins: wir.BufFree) -> None:
-    """Handle 0 is no buffer: nothing goes back (the native target ignores it too)."""
-    require_pool(s, ins)
-    if ins.handle == 0:
-        return
-    queue = freelist_address(s)
-    handle = s.reg_value(ins.handle)
-    x, sig, skip = s.xfer_range(1).start, s.signal(), s.label("nofree")
-    lines = [f"alu[${x}, --, B, {{1}}]", f"beq[{skip}#]",
-             f"sram[enqueue, ${x}, {{0}}, 0], sig_done[{sig}]", *s.wait_lines(sig), f"{skip}#:"]
-    s.op("\n".join(lines), [queue, handle], uses=(0, 1), sets_cc=True)
-
 
 def _aligned_constant(value: wir.Operand, what: str, ins: wir.Instr) -> None:
     if isinstance(value, int) and value % 8:
@@ -96,109 +50,6 @@ def _aligned_constant(value: wir.Operand, what: str, ins: wir.Instr) -> None:
             "quadwords (dram[rbuf_rd]), so it must be a multiple of 8", ins.loc,
             "store from and to 8-byte boundaries (docs/datapath.md, \"Receive stages on "
             "the chip\")")
-
-
-def _element_address(s: Selector, start: MOpnd, add: bool) -> MOpnd:
-    """RBUF byte address of mpacket byte `start`: (element << ELEMENT_SHIFT) + start."""
-    rbuf = s._new("rbuf", gpr_only=True)
-    s.move(rbuf, f"*l$index1[{META_RX_ELEMENT}]")
-    s.op("alu_shf[{0}, --, B, {0}, <<16]\nalu_shf[{0}, --, B, {0}, >>16]\n"
-         "alu_shf[{0}, --, B, {0}, <<ELEMENT_SHIFT]", [rbuf], defs=(0,), uses=(0,),
-         sets_cc=True)
-    if add:
-        s.alu(rbuf, rbuf, "+", start)
-    return rbuf
-
-
-def _buffer_address(s: Selector, handle: MOpnd) -> MOpnd:
-    """DRAM byte address of the buffer's data byte 0."""
-    dram, k = s._new("dram", gpr_only=True), s._new("kdata", gpr_only=True)
-    s.op("immed32[{0}, K_DATA]", [k], defs=(0,))
-    s.op("alu_shf[{0}, {1}, +, {2}, <<BUF_SHIFT]", [dram, k, handle], defs=(0,),
-         uses=(1, 2), pairs=((1, 2),), sets_cc=True)
-    return dram
-
-
-def select_store(s: Selector, ins: wir.BufStore) -> None:
-    """Bytes the header window holds (`at` < 56) are in DRAM before the store ends: a later
-    mpacket's buffer.attach reads them in its receive turn.  Later bytes are copied while
-    the body goes on (signal RX_STORE_SIGNAL, flag bit 31 of META_RX_ELEMENT); the dispatch
-    waits for them at the body's exit, before the element is freed and before the ALLOC
-    turn, so a frame is whole in DRAM when its last mpacket claims the TBUF.  A second store
-    of the same mpacket first waits for the one in flight."""
-    require_pool(s, ins)
-    _aligned_constant(ins.at, "'at'", ins)
-    _aligned_constant(ins.start, "'from'", ins)
-    handle = s.reg_value(ins.handle)
-    at, start = s.value(ins.at), s.value(ins.start)    # constants 0..63 stay immediates
-    n, e, al = (s._new(h, gpr_only=True) for h in ("n", "end", "align"))
-    s.move(n, f"*l$index1[{LEN}]")
-    if ins.start != 0:
-        s.alu(n, n, "-", start)               # bytes to store (huge: from > len)
-    s.alu(e, n, "+", at)
-    # the alignment of what is not a constant (constants were checked above)
-    variable = [o for o, w in ((at, ins.at), (start, ins.start)) if not isinstance(w, int)]
-    if len(variable) == 2:
-        s.alu(al, variable[0], "OR", variable[1])
-    else:
-        s.move(al, variable[0] if variable else 0)
-    dram = _buffer_address(s, handle)
-    if ins.at != 0:
-        s.alu(dram, dram, "+", at)            # DRAM byte of buffer byte `at`
-    rbuf = _element_address(s, start, ins.start != 0)
-    at_reg = s.reg_value(ins.at) if not isinstance(ins.at, int) else None
-    end, ok = s._dst(ins.end), s._dst(ins.ok)
-    fm, q, t, w = (s._new(h, gpr_only=True) for h in ("max", "qw", "jump", "elem"))
-    fail, done, out, table, issued, idle, later = (s.label(h) for h in (
-        "stfail", "stdone", "stout", "sttab", "stissued", "stidle", "stlater"))
-    # operands: 0 end, 1 ok, 2 max, 3 qw, 4 jump, 5 elem | 6 handle, 7 n, 8 e, 9 align,
-    # 10 dram, 11 rbuf (, 12 at)
-    lines = [
-        "alu[--, --, B, {6}]",
-        f"beq[{fail}#]",                         # handle 0 is not a buffer
-        "immed[{2}, FRAME_BYTES_MAX]",
-        "alu[--, {2}, -, {7}]",
-        f"bcc[{fail}#]",                         # from > len (n wrapped) or too many bytes
-        "alu[--, {2}, -, {8}]",
-        f"bcc[{fail}#]",                         # past the buffer's data bytes
-        "alu[--, {9}, AND, 7]",
-        f"bne[{fail}#]",                         # not quadword aligned
-        "alu[{3}, {7}, +, 7]",
-        "alu_shf[{3}, --, B, {3}, >>3]",         # quadwords 0..16
-        f"beq[{done}#]",
-        f"alu[{{5}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
-        f"br_bclr[{{5}}, 31, {idle}#]",
-        *s.wait_lines(RX_STORE_SIGNAL),           # this mpacket's previous store
-        "alu_shf[{5}, --, B, {5}, <<1]",
-        "alu_shf[{5}, --, B, {5}, >>1]",
-        f"{idle}#:",
-        "immed[{2}, 0x8000]",
-        "alu_shf[{2}, {5}, OR, {2}, <<16]",
-        f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{2}}]",    # a store in flight
-        f"load_addr[{{4}}, {table}#]",
-        "alu_shf[{4}, {4}, +, {3}, <<1]",
-        "alu[{4}, {4}, -, 2]",
-        f"jump[{{4}}, {table}#]",
-        f"{table}#:",
-    ]
-    for count in range(1, QUADWORDS_MAX + 1):
-        lines += [f"dram[rbuf_rd, --, {{10}}, {{11}}, {count}], sig_done[{RX_STORE_SIGNAL}]",
-                  f"br[{issued}#]"]
-    lines.append(f"{issued}#:")
-    if at_reg is not None:
-        lines += [f"alu[--, {{12}}, -, {WINDOW_BYTES}]", f"bcs[{later}#]"]
-    if at_reg is not None or ins.at < WINDOW_BYTES:
-        lines += [*s.wait_lines(RX_STORE_SIGNAL),     # window bytes: in DRAM before it ends
-                  f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{5}}]"]
-    lines += [f"{later}#:", f"br[{done}#]",
-              f"{fail}#:", "alu[{1}, --, B, 0]", f"br[{out}#]",
-              f"{done}#:", "alu[{0}, --, B, {8}]", "alu[{1}, --, B, 1]", f"{out}#:"]
-    ops = [end, ok, fm, q, t, w, handle, n, e, al, dram, rbuf]
-    if at_reg is not None:
-        ops.append(at_reg)
-    uses = tuple(range(6, len(ops)))
-    s.op("\n".join(lines), ops, defs=(0, 1, 2, 3, 4, 5), uses=uses, late_uses=uses,
-         pairs=((2, 7), (2, 8), (4, 3), (10, 11), (2, 5)), sets_cc=True)
 
 
 def deferrable_attaches(fn: wir.Function) -> set[int]:
@@ -230,89 +81,8 @@ def deferrable_attaches(fn: wir.Function) -> set[int]:
             if isinstance(i, wir.BufAttach) and clear(b, k + 1)}
 
 
-def reserve_attach_signal(s: Selector) -> int | None:
-    """A body signal kept for deferred window reads (none are issued otherwise): every
-    other command of the body uses another, so the read may stay in flight across blocks."""
-    if not s.deferred_attaches:
-        return None
-    free = [sig for sig in s.abi.signals if sig not in s.slot_signals]
-    s.slot_signals.add(free[-1])
-    s.signals_used.add(free[-1])
-    return free[-1]
-
-
 def _window_copy() -> list[str]:
     return [f"alu[*l$index0[{2 + w}], --, B, $${w}]" for w in range(WINDOW_WORDS)]
-
-
-def select_attach(s: Selector, ins: wir.BufAttach) -> None:
-    """The packet becomes the buffer's first `length` bytes (at most FRAME_BYTES_MAX): its
-    header window read from DRAM into local memory, its length, its buffer (a buffer the
-    packet had goes back first), its DRAM address and TBUF element count for pool.uc's
-    transmit; a packet no longer than the window keeps no buffer.  When nothing reads the
-    window before the receive stage ends (deferrable_attaches), the read completes after
-    the turn has passed (select_rx_turn_done; flag: bit 31 of META_TBUF_MORE)."""
-    require_pool(s, ins)
-    s.flush()
-    deferred = id(ins) in s.deferred_attaches
-    handle, length = s.reg_value(ins.handle), s.reg_value(ins.length)
-    queue = freelist_address(s)
-    n, dram, k, fm = (s._new(h, gpr_only=True) for h in ("n", "dram", "kdata", "max"))
-    x, sig = s.xfer_range(1).start, s.signal()
-    rsig = s.attach_signal if deferred else sig
-    old, out, fits, short = (s.label(h) for h in ("atold", "atout", "atfits", "atshort"))
-    # operands: 0 n, 1 dram, 2 kdata, 3 max | 4 handle, 5 length, 6 queue
-    lines = [
-        "alu[{1}, --, B, {4}]",
-        f"beq[{out}#]",                          # not a buffer: nothing changes
-        f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
-        f"beq[{old}#]",
-        f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
-        *s.wait_lines(sig),
-        f"{old}#:",
-        f"alu[*l$index1[{META_HANDLE}], --, B, {{1}}]",
-        "immed32[{2}, K_DATA]",
-        "alu_shf[{1}, {2}, +, {1}, <<BUF_SHIFT]",
-        f"alu[*l$index1[{META_DRAM_ADDR}], --, B, {{1}}]",
-    ]
-    if deferred:
-        lines.append(f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{rsig}]")
-    else:
-        lines += [f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{sig}]",
-                  *s.wait_lines(sig), *_window_copy()]
-    lines += [
-        "immed[{3}, FRAME_BYTES_MAX]",
-        "alu[{0}, --, B, {5}]",
-        "alu[--, {3}, -, {0}]",
-        f"bcs[{fits}#]",
-        "alu[{0}, --, B, {3}]",
-        f"{fits}#:",
-        f"alu[*l$index1[{LEN}], --, B, {{0}}]",
-        f"alu[--, {{0}}, -, {WINDOW_BYTES + 1}]",
-        f"bcc[{short}#]",
-        "alu[{2}, {0}, -, 1]",
-        "alu_shf[{2}, --, B, {2}, >>ELEMENT_SHIFT]",
-    ]
-    if deferred:
-        lines += ["immed[{3}, 0x8000]", "alu_shf[{2}, {2}, OR, {3}, <<16]"]
-    lines += [
-        f"alu[*l$index1[{META_TBUF_MORE}], --, B, {{2}}]",
-        f"br[{out}#]",
-        f"{short}#:",                            # the window holds it all: no tail
-        f"immed[*l$index1[{META_TBUF_MORE}], 0]",
-    ]
-    if deferred:                                 # the buffer goes back: its read first
-        lines += [*s.wait_lines(rsig), *_window_copy()]
-    lines += [
-        f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
-        f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
-        *s.wait_lines(sig),
-        f"immed[*l$index1[{META_HANDLE}], 0]",
-        f"{out}#:",
-    ]
-    uses = (4, 5, 6)
-    s.op("\n".join(lines), [n, dram, k, fm, handle, length, queue], defs=(0, 1, 2, 3),
-         uses=uses, late_uses=uses, pairs=((2, 1), (3, 0), (2, 3)), sets_cc=True)
 
 
 def blocks_in_turn(fn: wir.Function) -> set[str]:
@@ -333,19 +103,248 @@ def blocks_in_turn(fn: wir.Function) -> set[str]:
     return seen
 
 
-def select_rx_turn_done(s: Selector, ins: wir.RxTurnDone) -> None:
-    """Call the dispatch's RX_TURN_LABEL: the port's next mpacket may run its receive
-    stage.  Commands in flight stay in flight (the call uses no body resource)."""
-    require_pool(s, ins)
-    s.spinning = False                  # the rest runs outside the turn
-    back = s.label("rxturn")
-    lines = [f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_LABEL}#]", f"{back}#:"]
-    if s.attach_signal is None:
-        s.op("\n".join(lines), [])
-        return
-    t, done = s._new("more", gpr_only=True), s.label("rxwin")
-    lines += [f"alu[{{0}}, --, B, *l$index1[{META_TBUF_MORE}]]",   # a window read in flight
-              f"br_bclr[{{0}}, 31, {done}#]", f"ctx_arb[{s.attach_signal}]", *_window_copy(),
-              "alu_shf[{0}, --, B, {0}, <<1]", "alu_shf[{0}, --, B, {0}, >>1]",
-              f"alu[*l$index1[{META_TBUF_MORE}], --, B, {{0}}]", f"{done}#:"]
-    s.op("\n".join(lines), [t], defs=(0,), sets_cc=True)
+class BufferSelection:
+    """The buffer operations' and the receive turn's selection, mixed into isel's Selector
+    (their own module for size; a mixin so this module need not import isel)."""
+
+    def require_pool(self, ins: wir.Instr) -> None:
+        if not self.header_in_lm:
+            raise compile_error(
+                "unsupported", "buffer operations and receive stages run only in the pool "
+                "mapping's body (the header window in local memory)", ins.loc,
+                "compile with compile_me(program, entry, LM_WINDOW_ABI) and link with "
+                "link(..., pool_mes_per_port=N) (docs/datapath.md); the native target runs it")
+
+
+    def freelist_address(self) -> MOpnd:
+        """The SRAM Q-array address of the input port's freelist (pool.uc's computation)."""
+        t = self._new("freelist", gpr_only=True)
+        self.op(f"alu[{{0}}, --, B, *l$index1[{IN_PORT}]]\n"
+             "alu[{0}, {0}, +, RX_FL_CHANNEL]\n"
+             "alu_shf[{0}, FREELIST_QUEUE, OR, {0}, <<26]", [t], defs=(0,), sets_cc=True)
+        return t
+
+
+    def select_alloc(self, ins: wir.BufAlloc) -> None:
+        self.require_pool(ins)
+        queue = self.freelist_address()
+        xs = self.xfer_range(1)
+        self._issue(f"sram[dequeue, ${xs.start}, {{0}}, 0]", [queue], xs,
+                 [(self._dst(ins.dst), f"${xs.start}")])
+        self._sel_Cmp(wir.Cmp(ins.ok, "ne", ins.dst, 0, loc=ins.loc), self.folds, None)
+
+
+    def select_free(self, ins: wir.BufFree) -> None:
+        """Handle 0 is no buffer: nothing goes back (the native target ignores it too)."""
+        self.require_pool(ins)
+        if ins.handle == 0:
+            return
+        queue = self.freelist_address()
+        handle = self.reg_value(ins.handle)
+        x, sig, skip = self.xfer_range(1).start, self.signal(), self.label("nofree")
+        lines = [f"alu[${x}, --, B, {{1}}]", f"beq[{skip}#]",
+                 f"sram[enqueue, ${x}, {{0}}, 0], sig_done[{sig}]", *self.wait_lines(sig),
+                 f"{skip}#:"]
+        self.op("\n".join(lines), [queue, handle], uses=(0, 1), sets_cc=True)
+
+
+    def _element_address(self, start: MOpnd, add: bool) -> MOpnd:
+        """RBUF byte address of mpacket byte `start`: (element << ELEMENT_SHIFT) + start."""
+        rbuf = self._new("rbuf", gpr_only=True)
+        self.move(rbuf, f"*l$index1[{META_RX_ELEMENT}]")
+        self.op("alu_shf[{0}, --, B, {0}, <<16]\nalu_shf[{0}, --, B, {0}, >>16]\n"
+             "alu_shf[{0}, --, B, {0}, <<ELEMENT_SHIFT]", [rbuf], defs=(0,), uses=(0,),
+             sets_cc=True)
+        if add:
+            self.alu(rbuf, rbuf, "+", start)
+        return rbuf
+
+
+    def _buffer_address(self, handle: MOpnd) -> MOpnd:
+        """DRAM byte address of the buffer's data byte 0."""
+        dram, k = self._new("dram", gpr_only=True), self._new("kdata", gpr_only=True)
+        self.op("immed32[{0}, K_DATA]", [k], defs=(0,))
+        self.op("alu_shf[{0}, {1}, +, {2}, <<BUF_SHIFT]", [dram, k, handle], defs=(0,),
+             uses=(1, 2), pairs=((1, 2),), sets_cc=True)
+        return dram
+
+
+    def select_store(self, ins: wir.BufStore) -> None:
+        """Bytes the header window holds (`at` < 56) are in DRAM before the store ends: a later
+        mpacket's buffer.attach reads them in its receive turn.  Later bytes are copied while
+        the body goes on (signal RX_STORE_SIGNAL, flag bit 31 of META_RX_ELEMENT); the dispatch
+        waits for them at the body's exit, before the element is freed and before the ALLOC
+        turn, so a frame is whole in DRAM when its last mpacket claims the TBUF.  A second store
+        of the same mpacket first waits for the one in flight."""
+        self.require_pool(ins)
+        _aligned_constant(ins.at, "'at'", ins)
+        _aligned_constant(ins.start, "'from'", ins)
+        handle = self.reg_value(ins.handle)
+        at, start = self.value(ins.at), self.value(ins.start)    # constants 0..63 stay immediates
+        n, e, al = (self._new(h, gpr_only=True) for h in ("n", "end", "align"))
+        self.move(n, f"*l$index1[{LEN}]")
+        if ins.start != 0:
+            self.alu(n, n, "-", start)               # bytes to store (huge: from > len)
+        self.alu(e, n, "+", at)
+        # the alignment of what is not a constant (constants were checked above)
+        variable = [o for o, w in ((at, ins.at), (start, ins.start)) if not isinstance(w, int)]
+        if len(variable) == 2:
+            self.alu(al, variable[0], "OR", variable[1])
+        else:
+            self.move(al, variable[0] if variable else 0)
+        dram = self._buffer_address(handle)
+        if ins.at != 0:
+            self.alu(dram, dram, "+", at)            # DRAM byte of buffer byte `at`
+        rbuf = self._element_address(start, ins.start != 0)
+        at_reg = self.reg_value(ins.at) if not isinstance(ins.at, int) else None
+        end, ok = self._dst(ins.end), self._dst(ins.ok)
+        fm, q, t, w = (self._new(h, gpr_only=True) for h in ("max", "qw", "jump", "elem"))
+        fail, done, out, table, issued, idle, later = (self.label(h) for h in (
+            "stfail", "stdone", "stout", "sttab", "stissued", "stidle", "stlater"))
+        # operands: 0 end, 1 ok, 2 max, 3 qw, 4 jump, 5 elem | 6 handle, 7 n, 8 e, 9 align,
+        # 10 dram, 11 rbuf (, 12 at)
+        lines = [
+            "alu[--, --, B, {6}]",
+            f"beq[{fail}#]",                         # handle 0 is not a buffer
+            "immed[{2}, FRAME_BYTES_MAX]",
+            "alu[--, {2}, -, {7}]",
+            f"bcc[{fail}#]",                         # from > len (n wrapped) or too many bytes
+            "alu[--, {2}, -, {8}]",
+            f"bcc[{fail}#]",                         # past the buffer's data bytes
+            "alu[--, {9}, AND, 7]",
+            f"bne[{fail}#]",                         # not quadword aligned
+            "alu[{3}, {7}, +, 7]",
+            "alu_shf[{3}, --, B, {3}, >>3]",         # quadwords 0..16
+            f"beq[{done}#]",
+            f"alu[{{5}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
+            f"br_bclr[{{5}}, 31, {idle}#]",
+            *self.wait_lines(RX_STORE_SIGNAL),           # this mpacket's previous store
+            "alu_shf[{5}, --, B, {5}, <<1]",
+            "alu_shf[{5}, --, B, {5}, >>1]",
+            f"{idle}#:",
+            "immed[{2}, 0x8000]",
+            "alu_shf[{2}, {5}, OR, {2}, <<16]",
+            f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{2}}]",    # a store in flight
+            f"load_addr[{{4}}, {table}#]",
+            "alu_shf[{4}, {4}, +, {3}, <<1]",
+            "alu[{4}, {4}, -, 2]",
+            f"jump[{{4}}, {table}#]",
+            f"{table}#:",
+        ]
+        for count in range(1, QUADWORDS_MAX + 1):
+            lines += [f"dram[rbuf_rd, --, {{10}}, {{11}}, {count}], sig_done[{RX_STORE_SIGNAL}]",
+                      f"br[{issued}#]"]
+        lines.append(f"{issued}#:")
+        if at_reg is not None:
+            lines += [f"alu[--, {{12}}, -, {WINDOW_BYTES}]", f"bcs[{later}#]"]
+        if at_reg is not None or ins.at < WINDOW_BYTES:
+            lines += [*self.wait_lines(RX_STORE_SIGNAL),     # window bytes: in DRAM before it ends
+                      f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{5}}]"]
+        lines += [f"{later}#:", f"br[{done}#]",
+                  f"{fail}#:", "alu[{1}, --, B, 0]", f"br[{out}#]",
+                  f"{done}#:", "alu[{0}, --, B, {8}]", "alu[{1}, --, B, 1]", f"{out}#:"]
+        ops = [end, ok, fm, q, t, w, handle, n, e, al, dram, rbuf]
+        if at_reg is not None:
+            ops.append(at_reg)
+        uses = tuple(range(6, len(ops)))
+        self.op("\n".join(lines), ops, defs=(0, 1, 2, 3, 4, 5), uses=uses, late_uses=uses,
+             pairs=((2, 7), (2, 8), (4, 3), (10, 11), (2, 5)), sets_cc=True)
+
+
+    def reserve_attach_signal(self) -> int | None:
+        """A body signal kept for deferred window reads (none are issued otherwise): every
+        other command of the body uses another, so the read may stay in flight across blocks."""
+        if not self.deferred_attaches:
+            return None
+        free = [sig for sig in self.abi.signals if sig not in self.slot_signals]
+        self.slot_signals.add(free[-1])
+        self.signals_used.add(free[-1])
+        return free[-1]
+
+
+    def select_attach(self, ins: wir.BufAttach) -> None:
+        """The packet becomes the buffer's first `length` bytes (at most FRAME_BYTES_MAX): its
+        header window read from DRAM into local memory, its length, its buffer (a buffer the
+        packet had goes back first), its DRAM address and TBUF element count for pool.uc's
+        transmit; a packet no longer than the window keeps no buffer.  When nothing reads the
+        window before the receive stage ends (deferrable_attaches), the read completes after
+        the turn has passed (select_rx_turn_done; flag: bit 31 of META_TBUF_MORE)."""
+        self.require_pool(ins)
+        self.flush()
+        deferred = id(ins) in self.deferred_attaches
+        handle, length = self.reg_value(ins.handle), self.reg_value(ins.length)
+        queue = self.freelist_address()
+        n, dram, k, fm = (self._new(h, gpr_only=True) for h in ("n", "dram", "kdata", "max"))
+        x, sig = self.xfer_range(1).start, self.signal()
+        rsig = self.attach_signal if deferred else sig
+        old, out, fits, short = (self.label(h) for h in ("atold", "atout", "atfits", "atshort"))
+        # operands: 0 n, 1 dram, 2 kdata, 3 max | 4 handle, 5 length, 6 queue
+        lines = [
+            "alu[{1}, --, B, {4}]",
+            f"beq[{out}#]",                          # not a buffer: nothing changes
+            f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
+            f"beq[{old}#]",
+            f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
+            *self.wait_lines(sig),
+            f"{old}#:",
+            f"alu[*l$index1[{META_HANDLE}], --, B, {{1}}]",
+            "immed32[{2}, K_DATA]",
+            "alu_shf[{1}, {2}, +, {1}, <<BUF_SHIFT]",
+            f"alu[*l$index1[{META_DRAM_ADDR}], --, B, {{1}}]",
+        ]
+        if deferred:
+            lines.append(f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{rsig}]")
+        else:
+            lines += [f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{sig}]",
+                      *self.wait_lines(sig), *_window_copy()]
+        lines += [
+            "immed[{3}, FRAME_BYTES_MAX]",
+            "alu[{0}, --, B, {5}]",
+            "alu[--, {3}, -, {0}]",
+            f"bcs[{fits}#]",
+            "alu[{0}, --, B, {3}]",
+            f"{fits}#:",
+            f"alu[*l$index1[{LEN}], --, B, {{0}}]",
+            f"alu[--, {{0}}, -, {WINDOW_BYTES + 1}]",
+            f"bcc[{short}#]",
+            "alu[{2}, {0}, -, 1]",
+            "alu_shf[{2}, --, B, {2}, >>ELEMENT_SHIFT]",
+        ]
+        if deferred:
+            lines += ["immed[{3}, 0x8000]", "alu_shf[{2}, {2}, OR, {3}, <<16]"]
+        lines += [
+            f"alu[*l$index1[{META_TBUF_MORE}], --, B, {{2}}]",
+            f"br[{out}#]",
+            f"{short}#:",                            # the window holds it all: no tail
+            f"immed[*l$index1[{META_TBUF_MORE}], 0]",
+        ]
+        if deferred:                                 # the buffer goes back: its read first
+            lines += [*self.wait_lines(rsig), *_window_copy()]
+        lines += [
+            f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
+            f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
+            *self.wait_lines(sig),
+            f"immed[*l$index1[{META_HANDLE}], 0]",
+            f"{out}#:",
+        ]
+        uses = (4, 5, 6)
+        self.op("\n".join(lines), [n, dram, k, fm, handle, length, queue], defs=(0, 1, 2, 3),
+             uses=uses, late_uses=uses, pairs=((2, 1), (3, 0), (2, 3)), sets_cc=True)
+
+
+    def select_rx_turn_done(self, ins: wir.RxTurnDone) -> None:
+        """Call the dispatch's RX_TURN_LABEL: the port's next mpacket may run its receive
+        stage.  Commands in flight stay in flight (the call uses no body resource)."""
+        self.require_pool(ins)
+        self.spinning = False                  # the rest runs outside the turn
+        back = self.label("rxturn")
+        lines = [f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_LABEL}#]", f"{back}#:"]
+        if self.attach_signal is None:
+            self.op("\n".join(lines), [])
+            return
+        t, done = self._new("more", gpr_only=True), self.label("rxwin")
+        lines += [f"alu[{{0}}, --, B, *l$index1[{META_TBUF_MORE}]]",   # a window read in flight
+                  f"br_bclr[{{0}}, 31, {done}#]", f"ctx_arb[{self.attach_signal}]", *_window_copy(),
+                  "alu_shf[{0}, --, B, {0}, <<1]", "alu_shf[{0}, --, B, {0}, >>1]",
+                  f"alu[*l$index1[{META_TBUF_MORE}], --, B, {{0}}]", f"{done}#:"]
+        self.op("\n".join(lines), [t], defs=(0,), sets_cc=True)

@@ -89,7 +89,7 @@ class BlockState:
     next_xfer: int = 0
 
 
-class Selector:
+class Selector(buffers.BufferSelection):
     """Selects one function.  `select()` returns the machine function."""
 
     def __init__(self, fn: wir.Function, abi: BodyABI,
@@ -105,7 +105,7 @@ class Selector:
         self.signals_used: set[int] = set()
         # buffer.attach's window reads that complete after the receive turn (buffers.py)
         self.deferred_attaches = buffers.deferrable_attaches(fn)
-        self.attach_signal = buffers.reserve_attach_signal(self)
+        self.attach_signal = self.reserve_attach_signal()
         # the receive stage holds its port's turn: it waits by polling its signals, so the
         # turn does not also wait for the ME's other contexts to swap out (buffers.py)
         self.turn_blocks = buffers.blocks_in_turn(fn)
@@ -891,19 +891,19 @@ class Selector:
 
     # --- buffers and the receive turn (buffers.py)
     def _sel_BufAlloc(self, ins: wir.BufAlloc, folds: Folds, _: str | None) -> None:
-        buffers.select_alloc(self, ins)
+        self.select_alloc(ins)
 
     def _sel_BufStore(self, ins: wir.BufStore, folds: Folds, _: str | None) -> None:
-        buffers.select_store(self, ins)
+        self.select_store(ins)
 
     def _sel_BufAttach(self, ins: wir.BufAttach, folds: Folds, _: str | None) -> None:
-        buffers.select_attach(self, ins)
+        self.select_attach(ins)
 
     def _sel_BufFree(self, ins: wir.BufFree, folds: Folds, _: str | None) -> None:
-        buffers.select_free(self, ins)
+        self.select_free(ins)
 
     def _sel_RxTurnDone(self, ins: wir.RxTurnDone, folds: Folds, _: str | None) -> None:
-        buffers.select_rx_turn_done(self, ins)
+        self.select_rx_turn_done(ins)
 
     # --- control
     def _sel_Jump(self, ins: wir.Jump, folds: Folds, following: str | None) -> None:
