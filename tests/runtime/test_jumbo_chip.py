@@ -86,9 +86,10 @@ def test_the_pool_mapping_refuses_the_option() -> None:
 # ---------------------------------------------------------------------------- on the chip
 @pytest.fixture(scope="module")
 def toward_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
-    """Port 0 -> port 1 (MTU 9000): frames that fit the TBUF partition, longer ones and a
-    DF packet over the MTU (Fragmentation Needed)."""
-    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014]
+    """Port 0 -> port 1 (MTU 9000): frames that fit the TBUF partition, longer ones, frames
+    after those (the transmit ME goes on) and a DF packet over the MTU (Fragmentation
+    Needed)."""
+    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014, 100, 1514]   # after the drops too
     frames = [udp4(n, 0, HOST0[1], UPSTREAM[1]) for n in sizes]
     frames.append(udp4(9018, 0, HOST0[1], UPSTREAM[1], df=True))
     return both_targets(frames, 0)
@@ -97,7 +98,7 @@ def toward_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
 def test_frames_up_to_the_tbuf_partition_leave_as_natively(toward_port1) -> None:
     native, chip, _ = toward_port1
     fits = [f for f in native.frames(1) if len(f) <= TBUF_PARTITION]
-    assert [len(f) for f in fits] == [1514, 1920, 1921, 2048]
+    assert [len(f) for f in fits] == [1514, 1920, 1921, 2048, 100, 1514]
     assert chip.frames(1) == fits
     assert "rx_too_long0" not in chip.counters["receive_drops"]
 
