@@ -13,7 +13,8 @@
 Modules: ``media`` (port kinds, sizes, exact wire time), ``packet`` (packets, signature),
 ``destinations``, ``stream`` (streams, their phases), ``generator``, ``reference``
 (expected output), ``results`` (records and reports), ``analyzer``, ``chip`` (the simulated
-chip adapter, held or streamed; imports npkit.sim).  The per-frame work runs in C++
+chip adapter, held or streamed; imports npkit.sim), ``tally`` (a streamed trial's per-port
+counts without the frames).  The per-frame work runs in C++
 (``_fast``, built from ``cpp/``): ``fast`` (generation in batches) and ``fast_analysis``
 (the analyzer's bookkeeping); ``generate`` and ``Analyzer.analyze`` use them and give what
 the pure-Python ``generate_python`` / ``Analyzer.analyze_python`` give (docs/lab.md, "The
