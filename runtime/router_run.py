@@ -174,8 +174,16 @@ def demo_traffic(router: Any, config: Any, count: int, seed: int = 1) -> dict[in
 
 
 def _idle(chip: Any) -> bool:
+    """Every frame handed to a port's wire has arrived (received whole or dropped at its
+    first mpacket), the RBUF is empty and no TBUF element waits: a frame still on the wire
+    (a 9 KB frame is 7 us at 10 Gb/s, and back-to-back ones queue there) keeps it busy."""
     ports = chip.counters()["ports"]
-    return all(int(p.get("tbuf_elements_queued", 0)) == 0 for p in ports)
+    fed = chip.frames_fed
+    return all(int(p.get("tbuf_elements_queued", 0)) == 0
+               and int(p.get("rbuf_elements_in_use", 0)) == 0
+               and int(p.get("rx_frames", 0)) + int(p.get("rx_dropped_rbuf_full", 0))
+               >= fed.get(i, 0)
+               for i, p in enumerate(ports))
 
 
 def run_until_drained(chip_router: Any, frames_in: int, last_change_cycle: int,

@@ -178,3 +178,21 @@ def test_back_to_back_mixed_sizes_keep_order_and_buffers() -> None:
     assert chip.counters["receive_drops"] == {"tx_too_long1": sum(n > TBUF_PARTITION
                                                                  for n in sizes)}
     assert not rt.buffer_leaks(router)
+
+
+def test_a_run_until_drained_waits_for_frames_still_on_the_wire() -> None:
+    """Frames handed to a port all at once queue on its wire (300 of up to 9,014 bytes: ms of
+    line time); the run ends only when every one of them has arrived and left or been
+    dropped -- it once stopped while most were still queued, with a buffer out."""
+    from npkit.runtime.loader import leak_check
+
+    sizes = [1514, 2000, 64, 9014, 512, 1200] * 50
+    frames = [udp4(size, 0, HOST0[1], UPSTREAM[1]) for size in sizes]
+    router = rt.build_chip_router(rt.load_config(rt.DEFAULT_CONFIG, "chip"), rt.DEFAULT_CONFIG)
+    result = rt.run_chip(router, [rt.TimedFrame(0.0, 0, f) for f in frames])
+    ports = router.chip.counters()["ports"]
+    long = sum(1 for s in sizes if s > TBUF_PARTITION)
+    assert ports[0]["rx_frames"] + ports[0]["rx_dropped_rbuf_full"] == len(frames)
+    assert result.counters["receive_drops"] == {"tx_too_long1": long}
+    assert len(result.out[1]) == len(frames) - long
+    assert all(r.ok for r in leak_check(router.loaded)), leak_check(router.loaded)
