@@ -48,8 +48,8 @@ def jumbo_chip_side(config: RouterConfig, items: list, buf_bytes: int) -> tuple[
     router.configure(config)
     router.control.exceptions.limiter = None
     timed = [rt.TimedFrame(i * GAP_S, p.port, p.frame) for i, p in enumerate(items)]
-    # a fixed length: router_run.run_until_drained stopped before the last probe arrived
-    # (27 of 28 received: a frame fed to its port but not yet on the wire counts as fed)
+    # a fixed length (run_until_drained once stopped before the last probe arrived: 27 of
+    # 28; it now waits for the frames on the wire, tests/runtime/test_jumbo_chip.py)
     cycles = int((len(items) + 2) * GAP_S * router.chip.config.clock_hz)
     result = rt.run_chip(router, timed, cycles=cycles)
     own = router_addresses(config)

@@ -162,8 +162,8 @@ def test_the_linked_buffers_are_the_jumbo_ones(toward_port1) -> None:
 def test_back_to_back_mixed_sizes_keep_order_and_buffers() -> None:
     """Frames at line rate (all at time 0: the wire spaces them), 55 of the 120 longer
     than the TBUF partition: the transmit ME's 8 threads drop those in turn and send the
-    rest in order.  A fixed run length: router_run.run_until_drained can stop while frames
-    fed to a port are still on its wire."""
+    rest in order.  A fixed run length (written before run_until_drained waited for the
+    frames still on a port's wire; test below)."""
     import random
 
     rng = random.Random(1)
