@@ -9,8 +9,8 @@ NPF IP size or ``imix``; the preset's tables, system and data path), the trials 
 stream seeds, each stream at its own phase): a load passes the search when all of them lose
 nothing.  A quick way to check one case of the full preset (a 10 ms trial of a 1,280-byte
 case takes ~40 s of host time) without its search, latency and update runs.  Prints one
-line per trial; asserts nothing (docs/datapath.md, "Line rate with frames of several
-elements").
+line per trial (its loss, RBUF drops and average latency); asserts nothing
+(docs/datapath.md, "Line rate with frames of several elements").
 """
 
 from __future__ import annotations
@@ -48,8 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         drops = {name: int(v) for name, v in result.counters.items()
                  if name.startswith("rx.rx_dropped") and v}
         lost_any |= total.lost > 0
+        latency = total.latency
+        avg = f", latency avg {latency.total_ps / latency.count / 1e6:.2f} us" \
+            if latency.count else ""
         print(f"{trial.label}: sent {total.sent}, received {total.received}, lost "
-              f"{total.lost} {drops or ''} ({time.monotonic() - start:.0f} s)", flush=True)
+              f"{total.lost}{avg} {drops or ''} ({time.monotonic() - start:.0f} s)",
+              flush=True)
     print(f"{args.traffic} {args.size} at {args.load:g} %: "
           f"{'loss' if lost_any else 'no loss'} in {args.repeats} trials of "
           f"{args.trial_us:g} us")
