@@ -110,11 +110,14 @@ def _publish(work: Path, target: Path) -> None:
 
 # The C++ flags of Verilator's generated makefile (Vnpk_me_sim_classes.mk), for the runtime
 # and harness objects compiled outside it.
-_CXXFLAGS = ["-fPIC", "-Os", "-faligned-new", "-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TRACE=0",
-             "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=0", "-Wno-bool-operation", "-Wno-sign-compare",
+_CXXFLAGS = ["-fPIC", "-Os", "-faligned-new", "-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TRACE=1",
+             "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=1", "-Wno-bool-operation", "-Wno-sign-compare",
              "-Wno-uninitialized", "-Wno-unused-but-set-variable", "-Wno-unused-parameter",
              "-Wno-unused-variable"]
-_RUNTIME = ("verilated.cpp", "verilated_dpi.cpp", "verilated_threads.cpp")
+# --trace: the model can write a VCD waveform (RtlME.wave_open); costs little when none is open
+_VFLAGS = ["--trace", "-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+           "-CFLAGS", "-fPIC"]
+_RUNTIME = ("verilated.cpp", "verilated_dpi.cpp", "verilated_threads.cpp", "verilated_vcd_c.cpp")
 
 
 def _model(params: RtlParams, exe: str, jobs: int) -> Path:
@@ -122,14 +125,14 @@ def _model(params: RtlParams, exe: str, jobs: int) -> Path:
     keyed by the SystemVerilog sources, the parameters and the Verilator version."""
     version = subprocess.run([exe, "--version"], capture_output=True, text=True,
                              check=False).stdout
-    target = cache_root() / f"model-{_digest((*SOURCES, *INCLUDES), repr(params), version)}"
+    flags = repr((_VFLAGS, _CXXFLAGS, _RUNTIME))
+    target = cache_root() / f"model-{_digest((*SOURCES, *INCLUDES), repr(params), version, flags)}"
     if (target / "done").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
     try:
-        _run([exe, "--cc", "--build", "-j", str(jobs), "--top-module", TOP, "-Wno-fatal",
-              "-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-fPIC",
+        _run([exe, "--cc", "--build", "-j", str(jobs), "--top-module", TOP, *_VFLAGS,
               "--Mdir", str(work), f"-I{HERE}", *params.verilator_args(),
               *[str(HERE / s) for s in SOURCES]])
         root = Path(subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True,
@@ -151,7 +154,7 @@ def build(params: RtlParams, jobs: int = 2) -> Path:
     if exe is None:
         raise RtlBuildError("verilator is not installed (Debian: apt-get install verilator)")
     model = _model(params, exe, jobs)
-    lib = model / f"lib-{_digest((HARNESS,))}" / LIBRARY
+    lib = model / f"lib-{_digest((HARNESS,), repr(_CXXFLAGS))}" / LIBRARY
     if lib.exists():
         return lib
     root = Path((model / "root").read_text())

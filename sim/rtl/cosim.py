@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from npkit.sim import _core, isa
@@ -61,6 +62,7 @@ class Report:
     history: list[str] = field(default_factory=list)
     model_end: str = ""           # "idle", "cycles" or the model's fault kind
     rtl_end: str = ""
+    pair: _Pair | None = field(default=None, repr=False)  # the machines, to re-run
 
     @property
     def ok(self) -> bool:
@@ -239,9 +241,27 @@ def _state_diff(pair: _Pair, core: Any, model_end: str, rtl_end: str) -> list[Mi
 def compare(words: Sequence[int], *, ctx_mode: int = 8, config: ChipConfig | None = None,
             me: int = 0, seed: int = 1, init: InitState | None = None,
             max_cycles: int = 100_000, rtl: RtlME | None = None,
-            source_of: Callable[[int], str | None] | None = None) -> Report:
+            source_of: Callable[[int], str | None] | None = None,
+            wave: str | Path | None = None) -> Report:
     """Run words on both machines and compare (module docstring).  Pass ``rtl`` to reuse a
-    built RTL ME (a mutant, or to save the library load); it must match config and me."""
+    built RTL ME (a mutant, or to save the library load); it must match config and me.
+    ``wave``: write the RTL's VCD waveform there -- of the run up to the first difference
+    on a mismatch, of the whole run otherwise."""
+    report = _compare(words, ctx_mode, config, me, seed, init, max_cycles, rtl, source_of)
+    if wave is not None:
+        pair = report.pair
+        assert pair is not None  # _compare always keeps it
+        pair.rtl.wave_open(wave)
+        try:
+            pair.run_rtl(report.cycles if report.outcome == "mismatch" else max_cycles)
+        finally:
+            pair.rtl.wave_close()
+    return report
+
+
+def _compare(words: Sequence[int], ctx_mode: int, config: ChipConfig | None, me: int,
+             seed: int, init: InitState | None, max_cycles: int, rtl: RtlME | None,
+             source_of: Callable[[int], str | None] | None) -> Report:
     config = config or ChipConfig.load("ixp2800")
     rtl = rtl or RtlME.for_config(config, me, seed)
     pair = _Pair(words, ctx_mode, config, me, seed, init or InitState(), rtl)
@@ -252,10 +272,10 @@ def compare(words: Sequence[int], *, ctx_mode: int = 8, config: ChipConfig | Non
         return Report("not_covered", status.cycle, model_end=model_end,
                       rtl_end=f"not covered: {status.fault_instruction()} at ctx "
                               f"{status.fault_ctx} pc {status.fault_pc} "
-                              f"({render(status.fault_word)})")
+                              f"({render(status.fault_word)})", pair=pair)
     diff = _state_diff(pair, core, model_end, rtl_end)
     if not diff:
-        return Report("agree", status.cycle, model_end=model_end, rtl_end=rtl_end)
+        return Report("agree", status.cycle, model_end=model_end, rtl_end=rtl_end, pair=pair)
     return _explain(pair, diff, model_end, rtl_end, max_cycles, source_of)
 
 
@@ -285,7 +305,7 @@ def _explain(pair: _Pair, diff: list[Mismatch], model_end: str, rtl_end: str,
     history = [_line(pair, c, ctx, pc, source_of) for c, ctx, pc in trace]
     culprit = history[-1] if history else ""
     return Report("mismatch", hi, mismatches=first, culprit=culprit, history=history,
-                  model_end=model_end, rtl_end=rtl_end)
+                  model_end=model_end, rtl_end=rtl_end, pair=pair)
 
 
 def _line(pair: _Pair, cycle: int, ctx: int, pc: int,

@@ -8,6 +8,7 @@
 #include "Vnpk_me_sim.h"
 #include "Vnpk_me_sim___024root.h"
 #include "verilated.h"
+#include "verilated_vcd_c.h"
 
 namespace {
 
@@ -28,15 +29,24 @@ struct Retired {
   uint32_t pc;
 };
 
+// A context that may trace: Verilator wants traceEverOn before the model is built.
+struct TracingContext : VerilatedContext {
+  TracingContext() { traceEverOn(true); }
+};
+
 struct Rtl {
-  VerilatedContext context;
+  TracingContext context;
   Vnpk_me_sim top{&context};
   std::array<Retired, kTrace> trace{};
   uint64_t retired = 0;
+  std::unique_ptr<VerilatedVcdC> vcd;  // an open waveform, if any
+  uint64_t half_cycles = 0;            // its time axis: cycle k is at times 2k and 2k+1
 
   void half(int clk) {
     top.clk = clk;
     top.eval();
+    if (vcd) vcd->dump(half_cycles);
+    ++half_cycles;
   }
   // one clock cycle; the outputs sampled before the edge describe the cycle that ends
   void cycle() {
@@ -93,7 +103,11 @@ void npk_rtl_set_mutant(void* h, int mutant) {
   top.eval();
 }
 
-void npk_rtl_free(void* h) { delete static_cast<Rtl*>(h); }
+void npk_rtl_free(void* h) {
+  Rtl* r = static_cast<Rtl*>(h);
+  if (r->vcd) r->vcd->close();
+  delete r;
+}
 
 // Put an image in the control store and reset the ME (state as after Core.load).
 int npk_rtl_load(void* h, const uint64_t* words, uint32_t n, int mode4, uint64_t prng_seed) {
@@ -137,6 +151,26 @@ uint64_t npk_rtl_run(void* h, uint64_t max_cycles, int until_idle) {
     ++n;
   }
   return n;
+}
+
+// Write a VCD waveform of every signal from now on (until npk_rtl_wave_close); 0 on success.
+int npk_rtl_wave_open(void* h, const char* path) {
+  Rtl& r = *static_cast<Rtl*>(h);
+  if (r.vcd) r.vcd->close();
+  r.vcd = std::make_unique<VerilatedVcdC>();
+  r.top.trace(r.vcd.get(), 99);
+  r.vcd->open(path);
+  if (!r.vcd->isOpen()) {
+    r.vcd.reset();
+    return -1;
+  }
+  return 0;
+}
+
+void npk_rtl_wave_close(void* h) {
+  Rtl& r = *static_cast<Rtl*>(h);
+  if (r.vcd) r.vcd->close();
+  r.vcd.reset();
 }
 
 // A signal for ctx, pending from the next cycle on.

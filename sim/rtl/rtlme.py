@@ -121,6 +121,8 @@ class RtlME:
         lib.npk_rtl_status.argtypes = [ctypes.c_void_p, _U64P]
         lib.npk_rtl_trace.argtypes = [ctypes.c_void_p, _U64P, ctypes.c_int]
         lib.npk_rtl_set_mutant.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.npk_rtl_wave_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.npk_rtl_wave_close.argtypes = [ctypes.c_void_p]
 
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
@@ -150,6 +152,15 @@ class RtlME:
     def set_mutant(self, mutant: int) -> None:
         """Break one instruction on purpose (``MUTANTS``); 0 restores the clean RTL."""
         self._lib.npk_rtl_set_mutant(self._handle, mutant)
+
+    def wave_open(self, path: str | Path) -> None:
+        """Write a VCD waveform of every signal to ``path`` from now on, until
+        ``wave_close`` (VCD time counts half clock cycles)."""
+        if self._lib.npk_rtl_wave_open(self._handle, str(path).encode()):
+            raise RtlError(f"cannot write the waveform {path}")
+
+    def wave_close(self) -> None:
+        self._lib.npk_rtl_wave_close(self._handle)
 
     def signal(self, ctx: int, sig: int) -> None:
         """Deliver signal ``sig`` to ``ctx``: pending from the next cycle on."""

@@ -241,3 +241,19 @@ def test_assembled_image_with_loops(rtl):
         rtl.set_mutant(0)
     assert broken.outcome == "mismatch"
     assert "op=XOR" in broken.culprit and "loop.uc" in broken.culprit, broken.text()
+
+
+def test_waveform_of_a_mismatch(rtl, tmp_path):
+    words, _ = MUTANT_PROGRAMS["alu_xor_is_or"]
+    init = init_state(11, 8, 0)
+    rtl.set_mutant(MUTANTS["alu_xor_is_or"])
+    try:
+        report = cosim.compare(words, rtl=rtl, init=init, wave=tmp_path / "me.vcd")
+    finally:
+        rtl.set_mutant(0)
+    assert report.outcome == "mismatch"
+    vcd = (tmp_path / "me.vcd").read_text()
+    assert "$enddefinitions" in vcd and "retire_pc" in vcd
+    # the run up to the first difference: the last time stamp is about twice its cycles
+    last_time = max(int(line[1:]) for line in vcd.splitlines() if line.startswith("#"))
+    assert last_time >= 2 * report.cycles
