@@ -429,8 +429,8 @@ class Chip : public MediaHost {
   // Every member below is either simulated state, which NPKIT_CHIP_VALUE_STATE (after the
   // class) or snapshot.cpp copies, or configuration/observation: a new member goes in one
   // of the two.
-  void run_me(ME& m);
-  void run_burst(ME& m, uint64_t end, uint64_t limit);
+  inline void run_me(ME& m);
+  inline void run_burst(ME& m, uint64_t end, uint64_t limit);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
