@@ -441,7 +441,7 @@ class Chip:
 
     def _arrived(self) -> dict[int, int]:
         """Frames each port has taken off its input queue (received or dropped)."""
-        ports = _port_counters(self._core.counters())
+        ports = list(self._core.port_counters())
         return {p: _taken_off_queue(ports[p]) if p < len(ports) else 0 for p in self._feeds}
 
     def _feed_port(self, port: int, feed: _PortFeed, horizon: int) -> None:
@@ -691,13 +691,6 @@ def _count_hint(source: Any) -> int | None:
         if callable(method) and not hasattr(source, "path"):  # pcaps would be read twice
             return int(method())
     return None
-
-
-def _port_counters(counters: dict[str, Any]) -> list[dict[str, Any]]:
-    ports = counters.get("ports", [])
-    if isinstance(ports, dict):  # tolerate {port: {...}}
-        return [ports[k] for k in sorted(ports, key=int)]
-    return list(ports)
 
 
 def _taken_off_queue(port: dict[str, Any]) -> int:

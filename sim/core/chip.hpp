@@ -220,10 +220,7 @@ class EventQueue {
 
   EventQueue() : buckets_(kWheel) {}
   bool empty() const { return wheel_count_ == 0 && heap_.empty(); }
-  uint64_t top_time() const {
-    uint64_t h = heap_.empty() ? UINT64_MAX : heap_.front().time;
-    return wheel_min_ < h ? wheel_min_ : h;
-  }
+  uint64_t top_time() const { return wheel_min_ < heap_min_ ? wheel_min_ : heap_min_; }
   void push(uint64_t time, uint64_t seq, uint32_t slot) {
     if (time >= base_ && time - base_ < kWheel) {
       Bucket& b = buckets_[time & kMask];
@@ -234,6 +231,7 @@ class EventQueue {
     } else {
       heap_.push_back(EventKey{time, seq, slot});
       std::push_heap(heap_.begin(), heap_.end(), EventKeyLater{});
+      heap_min_ = heap_.front().time;
     }
   }
   // The slot of the smallest (time, seq); the queue must not be empty.
@@ -247,6 +245,7 @@ class EventQueue {
       const EventKey k = heap_.front();
       std::pop_heap(heap_.begin(), heap_.end(), EventKeyLater{});
       heap_.pop_back();
+      heap_min_ = heap_.empty() ? UINT64_MAX : heap_.front().time;
       if (k.time > base_) base_ = k.time;
       return k.slot;
     }
@@ -284,6 +283,8 @@ class EventQueue {
   uint64_t wheel_min_ = UINT64_MAX;
   size_t wheel_count_ = 0;
   std::vector<EventKey> heap_;  // min-heap on (time, seq) via EventKeyLater
+  uint64_t heap_min_ = UINT64_MAX;  // heap_.front().time, UINT64_MAX when empty: top_time()
+                                    // is asked on every scheduler step
 };
 
 // The scheduler's run queue: one key per loaded ME position k, (local time << kPosBits) | k
@@ -428,14 +429,14 @@ class Chip : public MediaHost {
   // Every member below is either simulated state, which NPKIT_CHIP_VALUE_STATE (after the
   // class) or snapshot.cpp copies, or configuration/observation: a new member goes in one
   // of the two.
-  void run_me(ME& m);
-  void run_burst(ME& m, uint64_t end, uint64_t limit);
+  inline void run_me(ME& m);
+  inline void run_burst(ME& m, uint64_t end, uint64_t limit);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
   void process_events_until(uint64_t t);
   void deliver(const Event& ev);
-  inline void wake_check(ME& m, int ci, uint64_t t);
+  inline bool wake_check(ME& m, int ci, uint64_t t);  // true: the context became Ready
   [[noreturn]] void deadlock(const char* why);
   bool waiting_on_media_only() const;
   uint32_t sram_word_addr(uint32_t addr, int& ch) const;

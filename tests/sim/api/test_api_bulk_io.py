@@ -67,6 +67,17 @@ def test_sinks_get_every_frame_in_order_with_its_times() -> None:
     assert chip.frames_out == {0: count, 1: count}
 
 
+def test_port_counters_are_the_ports_of_counters_after_traffic() -> None:
+    chip = load_manifest(MANIFEST).chip
+    for p in (0, 1):
+        chip.attach_source(p, ListSource([_frame(i, p) for i in range(40)]))
+    chip.run(cycles=30_000)  # some frames in, some still queued or in flight
+    raw = chip._core
+    ports = raw.port_counters()
+    assert ports == raw.counters()["ports"]
+    assert sum(p["rx_frames"] for p in ports) > 0
+
+
 @given(st.integers(0, 255), st.integers(0, 2**63), st.integers(0, 2**63), st.binary(max_size=64),
        st.integers(0, 2**63))
 def test_the_fast_tx_frame_equals_the_constructed_one(port: int, first: int, last: int, data: bytes,
