@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from npkit.runtime.poptrie import POPTRIE4, POPTRIE6, Poptrie
 
 Family = Literal[4, 6]
 Routes = dict[tuple[int, int], int]  # (network, length) -> next hop
+T = TypeVar("T", MultibitTrie, Poptrie)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,44 @@ class RouteUpdate:
     next_hop: int | None = None
 
 
-class RouteManager(Tables):
+class _FamilyReads(Generic[T]):
+    """The reading calls both route managers share, over their per-family tables
+    (`self._tries`: family -> MultibitTrie or Poptrie)."""
+
+    _tries: dict[Family, T]
+
+    def lookup(self, family: Family, address: int) -> int | None:
+        """The next hop for an address, walking the words as the microengines do."""
+        return self.trie(family).lookup(address)
+
+    def take_log(self, family: Family) -> WriteLog:
+        """The family's word writes since the last take, in order (log=True)."""
+        return self.trie(family).take_log()
+
+    def stats(self, family: Family) -> dict[str, int]:
+        """The family's table counters: routes, words used / retired / free, high water
+        (16-8-8 counts plies: plies_live / plies_retired / plies_free)."""
+        return self.trie(family).stats()
+
+    def routes(self, family: Family) -> Routes:
+        """A copy of the family's routes."""
+        return self.trie(family).routes
+
+    def trie(self, family: Family) -> T:
+        """The family's table (npkit.runtime.lpm's trie or npkit.runtime.poptrie's)."""
+        try:
+            return self._tries[family]
+        except KeyError:
+            raise LpmError(_no_table(family)) from None
+
+
+def _no_table(family: object) -> str:
+    if family in (4, 6):
+        return f"there is no IPv{family} table (no trie memory was given for it)"
+    return f"family {family!r} is not 4 or 6"
+
+
+class RouteManager(_FamilyReads[MultibitTrie], Tables):
     """The IPv4 and IPv6 route tables over two uint32 word arrays (either may be None).
 
     Inherited from the C++ base (npkit.runtime._trie.Tables), with LpmError on bad input:
@@ -91,7 +129,7 @@ class RouteManager(Tables):
                 continue
             if family not in self._tries:
                 if routes:
-                    raise LpmError(self._no_table(family))
+                    raise LpmError(_no_table(family))
                 continue
             columns[family] = route_columns(routes, self._tries[family].shape.key_bits)
             self._tries[family].core.check(*columns[family])
@@ -103,37 +141,8 @@ class RouteManager(Tables):
         """How many updates have been applied (numbered 1, 2, ...)."""
         return self._sequence.value
 
-    def lookup(self, family: Family, address: int) -> int | None:
-        """The next hop for an address, walking the words as the microengines do."""
-        return self.trie(family).lookup(address)
 
-    def take_log(self, family: Family) -> WriteLog:
-        """The family's word writes since the last take, in order (log=True)."""
-        return self.trie(family).take_log()
-
-    def stats(self, family: Family) -> dict[str, int]:
-        """routes, words_used, plies_live / plies_retired / plies_free, words_high_water."""
-        return self.trie(family).stats()
-
-    def routes(self, family: Family) -> Routes:
-        """A copy of the family's routes."""
-        return self.trie(family).routes
-
-    def trie(self, family: Family) -> MultibitTrie:
-        """The family's trie (npkit.runtime.lpm)."""
-        try:
-            return self._tries[family]
-        except KeyError:
-            raise LpmError(self._no_table(family)) from None
-
-    @staticmethod
-    def _no_table(family: object) -> str:
-        if family in (4, 6):
-            return f"there is no IPv{family} table (no trie memory was given for it)"
-        return f"family {family!r} is not 4 or 6"
-
-
-class PoptrieRouteManager:
+class PoptrieRouteManager(_FamilyReads[Poptrie]):
     """RouteManager's calls over the IPv4 and IPv6 Poptries of microblocks/lpm_poptrie.mbl
     (either may be None): add, delete, apply, reload, reclaim, sequence, lookup, take_log,
     stats, routes, trie.  Each add or delete is one call into C++ (the host trie and the
@@ -196,7 +205,7 @@ class PoptrieRouteManager:
                 continue
             if family not in self._tries:
                 if routes:
-                    raise LpmError(RouteManager._no_table(family))
+                    raise LpmError(_no_table(family))
                 continue
             route_columns(routes, self._tries[family].shape.key_bits)  # checks them
             wanted[family] = routes
@@ -245,29 +254,6 @@ class PoptrieRouteManager:
     def sequence(self) -> int:
         """How many updates have been applied (numbered 1, 2, ...)."""
         return self._sequence
-
-    def lookup(self, family: Family, address: int) -> int | None:
-        """The next hop for an address, walking the words as the microengines do."""
-        return self.trie(family).lookup(address)
-
-    def take_log(self, family: Family) -> WriteLog:
-        """The family's word writes since the last take, in order (log=True)."""
-        return self.trie(family).take_log()
-
-    def stats(self, family: Family) -> dict[str, int]:
-        """routes, words_used, words_retired, words_free, words_high_water."""
-        return self.trie(family).stats()
-
-    def routes(self, family: Family) -> Routes:
-        """A copy of the family's routes."""
-        return self.trie(family).routes
-
-    def trie(self, family: Family) -> Poptrie:
-        """The family's Poptrie (npkit.runtime.poptrie)."""
-        try:
-            return self._tries[family]
-        except KeyError:
-            raise LpmError(RouteManager._no_table(family)) from None
 
 
 Manager = RouteManager | PoptrieRouteManager
