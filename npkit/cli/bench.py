@@ -213,19 +213,27 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
                    "docs/datapath.md; the default on a system whose chips receive one port "
                    "each) or rings (receive ME, forwarding chains, transmit ME; the single "
                    "chip's)")
+@click.option("--trial-us", type=finite(min=1, max=1e6),
+              help="simulated µs per case trial (default: the preset's, 10,000 for the full "
+                   "preset); the convergence search keeps its own lengths, and trials under "
+                   "10 ms are reported as short")
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
-        workers: int, system: str, threads: int, data_path: str | None) -> None:
+        workers: int, system: str, threads: int, data_path: str | None,
+        trial_us: float | None) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
     from npkit.bench.lab import npf as suite
     from npkit.bench.lab.report import write_report
 
+    changes: dict[str, Any] = {}
+    if trial_us is not None:
+        changes["trial_ps"] = round(trial_us * 1e6)
     setup = suite.preset(preset, quick, seed=seed, system=system, threads=threads,
-                         data_path=data_path)
+                         data_path=data_path, **changes)
     total = len(suite.cases(suite.chip_device(setup), setup.config))
     where = _where(scheduler, workers)
     with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
         result = suite.run_preset(preset, quick, seed, where, done, system=system,
-                                  threads=threads, data_path=data_path)
+                                  threads=threads, data_path=data_path, **changes)
     files = write_report(result, out_dir, _command())
     click.echo(f"results: {files.json}\nreport:  {files.markdown}"
                + (f" (+ {files.html.name})" if files.html else ""))
