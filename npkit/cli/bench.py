@@ -5,7 +5,7 @@
                         [--scheduler local|ADDRESS] [--workers N]
     npkit bench npf [--preset ixp2800-npf] [--quick] [--out DIR] [--seed N]
                     [--system dual-ixp2800-npf|single-ixp2800|FILE] [--threads N]
-                    [--data-path pool|pool-mbl|rings]
+                    [--data-path pool|rings]
                     [--scheduler local|ADDRESS] [--workers N]
     npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
                         [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
@@ -210,12 +210,11 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
                    "(single-ixp2800: both ports on one chip)")
 @click.option("--threads", type=click.IntRange(1, 64), default=2, show_default=True,
               help="host threads for the chips of a system (the same results as 1)")
-@click.option("--data-path", "data_path", type=click.Choice(["pool", "pool-mbl", "rings"]),
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]),
               help="the chips' data path: pool (the compiled IXA-class path, "
                    "docs/datapath.md; the default on a system whose chips receive one port "
-                   "each), pool-mbl (the same with the receive and transmit written in MBL: "
-                   "examples/pos_router/media_pos_router.mbl) or rings (receive ME, "
-                   "forwarding chains, transmit ME; the single chip's)")
+                   "each) or rings (receive ME, forwarding chains, transmit ME; the single "
+                   "chip's)")
 @click.option("--trial-us", type=finite(min=1, max=1e6),
               help="simulated µs per case trial (default: the preset's, 10,000 for the full "
                    "preset); the convergence search keeps its own lengths, and trials under "
