@@ -48,6 +48,9 @@ class DebugInfoBuilder:
         self.no_types = module.add_debug_info("DISubroutineType", {
             "types": module.add_metadata([])})
         self.scope: ir.DIValue | None = None
+        self.types: dict[int, ir.DIValue] = {}
+        self.declare_fn: ir.Function | None = None
+        self.no_expression = module.add_debug_info("DIExpression", {})
 
     def file(self, name: str) -> ir.DIValue:
         if name not in self.files:
@@ -71,6 +74,30 @@ class DebugInfoBuilder:
         }, is_distinct=True)
         fn.set_metadata("dbg", self.scope)
         b.debug_metadata = self.location(span)
+
+    def variable(self, name: str, span: SourceLocation, width: int) -> ir.DIValue:
+        """A DILocalVariable of the current function: MBL's `let`/`var`, a parameter or a
+        `for` variable, `width` bits (an unsigned DIBasicType; bool is 1 bit)."""
+        assert self.scope is not None, "begin_function first"
+        if width not in self.types:
+            self.types[width] = self.module.add_debug_info("DIBasicType", {
+                "name": f"bit<{width}>", "size": width,
+                "encoding": ir.DIToken("DW_ATE_unsigned")})
+        return self.module.add_debug_info("DILocalVariable", {
+            "name": name, "scope": self.scope, "file": self.file(span.file),
+            "line": span.line, "type": self.types[width]})
+
+    def declare(self, b: ir.IRBuilder, slot: ir.Value, name: str, span: SourceLocation,
+                width: int) -> None:
+        """`llvm.dbg.declare` of slot (an entry-block alloca) as variable `name`: SROA turns
+        it into a dbg.value at each store, which the ME backend follows to registers.  Debug
+        records never change the code LLVM generates."""
+        if self.declare_fn is None:
+            self.declare_fn = ir.Function(self.module, ir.FunctionType(
+                ir.VoidType(), [ir.MetaDataType()] * 3), "llvm.dbg.declare")
+        with self.at(b, span):
+            b.call(self.declare_fn, [ir.MetaDataArgument(slot),
+                                     self.variable(name, span, width), self.no_expression])
 
     def location(self, span: SourceLocation) -> ir.DIValue:
         assert self.scope is not None, "begin_function first"

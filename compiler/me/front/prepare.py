@@ -109,7 +109,7 @@ def prepare(program: Program, entry: str | None = None, receive: bool = False) -
     the stage)."""
     chosen = choose_entry(program, entry)
     rx_where = _reject_receive_stages(program, chosen, allow=receive)
-    module = lower(program)
+    module = lower(program, variables=True)   # dbg.declare: MBL variables (debuginfo.py)
     if rx_where is not None and chosen.kind == "pipeline":
         _mark_receive_stage_end(module, program, chosen.name)
     if chosen.kind == "pipeline":
