@@ -138,17 +138,30 @@ def _ref(value: str | None) -> int | None:
     return int(value[1:]) if value and value.startswith("!") and value[1:].isdigit() else None
 
 
-def instruction_texts(fn: llvm.ValueRef) -> list[tuple[llvm.ValueRef, str]]:
-    """Each instruction of fn with its text as the function's text prints it (the module's
-    metadata numbering), in iteration order.  The function is printed once: `str(instr)`
-    numbers the whole function again for every instruction, quadratic in its size."""
+def _printed(fn: llvm.ValueRef) -> tuple[list[str], list[list[str]]]:
+    """The instructions of fn as its text prints them, and before each the debug records
+    (`#dbg_value(...)`) LLVM prints on their own lines above it."""
     texts: list[str] = []
+    records: list[list[str]] = []
+    pending: list[str] = []
     for line in str(fn).splitlines():
-        if line.startswith("    ") or line.startswith("  ]"):  # a switch's case lines
+        if line.lstrip().startswith("#dbg_"):
+            pending.append(line.strip())
+        elif line.startswith("    ") or line.startswith("  ]"):  # a switch's case lines
             if texts:
                 texts[-1] += "\n" + line
         elif line.startswith("  "):
             texts.append(line.strip())
+            records.append(pending)
+            pending = []
+    return texts, records
+
+
+def instruction_texts(fn: llvm.ValueRef) -> list[tuple[llvm.ValueRef, str]]:
+    """Each instruction of fn with its text as the function's text prints it (the module's
+    metadata numbering), in iteration order.  The function is printed once: `str(instr)`
+    numbers the whole function again for every instruction, quadratic in its size."""
+    texts, _ = _printed(fn)
     instrs = [i for b in fn.blocks for i in b.instructions]
     if len(texts) != len(instrs):  # not LLVM's usual layout: ask each instruction
         texts = [str(i).strip() for i in instrs]
