@@ -1,0 +1,345 @@
+"""The line-rate verdict (issue 18 item 5; docs/verdict.md): for the compiled router on one
+chip of the NPF system (each chip carries one OC-192 POS line), per resource the packets
+per second it can carry at one IP size, the bound (the smallest), the predicted throughput
+as % of line rate and the first bottleneck.
+
+* **ME stages** (static, from the linked images): one thread's cost of one packet on its
+  path (``compiler.me.path_walk``: C cycles on the ALU, W cycles asleep on its own memory
+  commands at the chip config's unloaded latencies, + the MSF's autopush latency per
+  mpacket), and the stage's MEs x threads.  Threads hide latency only as far as the ALU
+  lets them: the rate of one ME is the exact mean-value analysis of a closed network of T
+  threads cycling through the ME's ALU (one server, demand C) and their memory waits (a
+  delay, W) -- Reiser & Lavenberg, "Mean-value analysis of closed multichain queuing
+  networks", J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984,
+  ch. 6.  Its limits are the report's two bounds: clock / C (ALU) and T x clock / (C + W)
+  (latency).
+* **Memory channels** (measured at light load): the channel a command goes to is an address
+  computed at run time, so the occupancy per packet comes from a profile trial of the same
+  case at ``PROFILE_LOAD`` % of line rate: the chip counts each channel's occupancy (bytes /
+  the config's bytes per cycle, at least the minimum access), and at line rate a channel is
+  busy its profile busy fraction x 100 / ``PROFILE_LOAD`` (the utilization law, U = X D).
+* **The line**: OC-192 POS at the IP size's frame (IP + 4 B, 5 B overhead a frame).
+
+The predicted throughput is min(100, 100 x bound / line rate); the first bottleneck is the
+resource with the highest utilization at line rate (demand / capacity).
+"""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from npkit.bench.lab.errors import LabConfigError
+from npkit.bench.tester.media import port_model
+from npkit.compiler.me.path_walk import PathCost, Waypoint, walk
+from npkit.compiler.me.report import analyze
+from npkit.compiler.uc import Image
+from npkit.sim.config import ChipConfig
+from npkit.sim.trace import Span
+
+PROFILE_LOAD = 10.0          # % of line rate of the profile trial (memory channels)
+POS_FRAME_BYTES = 4          # PPP address, control, protocol (docs/media.md)
+WINDOW_BYTES = 56            # the pool's header window (docs/datapath.md)
+W = Waypoint
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource of one chip: what it can carry and how busy line rate makes it."""
+
+    name: str                 # "rx ME", "pool MEs", "sram1", "dram0", ...
+    kind: str                 # "me" or "memory"
+    capacity_pps: float       # packets/s it can carry
+    utilization: float        # at line rate: line pps / capacity
+    detail: str               # the figures it comes from
+
+
+@dataclass(frozen=True)
+class Verdict:
+    data_path: str
+    ip_bytes: int
+    line_pps: float
+    resources: tuple[Resource, ...]
+
+    @property
+    def bound(self) -> Resource:
+        return min(self.resources, key=lambda r: r.capacity_pps)
+
+    @property
+    def predicted_percent(self) -> float:
+        return min(100.0, 100.0 * self.bound.capacity_pps / self.line_pps)
+
+    @property
+    def first_bottleneck(self) -> Resource:
+        return max(self.resources, key=lambda r: r.utilization)
+
+
+# --------------------------------------------------------------------- ME stages
+def mva_rate(threads: int, alu_cycles: float, wait_cycles: float) -> float:
+    """Packets per cycle of one ME: exact MVA, ``threads`` threads each needing
+    ``alu_cycles`` on the ALU and ``wait_cycles`` of delay per packet."""
+    queue, rate = 0.0, 0.0
+    for n in range(1, threads + 1):
+        response = alu_cycles * (1.0 + queue)
+        rate = n / (response + wait_cycles)
+        queue = rate * response
+    return rate
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """Per packet (a frame, all its mpackets) on one thread of a stage."""
+
+    name: str
+    mes: int
+    threads: int
+    cycles: float
+    wait: float
+    visits: int               # thread passes per frame (mpackets for a receive stage)
+    how: str                  # where the figures come from
+
+    def capacity_pps(self, clock_hz: float) -> float:
+        per_visit = mva_rate(self.threads, self.cycles / self.visits, self.wait / self.visits)
+        return self.mes * per_visit * clock_hz / self.visits
+
+
+def _elements(frame: int, element: int) -> int:
+    return max(1, math.ceil(frame / element))
+
+
+def _rx_eth_walks(image: Image, frame: int, element: int) -> list[PathCost]:
+    """rx_eth.uc's path per mpacket of a frame of ``frame`` bytes (microblocks/uc)."""
+    def entry(nbytes: int) -> int:         # the dram[rbuf_rd] table: 16-byte units
+        return 2 * (math.ceil(nbytes / 16) - 1)
+    count = _elements(frame, element)
+    last = frame - (count - 1) * element
+    if count == 1:
+        return [walk(image, [W("rx_loop"), W("eop"), W("last_table", entry(frame)),
+                             W("wait_eop"), W("rx_loop")])]
+    sop = walk(image, [W("rx_loop"), W("last_table", entry(element)), W("wait_mid"),
+                       W("rx_loop")])
+    middle = walk(image, [W("rx_loop"), W("not_sop"), W("assemble"), W("continue"),
+                          W("last_table", entry(element)), W("wait_mid"), W("rx_loop")])
+    eop = walk(image, [W("rx_loop"), W("not_sop"), W("assemble"), W("continue"), W("eop"),
+                       W("last_table", entry(last)), W("wait_eop"), W("rx_loop")])
+    return [sop, *[middle] * (count - 2), eop]
+
+
+@dataclass(frozen=True)
+class IdleCost:
+    """One frame through an idle chip, from the thread-state trace of the MEs it ran on."""
+
+    cycles: int               # executing
+    wait: int                 # asleep between the frame's first and last executing span
+    visits: int               # contexts that ran for it
+
+
+def idle_cost(spans: Sequence[Span], mes: set[int], after: int) -> IdleCost:
+    """Per context of ``mes`` that ran after cycle ``after``: its executing cycles and the
+    sleeping / ready cycles between its first and last executing span."""
+    by_ctx: dict[tuple[int, int], list[Span]] = {}
+    for span in spans:
+        if span.me in mes and span.end > after:
+            by_ctx.setdefault((span.me, span.ctx), []).append(span)
+    cycles = wait = visits = 0
+    for ctx_spans in by_ctx.values():
+        ran = [s for s in ctx_spans if s.state == "executing"]
+        if not ran:
+            continue
+        first, last = min(s.start for s in ran), max(s.end for s in ran)
+        visits += 1
+        cycles += sum(s.end - max(s.start, after) for s in ran)
+        wait += sum(min(s.end, last) - max(s.start, first) for s in ctx_spans
+                    if s.state != "executing" and s.end > first and s.start < last)
+    return IdleCost(cycles, wait, visits)
+
+
+def me_stages(data_path: str, manifest: Any, chip: ChipConfig, frame: int,
+              idle: IdleCost | None = None) -> list[StageCost]:
+    """The ME stages of ``manifest`` (linked for ``data_path``) for frames of ``frame``
+    bytes; the pool's from ``idle`` (one frame through the idle chip)."""
+    images = {spec.path.name: spec for spec in manifest.images}
+    autopush = float(chip.raw["msf"]["autopush_latency"])
+    element = int(chip.raw["msf"]["element_bytes"])
+    threads = int(chip.raw["me"]["contexts"])
+    if data_path == "pool":
+        if idle is None:
+            raise LabConfigError("the pool's stage needs one frame through the idle chip")
+        spec = images["pool.uc"]
+        return [StageCost("pool MEs", len(spec.mes), threads, idle.cycles,
+                          idle.wait + autopush * idle.visits, idle.visits,
+                          f"one frame on the idle chip, {idle.visits} thread(s)")]
+    if data_path != "rings":
+        raise LabConfigError(f"data path {data_path!r}: use rings or pool")
+    rx = images["rx.uc"]
+    walks = _rx_eth_walks(rx.image, frame, element)
+    stages = [StageCost("rx ME", len(rx.mes), threads, sum(w.cycles for w in walks),
+                        sum(w.memory_wait_cycles for w in walks) + autopush * len(walks),
+                        len(walks), f"path walk, {len(walks)} mpacket(s)")]
+    for name, image_name, label in (("fwd MEs", "fwd.uc", "loop"), ("tx MEs", "tx.uc",
+                                                                      "tx_loop")):
+        spec = images[image_name]
+        stats = analyze(spec.image, label, (label,), chip=chip)
+        stages.append(StageCost(name, len(spec.mes), threads, stats.path_cycles,
+                                stats.memory_wait_cycles, 1, "compile report: worst path"))
+    return stages
+
+
+# --------------------------------------------------------------------- memory
+@dataclass(frozen=True)
+class Profile:
+    """Per forwarded frame, on one chip at light load: each channel's occupancy (cycles)
+    and each ME's instructions."""
+
+    channel_cycles: dict[str, float]      # "sram1" -> busy cycles a frame
+    me_instructions: dict[int, float]     # ME index -> instructions a frame
+    frames: int
+    load_percent: float
+
+
+def memory_resources(profile: Profile, clock_hz: float, line: float) -> list[Resource]:
+    """One resource per channel that the profile's frames used: clock / cycles a frame."""
+    out = []
+    for unit, cycles in sorted(profile.channel_cycles.items()):
+        if cycles <= 0:
+            continue
+        capacity = clock_hz / cycles
+        out.append(Resource(unit, "memory", capacity, line / capacity,
+                            f"{cycles:.1f} busy cycles a frame ({profile.frames} frames at "
+                            f"{profile.load_percent:g} % of line rate)"))
+    return out
+
+
+# --------------------------------------------------------------------- the verdict
+def line_pps(ip_bytes: int) -> float:
+    """One OC-192 POS line's packets/s at ``ip_bytes`` (FACTS.md §2)."""
+    return float(port_model("oc192pos").line_rate_fps(ip_bytes + POS_FRAME_BYTES))
+
+
+def verdict_of(data_path: str, ip_bytes: int, manifest: Any, chip: ChipConfig,
+               profile: Profile, idle: IdleCost | None = None) -> Verdict:
+    """The verdict from a linked manifest, the chip config, the memory profile and (the
+    pool) one frame through the idle chip."""
+    line = line_pps(ip_bytes)
+    resources = []
+    for stage in me_stages(data_path, manifest, chip, ip_bytes + POS_FRAME_BYTES, idle):
+        capacity = stage.capacity_pps(chip.clock_hz)
+        resources.append(Resource(
+            stage.name, "me", capacity, line / capacity,
+            f"{stage.mes} ME x {stage.threads} threads, C {stage.cycles:.0f} + W "
+            f"{stage.wait:.0f} cycles a frame ({stage.how})"))
+    resources.extend(memory_resources(profile, chip.clock_hz, line))
+    return Verdict(data_path, ip_bytes, line, tuple(resources))
+
+
+READY_CYCLES = 28_000        # the pool's threads have registered (20 us: NpfConfig.ready_ps)
+IDLE_RUN_CYCLES = 60_000     # long enough for one frame of up to 1,518 B to leave
+
+
+def pos_ipv4_frame(ip_bytes: int, dst: int) -> bytes:
+    """A POS frame (PPP address, control, protocol IPv4) of a UDP packet of ``ip_bytes``."""
+    from scapy.all import IP, UDP, raw
+
+    packet = IP(src="198.18.0.1", dst=str(ipaddress.IPv4Address(dst)), ttl=64) / UDP(
+        sport=1024, dport=1024) / (b"\0" * (ip_bytes - 28))
+    return b"\xff\x03\x00\x21" + raw(packet)
+
+
+PROFILE_FRAMES = 400
+
+
+def chip_runs(device: Any, chip_name: str, ip_bytes: int, mes: set[int],
+              frames: int = PROFILE_FRAMES, load_percent: float = PROFILE_LOAD
+              ) -> tuple[IdleCost, Profile]:
+    """``chip_name`` of the lab's system device, alone, with its tables: one routed IPv4
+    frame of ``ip_bytes`` on the idle chip (its cost on ``mes`` from the thread-state
+    trace), then ``frames`` more at ``load_percent`` of line rate to the exercised routes
+    (the channels' occupancy and the MEs' instructions per frame, from the counters)."""
+    from npkit.runtime.loader import build_from_manifest
+
+    out = next(i for i, p in enumerate(device.spec.ports)
+               if p.tx is not None and p.tx.chip == chip_name)
+    rx = next(p.rx.port for p in device.spec.ports
+              if p.rx is not None and p.rx.chip == chip_name)
+    rng = random.Random(1)
+    dests = device.destinations(4, out, 100, 1)
+    chip = build_from_manifest(device.chip_loadables[chip_name]).chip
+    chip.enable_trace(True)
+    chip.offer_frames(rx, [pos_ipv4_frame(ip_bytes, dests.address(0, rng))], [READY_CYCLES])
+    chip.run(cycles=IDLE_RUN_CYCLES)
+    if sum(chip.frames_out.values()) != 1:
+        raise LabConfigError(f"the idle chip did not forward the {ip_bytes}-byte frame")
+    idle = idle_cost(chip.spans, mes, READY_CYCLES)
+    chip.enable_trace(False)
+    before = chip.counters()
+    gap = chip.config.clock_hz / (line_pps(ip_bytes) * load_percent / 100.0)
+    start = chip.now
+    dues = [start + round(k * gap) for k in range(frames)]
+    chip.offer_frames(rx, [pos_ipv4_frame(ip_bytes, dests.draw(k, rng)[1])
+                           for k in range(frames)], dues)
+    chip.run(cycles=dues[-1] - start + IDLE_RUN_CYCLES)
+    after = chip.counters()
+    done = sum(after["run"]["frames_out"].values()) - sum(before["run"]["frames_out"].values())
+    if done != frames:
+        raise LabConfigError(f"the profile forwarded {done} of {frames} frames")
+    channels = {}
+    for kind in ("sram", "dram"):
+        for n, (a, b) in enumerate(zip(before["channels"][kind], after["channels"][kind],
+                                       strict=True)):
+            channels[f"{kind}{n}"] = (b["busy_cycles"] - a["busy_cycles"]) / frames
+    channels["scratch"] = (after["channels"]["scratch"]["busy_cycles"]
+                           - before["channels"]["scratch"]["busy_cycles"]) / frames
+    instructions = {n: (b["instructions"] - a["instructions"]) / frames
+                    for n, (a, b) in enumerate(zip(before["mes"], after["mes"], strict=True))}
+    return idle, Profile(channels, instructions, frames, load_percent)
+
+
+def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PROFILE_LOAD
+                ) -> list[Verdict]:
+    """The NPF preset's system (``dual-ixp2800-npf``, its tables), IPv4: the verdict of its
+    first chip per size."""
+    from npkit.bench.lab import npf
+
+    device = npf.chip_device(npf.preset("ixp2800-npf", quick=True, data_path=data_path))
+    chip_name = device.spec.chips[0].name
+    manifest = device.chip_linked(chip_name)
+    chip = ChipConfig.load(manifest.chip)
+    pool_mes = {m for spec in manifest.images if spec.path.name == "pool.uc"
+                for m in spec.mes}
+    out = []
+    for size in sizes:
+        idle, profile = chip_runs(device, chip_name, size, pool_mes, load_percent=load_percent)
+        out.append(verdict_of(data_path, size, manifest, chip, profile,
+                              idle if data_path == "pool" else None))
+    return out
+
+
+def render(verdicts: list[Verdict], width: int = 120) -> str:
+    """A table per verdict (resources, capacity, utilization at line rate) and a summary."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, highlight=False)
+    for v in verdicts:
+        table = Table(title=f"{v.data_path}, IPv4 {v.ip_bytes} B: line {v.line_pps / 1e6:.3f} "
+                            f"Mpps a chip")
+        for column in ("resource", "capacity Mpps", "% of line", "use at line rate", "from"):
+            table.add_column(column)
+        for r in sorted(v.resources, key=lambda r: -r.utilization):
+            table.add_row(r.name, f"{r.capacity_pps / 1e6:.2f}",
+                          f"{100 * r.capacity_pps / v.line_pps:.1f}",
+                          f"{100 * r.utilization:.1f} %", r.detail)
+        console.print(table)
+        console.print(f"verdict: {v.predicted_percent:.1f} % of line rate; first bottleneck "
+                      f"{v.first_bottleneck.name}")
+    return buffer.getvalue()
+
+
+__all__ = ["PROFILE_LOAD", "Resource", "StageCost", "Verdict", "line_pps", "me_stages",
+           "memory_resources", "mva_rate", "render", "run_verdict", "verdict_of"]
