@@ -100,8 +100,9 @@ def _line_mpps(size: int) -> float:
 
 def _throughput_section(result: CompareResult, out_dir: Path) -> Section:
     workers = result.config.host_workers()
-    text = ["Mpps over all four input ports (chip) or forwarded by the host (native); % of "
-            "the 4 x 10GbE line rate at the frame size (native: capped at 100).", ""]
+    text = ["Mpps over all four input ports (chip) or forwarded by the host (native: the "
+            "median run, with the slowest and fastest in brackets); % of the 4 x 10GbE line "
+            "rate at the frame size (native: capped at 100).", ""]
     charts = []
     for app in result.config.apps:
         rows = []
@@ -112,8 +113,10 @@ def _throughput_section(result: CompareResult, out_dir: Path) -> Section:
             chip_cells = [MISSING, MISSING] if chip is None or chip.total_mpps is None else \
                 [number(chip.total_mpps), number(chip.throughput_percent, 1)]
             host_cells = [MISSING] * 5 if host is None else [
-                number(host.mpps_one), number(min(100.0, 100 * host.mpps_one / line), 1),
-                number(host.mpps_all), number(min(100.0, 100 * host.mpps_all / line), 1),
+                _with_range(host.mpps_one, host.range_one),
+                number(min(100.0, 100 * host.mpps_one / line), 1),
+                _with_range(host.mpps_all, host.range_all),
+                number(min(100.0, 100 * host.mpps_all / line), 1),
                 f"{host.ratio_median:.2f}"]
             rows.append([size, number(line), *chip_cells, *host_cells])
         text.append(f"**{app}**\n")
@@ -125,6 +128,12 @@ def _throughput_section(result: CompareResult, out_dir: Path) -> Section:
             charts.append(chart)
             text.append(image_link(chart, f"{app}: Mpps by frame size"))
     return Section("Throughput by frame size", "\n".join(text) + "\n", tuple(charts))
+
+
+def _with_range(median: float, spread: tuple[float, float]) -> str:
+    """"12.34 (10.1–13.0)": the median and the slowest and fastest run."""
+    low, high = spread
+    return f"{number(median)} ({number(low, 1)}–{number(high, 1)})" if high else number(median)
 
 
 def _throughput_chart(result: CompareResult, app: str, path: Path) -> Path | None:

@@ -72,6 +72,8 @@ class HostRate:
     ratio_median: float  # median of the paired runs' ratios (all / one)
     forwarded_fraction: float
     runs: int
+    range_one: tuple[float, float] = (0.0, 0.0)  # slowest and fastest run, Mpps
+    range_all: tuple[float, float] = (0.0, 0.0)
 
     def percent_of_line(self, line_fps_per_port: float, ports: int = PORTS,
                         all_cores: bool = False) -> float:
@@ -152,8 +154,11 @@ def measure(app: str, program: NativeProgram, frame_bytes: int, packets: Sequenc
     ratios = [a / b for a, b in zip(times[1], times[workers], strict=True)]
     one = len(packets) / statistics.median(times[1]) / 1e6
     every = len(packets) / statistics.median(times[workers]) / 1e6
+    def spread(n: int) -> tuple[float, float]:
+        return len(packets) / max(times[n]) / 1e6, len(packets) / min(times[n]) / 1e6
+
     return HostRate(app, frame_bytes, len(packets), workers, one, every,
-                    statistics.median(ratios), forwarded, runs)
+                    statistics.median(ratios), forwarded, runs, spread(1), spread(workers))
 
 
 def measure_sizes(app: str, program: NativeProgram, routes: Mapping[tuple[int, int], int],
