@@ -1,9 +1,9 @@
 """The measured side of the line-rate verdict (docs/verdict.md): for one data path of the NPF
 system (``dual-ixp2800-npf``) and each IPv4 size given, the ``--quick`` preset's confirmed
 throughput search (0.1 ms trials confirmed by 2, 2 % resolution) and one trial at 100 % of
-line rate with its busiest units (``unit_use.busiest_units``), also counted beyond each
-unit's busy fraction in a trial at 0.1 % of line rate (a polling ME is busy without
-traffic), and losses by reason.
+line rate with its busiest units (``unit_use.busiest_units``), its most occupied units
+beyond what each is occupied in a trial at 0.1 % of line rate (an ME: busy + stalled; a
+polling ME is busy without traffic), and losses by reason.
 
     python -m npkit.bench.lab.verdict_runs rings 40 64 128
 
@@ -21,6 +21,18 @@ from npkit.bench.lab.search import search_throughput
 from npkit.bench.lab.unit_use import busiest_units
 
 
+def occupancy(counters: dict[str, float]) -> dict[str, float]:
+    """Per unit, the share of cycles it was occupied: a channel's busy fraction; an ME's
+    busy + stalled fraction (a taken branch's lost cycles and command-FIFO stalls hold the
+    ME as an instruction does: the verdict's C counts them)."""
+    out = {}
+    for key, value in counters.items():
+        if key.endswith(".busy_fraction") and ".fwd." not in f".{key}":
+            unit = key.removesuffix(".busy_fraction")
+            out[key] = float(value) + float(counters.get(f"{unit}.stall_fraction", 0.0))
+    return out
+
+
 def measure(data_path: str, size: int) -> str:
     chosen = npf.preset("ixp2800-npf", quick=True, data_path=data_path)
     config = replace(chosen.config, sizes_v4=(size,))
@@ -32,15 +44,13 @@ def measure(data_path: str, size: int) -> str:
                               repeat_at=trials.repeat)
     full = device.run(trials.at(100.0))
     idle = device.run(trials.at(0.1)).counters
-    # busy beyond what the unit does with (almost) no traffic: a polling ME is busy anyway
-    worked = {k: v - idle.get(k, 0.0) for k, v in full.counters.items()
-              if k.endswith(".busy_fraction")}
+    worked = {k: v - occupancy(idle).get(k, 0.0) for k, v in occupancy(full.counters).items()}
     losses = {k: int(v) for k, v in full.counters.items()
               if (k.startswith("rx.") or k.startswith("drop.")) and v}
     return (f"{data_path} ipv4 {size}: throughput {found.throughput_percent} %; at 100 %: "
             f"sent {full.report.total.sent} lost {full.report.total.lost} {losses}; busiest "
             f"{tuple((n, round(b, 3)) for n, b in busiest_units(full.counters, 6))}; beyond "
-            f"idle {tuple((n, round(b, 3)) for n, b in busiest_units(worked, 6))}")
+            f"idle (occupied) {tuple((n, round(b, 3)) for n, b in busiest_units(worked, 6))}")
 
 
 def main(argv: list[str]) -> None:
