@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import ipaddress
+import json
 import math
 import random
 from collections.abc import Sequence
@@ -254,6 +255,8 @@ def pos_ipv4_frame(ip_bytes: int, dst: int) -> bytes:
 
 
 PROFILE_FRAMES = 400
+MIN_IP_BYTES = 28            # IPv4 + UDP headers
+MAX_IP_BYTES = 1518          # the NPF's largest POS size
 
 
 def chip_runs(device: Any, chip_name: str, ip_bytes: int, mes: set[int],
@@ -308,6 +311,12 @@ def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PR
     first chip per size."""
     from npkit.bench.lab import npf
 
+    bad = [n for n in sizes if not MIN_IP_BYTES <= n <= MAX_IP_BYTES]
+    if bad:
+        raise LabConfigError(f"IPv4 sizes {bad}: the verdict takes {MIN_IP_BYTES}.."
+                             f"{MAX_IP_BYTES} bytes (a UDP packet on the POS line)")
+    if data_path not in ("pool", "rings"):
+        raise LabConfigError(f"data path {data_path!r}: the verdict knows pool and rings")
     device = npf.chip_device(npf.preset("ixp2800-npf", quick=True, data_path=data_path))
     chip_name = device.spec.chips[0].name
     manifest = device.chip_linked(chip_name)
@@ -320,6 +329,17 @@ def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PR
         out.append(verdict_of(data_path, size, manifest, chip, profile,
                               idle if data_path == "pool" else None))
     return out
+
+
+def to_json(verdicts: list[Verdict]) -> str:
+    """The verdicts as JSON: per size the prediction, the bound and every resource."""
+    return json.dumps([{
+        "data_path": v.data_path, "ip_bytes": v.ip_bytes, "line_pps": v.line_pps,
+        "predicted_percent": v.predicted_percent, "bound": v.bound.name,
+        "first_bottleneck": v.first_bottleneck.name,
+        "resources": [{"name": r.name, "kind": r.kind, "capacity_pps": r.capacity_pps,
+                       "utilization": r.utilization, "detail": r.detail}
+                      for r in v.resources]} for v in verdicts], indent=2)
 
 
 def render(verdicts: list[Verdict], width: int = 120) -> str:
@@ -341,5 +361,6 @@ def render(verdicts: list[Verdict], width: int = 120) -> str:
     return buffer.getvalue()
 
 
-__all__ = ["PROFILE_LOAD", "Resource", "StageCost", "Verdict", "line_pps", "me_stages",
-           "memory_resources", "mva_rate", "render", "run_verdict", "verdict_of"]
+__all__ = ["PROFILE_LOAD", "IdleCost", "Profile", "Resource", "StageCost", "Verdict",
+           "chip_runs", "idle_cost", "line_pps", "me_stages", "memory_resources", "mva_rate",
+           "pos_ipv4_frame", "render", "run_verdict", "to_json", "verdict_of"]

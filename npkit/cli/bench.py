@@ -7,7 +7,10 @@
                     [--system dual-ixp2800-npf|single-ixp2800|FILE] [--threads N]
                     [--data-path pool|pool-mbl|rings]
                     [--scheduler local|ADDRESS] [--workers N]
+    npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
+                        [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
+    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
 """
@@ -241,6 +244,65 @@ def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | Non
 
 
 @bench.command()
+@click.option("--quick", is_flag=True, help="short chip trials, fewer native runs: minutes")
+@click.option("--apps", default="l2fwd,router", show_default=True, help="l2fwd,router")
+@click.option("--sizes", help="frame sizes in bytes (FCS included), e.g. 64,512,1518")
+@click.option("--parts", default="chip,native,affinity", show_default=True,
+              help="chip,native,affinity")
+@click.option("--trial-us", type=finite(min=1, max=1e6), help="simulated µs per chip trial")
+@click.option("--flows", help="flow counts of the affinity experiment, e.g. 10000,100000")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="native workers on all cores (default: the host's CPU count)")
+@click.option("--commit", default="", help="the commit measured, written into the report")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              default=Path("lab-results/compare"), show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True)
+def compare(quick: bool, apps: str, sizes: str | None, parts: str, trial_us: float | None,
+            flows: str | None, workers: int | None, commit: str, out_dir: Path,
+            seed: int) -> None:
+    """x86 vs NPU: l2fwd and the IPv4 router natively (1 core, all cores) and on the
+    simulated IXP2800, beside the published figures; flow affinity under RSS and Flow
+    Director (docs/lab.md)."""
+    from npkit.bench.lab import compare as suite
+    from npkit.bench.lab.compare_report import write_compare
+
+    changes: dict[str, Any] = {"seed": seed, "apps": _names(apps, "--apps"),
+                               "parts": _names(parts, "--parts")}
+    if sizes:
+        changes["sizes"] = _sizes(sizes)
+    if trial_us is not None:
+        changes["trial_ps"] = round(trial_us * 1e6)
+    if flows:
+        changes["flows"] = tuple(int(f) for f in _names(flows, "--flows"))
+    if workers is not None:
+        changes["workers"] = workers
+    config = suite.preset(quick, **changes)
+    def show(label: str) -> None:  # one progress line on stderr
+        click.echo(f"\r\x1b[K{label}", nl=False, err=True)
+
+    result = suite.run_compare(config, show, commit)
+    click.echo("\r\x1b[K", nl=False, err=True)
+    files = write_compare(result, out_dir, _command())
+    for p in result.chip:
+        pct = "–" if p.throughput_percent is None else f"{p.throughput_percent:.1f} %"
+        click.echo(f"  chip {p.app:>6} {p.frame_bytes:>5} B: {pct} of line rate")
+    for r in result.native:
+        click.echo(f"  host {r.app:>6} {r.frame_bytes:>5} B: {r.mpps_one:.2f} Mpps on 1 core, "
+                   f"{r.mpps_all:.2f} on {r.workers}")
+    click.echo(f"results: {files.json}\nreport:  {files.markdown}")
+
+
+def _names(text: str, option: str) -> tuple[str, ...]:
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names:
+        raise click.BadParameter(f"{text!r}: give a comma-separated list", param_hint=option)
+    if option == "--flows" and not all(n.isdigit() and int(n) > 0 for n in names):
+        raise click.BadParameter(f"{text!r}: flow counts such as 10000,100000",
+                                 param_hint=option)
+    return names
+
+
+@bench.command()
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(path_type=Path),
               help="folder for the report (default: next to RESULTS)")
@@ -266,3 +328,19 @@ def report(results: Path, out_dir: Path | None) -> None:
         raise NpkitError(f"{results}: not a complete lab results file "
                          f"({type(exc).__name__}: {str(exc)[:200]})") from None
     click.echo(f"report: {files.markdown}")
+
+
+@bench.command()
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]), default="pool",
+              show_default=True, help="the chip's data path (docs/datapath.md)")
+@click.option("--sizes", default="40,64,128", show_default=True,
+              help="IPv4 packet sizes in bytes (IP header included), e.g. 40,64,128")
+@click.option("--json", "json_output", is_flag=True, help="the figures as JSON")
+def verdict(data_path: str, sizes: str, json_output: bool) -> None:
+    """The line-rate verdict (docs/verdict.md): per resource of a chip of the NPF system
+    (dual-ixp2800-npf, the ixp2800-npf preset's tables), what it can carry at each IPv4
+    size, the predicted throughput and the first bottleneck."""
+    from npkit.bench.lab.verdict import render, run_verdict, to_json
+
+    verdicts = run_verdict(data_path, _sizes(sizes))
+    click.echo(to_json(verdicts) if json_output else render(verdicts), nl=not json_output)
