@@ -10,6 +10,7 @@
     npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
                         [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
+    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
 """
@@ -327,3 +328,19 @@ def report(results: Path, out_dir: Path | None) -> None:
         raise NpkitError(f"{results}: not a complete lab results file "
                          f"({type(exc).__name__}: {str(exc)[:200]})") from None
     click.echo(f"report: {files.markdown}")
+
+
+@bench.command()
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]), default="pool",
+              show_default=True, help="the chip's data path (docs/datapath.md)")
+@click.option("--sizes", default="40,64,128", show_default=True,
+              help="IPv4 packet sizes in bytes (IP header included), e.g. 40,64,128")
+@click.option("--json", "json_output", is_flag=True, help="the figures as JSON")
+def verdict(data_path: str, sizes: str, json_output: bool) -> None:
+    """The line-rate verdict (docs/verdict.md): per resource of a chip of the NPF system
+    (dual-ixp2800-npf, the ixp2800-npf preset's tables), what it can carry at each IPv4
+    size, the predicted throughput and the first bottleneck."""
+    from npkit.bench.lab.verdict import render, run_verdict, to_json
+
+    verdicts = run_verdict(data_path, _sizes(sizes))
+    click.echo(to_json(verdicts) if json_output else render(verdicts), nl=not json_output)
