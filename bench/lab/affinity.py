@@ -15,11 +15,11 @@ packets are the same and only the table differs):
 * ``rss``: no filter; every packet takes the RSS path (Toeplitz, Microsoft key, 4-tuple).
 * ``fd-ep``: the control plane programs one perfect-match filter per flow (queue = the
   owner's) when the flow opens, in the order flows open, and never changes it.
-* ``fd-atr``: filters are learned from transmitted packets: each packet the owner sends
-  programs (or updates in place) the filter of the flow's receive direction (its 4-tuple
-  reversed) with the sending core's queue.  Every transmitted packet is a learning event
-  here (the 82599's driver samples transmitted packets; its sampling rate is not in
-  FACTS.md and is not modelled).
+* ``fd-atr``: filters are learned from transmitted packets (``runtime.flow_atr.AtrLearner``):
+  each packet the owner sends programs (or updates in place) the filter of the flow's
+  receive direction (its 4-tuple reversed) with the sending core's queue.  Every
+  transmitted packet is a learning event here (``sample_every`` 1: the 82599's driver
+  samples transmitted packets; its sampling rate is not in FACTS.md).
 
 In both Flow Director modes a filter that does not fit (its bucket's 4 slots are taken:
 ``FlowDirectorError``; at most 8,192 filters) is not installed and the flow stays on RSS.
@@ -48,6 +48,7 @@ from typing import Any
 
 from npkit.base.headers import ipv4_header
 from npkit.compiler.mbl import NativeProgram, compile_source
+from npkit.runtime.flow_atr import AtrLearner
 from npkit.runtime.flow_director import L4, Action, FlowDirector, FlowDirectorError, FlowKey
 from npkit.runtime.rss import MICROSOFT_KEY, program_rss, spread_reta
 
@@ -89,8 +90,9 @@ class Flow:
     def rx_frame(self, seq: int) -> bytes:
         return tcp_frame(self.remote, self.local, self.rport, self.lport, seq)
 
-    def tx_key(self) -> FlowKey:
-        return FlowKey(self.local, self.remote, self.lport, self.rport, L4.TCP)
+    def tx_frame(self, seq: int) -> bytes:
+        """A packet the owner sends (what ATR learns from)."""
+        return tcp_frame(self.local, self.remote, self.lport, self.rport, seq)
 
 
 def tcp_frame(src: int, dst: int, sport: int, dport: int, seq: int) -> bytes:
@@ -203,6 +205,7 @@ def run_affinity(config: AffinityConfig, world: _World | None = None,
     points = []
     for mode in MODES:
         table = FlowDirector(steer)
+        learner = AtrLearner(table)
         refused = 0
         for phase in PHASES:
             owners = world.owners[phase]
@@ -211,7 +214,9 @@ def run_affinity(config: AffinityConfig, world: _World | None = None,
                                for f in world.order)
             if mode == "fd-atr":
                 senders = world.order if phase == "open" else world.moved
-                refused += sum(not _learn(table, world.flows[f], owners[f]) for f in senders)
+                for f in senders:
+                    learner.transmitted(world.flows[f].tx_frame(0), owners[f])
+                refused = learner.refused
             table.reset_counters()
             arrivals = world.arrivals[phase]
             frames = world.frames(phase)
