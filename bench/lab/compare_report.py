@@ -166,9 +166,11 @@ def _throughput_chart(result: CompareResult, app: str, path: Path) -> Path | Non
     ax.set_xticks(list(x), [str(s) for s in sizes])
     ax.set(xlabel="frame bytes (with FCS)", ylabel="Mpps (log scale)", yscale="log",
            title=f"{app}: frames per second")
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=7)
     return save_png(fig, path)
 
