@@ -12,7 +12,10 @@ dataflow over the final code decides where it can be read:
   that differ between paths: optimized out there);
 - a virtual register's value is in its register where the register was last written by it
   (or by a copy coalesced with it, `coalesced`) on every path: after its register is reused,
-  or before the value is computed (scheduled down), the variable is optimized out;
+  or before the value is computed (scheduled down), the variable is optimized out; the
+  register written again by the same virtual register (WIR is not SSA: a phi's copies, a
+  loop) is a new value, so the binding holds for the value there at the binding, or for
+  the first one written after it;
 - a fixed place (`$$3` of a header word, `*l$index1[5]` of a metadata word, `$2` of a read)
   holds it until an instruction writes that place (for `$k`: a command naming it).
 
@@ -33,6 +36,18 @@ from .mir import MBind, MFunction, MInstr, VReg
 _READ_XFER = re.compile(r"(?<![$\w])\$\d+\b")
 _LM0_MOVE = re.compile(r"local_csr_wr\[\s*(?:active_)?lm_addr_0", re.IGNORECASE)
 _CONFLICT = object()        # bindings that differ between the paths to a point
+# a binding's virtual registers: their value in place, not computed yet, or overwritten
+HELD, PENDING, STALE = "held", "pending", "stale"
+
+
+@dataclass(frozen=True)
+class _Bound:
+    bind: MBind
+    fixed_ok: bool = True           # no fixed place of it written since
+    status: tuple[str, ...] = ()    # per VReg part (in order): HELD, PENDING or STALE
+
+    def vregs(self) -> list[VReg]:
+        return [o for a in self.bind.args or () for o in a if isinstance(o, VReg)]
 
 
 def substitute(fn: MFunction, v: VReg, place: str) -> None:
@@ -70,7 +85,7 @@ def coalesced(fn: MFunction, names: dict[VReg, str]) -> dict[VReg, VReg]:
 @dataclass
 class _State:
     held: dict[str, VReg | None]                     # place -> the value it holds
-    binds: dict[Variable, tuple[MBind, bool] | object]   # -> (binding, fixed places intact)
+    binds: dict[Variable, _Bound | object]           # variable -> binding or _CONFLICT
 
     def copy(self) -> _State:
         return _State(dict(self.held), dict(self.binds))
@@ -80,21 +95,19 @@ def _merge(a: _State | None, b: _State) -> _State:
     if a is None:
         return b.copy()
     held = {k: v for k, v in a.held.items() if k in b.held and b.held[k] is v}
-    binds: dict[Variable, tuple[MBind, bool] | object] = {}
+    binds: dict[Variable, _Bound | object] = {}
     for var in a.binds.keys() | b.binds.keys():
         x, y = a.binds.get(var, _CONFLICT), b.binds.get(var, _CONFLICT)
-        if x is _CONFLICT or y is _CONFLICT or x[0] is not y[0]:  # type: ignore[index]
+        if not isinstance(x, _Bound) or not isinstance(y, _Bound) or x.bind is not y.bind:
             binds[var] = _CONFLICT
-        else:
-            binds[var] = (x[0], x[1] and y[1])  # type: ignore[index]
+        else:       # a value in place on one path, not computed on another: not known
+            binds[var] = _Bound(x.bind, x.fixed_ok and y.fixed_ok, tuple(
+                p if p == q else STALE for p, q in zip(x.status, y.status, strict=True)))
     return _State(held, binds)
 
 
 def _same_state(a: _State | None, b: _State) -> bool:
-    return a is not None and a.held == b.held and a.binds.keys() == b.binds.keys() and all(
-        a.binds[k] is b.binds[k] or (a.binds[k] is not _CONFLICT and b.binds[k] is not
-                                     _CONFLICT and a.binds[k] == b.binds[k])
-        for k in a.binds)
+    return a is not None and a.held == b.held and a.binds == b.binds
 
 
 class _Locator:
@@ -114,39 +127,42 @@ class _Locator:
             return self.names.get(o)
         return o
 
-    def location(self, state: _State, bound: tuple[MBind, bool] | object
-                 ) -> VarLocation | None:
-        if bound is _CONFLICT:
+    def location(self, state: _State, bound: _Bound | object) -> VarLocation | None:
+        if not isinstance(bound, _Bound) or bound.bind.args is None:
             return None
-        bind, fixed_ok = bound  # type: ignore[misc]
-        if bind.args is None:
-            return None
+        status = iter(bound.status)
         args = []
-        for arg in bind.args:
+        for arg in bound.bind.args:
             parts = []
             for o in arg:
                 place = self.place(o)
                 if place is None:
                     return None
-                if isinstance(o, VReg) and state.held.get(place) is not self.rep(o):
+                if isinstance(o, VReg) and (next(status) != HELD or
+                                            state.held.get(place) is not self.rep(o)):
                     return None
-                if isinstance(o, str) and not fixed_ok:
+                if isinstance(o, str) and not bound.fixed_ok:
                     return None
                 parts.append(place)
             args.append(tuple(parts))
-        return VarLocation(tuple(args), bind.expr)
+        return VarLocation(tuple(args), bound.bind.expr)
 
     def step(self, state: _State, ins: MInstr) -> None:
-        """Apply ins: its bindings first (they hold at ins), then what it writes."""
+        """Apply ins's bindings (they hold at ins, before it runs)."""
         for b in ins.dbg:
-            state.binds[b.var] = (b, True)
+            vregs = _Bound(b).vregs()
+            state.binds[b.var] = _Bound(b, True, tuple(
+                HELD if state.held.get(self.names.get(v, "")) is self.rep(v) else PENDING
+                for v in vregs))
 
     def after(self, state: _State, ins: MInstr) -> None:
+        """Apply what ins writes."""
         written: set[str] = set()
         for i in ins.defs:
             o = ins.ops[i]
             if isinstance(o, VReg) and o in self.names:
                 state.held[self.names[o]] = self.rep(o)
+                self.redefined(state, self.rep(o))
             elif isinstance(o, str):
                 written.add(o)
                 state.held.pop(o, None)
@@ -159,12 +175,21 @@ class _Locator:
         if not written:
             return
         for var, bound in state.binds.items():
-            if bound is _CONFLICT:
+            if isinstance(bound, _Bound) and bound.fixed_ok and bound.bind.args and any(
+                    o in written for a in bound.bind.args for o in a if isinstance(o, str)):
+                state.binds[var] = dataclasses.replace(bound, fixed_ok=False)
+
+    def redefined(self, state: _State, rep: VReg) -> None:
+        """rep was written: a binding waiting for it has its value now, one that had it
+        has lost it."""
+        for var, bound in state.binds.items():
+            if not isinstance(bound, _Bound) or not bound.status:
                 continue
-            bind, ok = bound  # type: ignore[misc]
-            if ok and bind.args and any(o in written for a in bind.args for o in a
-                                        if isinstance(o, str)):
-                state.binds[var] = (bind, False)
+            status = tuple(
+                s if self.rep(v) is not rep else {PENDING: HELD, HELD: STALE}.get(s, s)
+                for v, s in zip(bound.vregs(), bound.status, strict=True))
+            if status != bound.status:
+                state.binds[var] = dataclasses.replace(bound, status=status)
 
     def run(self) -> dict[int, dict[Variable, VarLocation | None]]:
         blocks = {b.label: b for b in self.fn.blocks}
