@@ -18,8 +18,10 @@ from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.linetrace import LineRun, LineTracer
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.front import prepare as front_prepare
+from npkit.compiler.me.metasetup import MetaSetup
 from npkit.compiler.uc.operands import CLASS, parse_register_spelling
 from npkit.link import link
+from npkit.link.header import body_defines
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.lpm import RouteTables
 from npkit.sim.packets import ListSink, ListSource
@@ -163,3 +165,10 @@ def test_debug_info_changes_no_instruction(router, monkeypatch) -> None:
     assert ".dbg_var" in with_debug and ".dbg_" not in plain
     assert [t for t in with_debug.splitlines() if not t.startswith(".dbg_")] == \
         plain.splitlines()
+
+
+def test_a_variable_named_like_a_register_changes_no_dispatch_switch() -> None:
+    body = 'body_entry#:\n.dbg_var 0 "index0" "b" "t.mbl" 3 1 32 9\n    br[body_exit#]\n'
+    assert ("BODY_USES_LM0", 1) not in body_defines(body, MetaSetup())
+    assert ("BODY_USES_LM0", 1) in body_defines(body + "alu[*l$index0[1], --, B, 0]\n",
+                                                MetaSetup())
