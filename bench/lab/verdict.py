@@ -135,6 +135,16 @@ def _rx_eth_walks(image: Image, frame: int, element: int) -> list[PathCost]:
 
 
 @dataclass(frozen=True)
+class IdleRun:
+    """One frame on the idle chip: every ME's thread-state spans from ``after`` on, with
+    the frame and (``baseline``) without it, over the same cycles."""
+
+    spans: tuple[Span, ...]
+    baseline: tuple[Span, ...]
+    after: int
+
+
+@dataclass(frozen=True)
 class IdleCost:
     """One frame through an idle chip, from the thread-state trace of the MEs it ran on."""
 
@@ -143,15 +153,21 @@ class IdleCost:
     visits: int               # contexts that ran for it
 
 
-def idle_cost(spans: Sequence[Span], mes: set[int], after: int) -> IdleCost:
-    """Per context of ``mes`` that ran after cycle ``after``: its executing cycles and the
-    sleeping / ready cycles between its first and last executing span."""
-    by_ctx: dict[tuple[int, int], list[Span]] = {}
-    for span in spans:
+def _by_context(spans: Sequence[Span], mes: set[int], after: int
+                ) -> dict[tuple[int, int], list[Span]]:
+    out: dict[tuple[int, int], list[Span]] = {}
+    for span in sorted(spans, key=lambda s: (s.me, s.ctx, s.start)):
         if span.me in mes and span.end > after:
-            by_ctx.setdefault((span.me, span.ctx), []).append(span)
+            out.setdefault((span.me, span.ctx), []).append(span)
+    return out
+
+
+def idle_cost(spans: Sequence[Span], mes: set[int], after: int) -> IdleCost:
+    """A stage whose threads sleep while idle: per context of ``mes`` that ran after cycle
+    ``after``, its executing cycles and the cycles it slept between its first and last
+    executing span."""
     cycles = wait = visits = 0
-    for ctx_spans in by_ctx.values():
+    for ctx_spans in _by_context(spans, mes, after).values():
         ran = [s for s in ctx_spans if s.state == "executing"]
         if not ran:
             continue
@@ -159,14 +175,58 @@ def idle_cost(spans: Sequence[Span], mes: set[int], after: int) -> IdleCost:
         visits += 1
         cycles += sum(s.end - max(s.start, after) for s in ran)
         wait += sum(min(s.end, last) - max(s.start, first) for s in ctx_spans
-                    if s.state != "executing" and s.end > first and s.start < last)
+                    if s.state == "sleeping" and s.end > first and s.start < last)
     return IdleCost(cycles, wait, visits)
 
 
+def polling_cost(spans: Sequence[Span], baseline: Sequence[Span], mes: set[int],
+                 after: int) -> IdleCost:
+    """A stage whose threads poll while idle (fwd.uc's ring tests): the context whose spans
+    first differ from the run without the frame took it; its executing cycles from there
+    to the end of its last sleep (and the executing spans right after), and its sleeping
+    cycles in that stretch.  Its baseline may not sleep after that point (then the stretch
+    would not be the frame's alone): LabConfigError."""
+    run, base = _by_context(spans, mes, after), _by_context(baseline, mes, after)
+    first: tuple[int, tuple[int, int]] | None = None
+    for key, mine in run.items():
+        theirs = base.get(key, [])
+        for k, span in enumerate(mine):
+            if k >= len(theirs) or span != theirs[k]:
+                if first is None or span.start < first[0]:
+                    first = (span.start, key)
+                break
+    if first is None:
+        raise LabConfigError("the frame changed nothing on the stage's MEs")
+    start, key = first
+    if any(s.state == "sleeping" and s.end > start for s in base.get(key, [])):
+        raise LabConfigError(f"ME {key[0]} context {key[1]} took the frame but sleeps "
+                             "without it too: its cost cannot be told apart")
+    mine = [s for s in run[key] if s.end > start]
+    sleeps = [k for k, s in enumerate(mine) if s.state == "sleeping"]
+    if not sleeps:
+        raise LabConfigError(f"ME {key[0]} context {key[1]} took the frame without waiting")
+    end = sleeps[-1] + 1
+    while end < len(mine) and mine[end].state == "executing":
+        end += 1
+    stretch = mine[:end]
+    return IdleCost(sum(s.end - max(s.start, start) for s in stretch if s.state == "executing"),
+                    sum(s.end - max(s.start, start) for s in stretch if s.state == "sleeping"),
+                    1)
+
+
+def _stage_of(name: str, spec: Any, threads: int, cost: IdleCost, autopush: float,
+              how: str) -> StageCost:
+    return StageCost(name, len(spec.mes), threads, cost.cycles,
+                     cost.wait + autopush * cost.visits, cost.visits,
+                     f"one frame on the idle chip, {cost.visits} thread(s){how}")
+
+
 def me_stages(data_path: str, manifest: Any, chip: ChipConfig, frame: int,
-              idle: IdleCost | None = None) -> list[StageCost]:
+              idle: IdleRun | None = None) -> list[StageCost]:
     """The ME stages of ``manifest`` (linked for ``data_path``) for frames of ``frame``
-    bytes; the pool's from ``idle`` (one frame through the idle chip)."""
+    bytes.  The rings' receive ME by the static walk; with ``idle`` (one frame through the
+    idle chip) the pool and the rings' forwarding and transmit MEs from its trace, without
+    it the compile report's worst path for the rings' forwarding and transmit MEs."""
     images = {spec.path.name: spec for spec in manifest.images}
     autopush = float(chip.raw["msf"]["autopush_latency"])
     element = int(chip.raw["msf"]["element_bytes"])
@@ -175,9 +235,8 @@ def me_stages(data_path: str, manifest: Any, chip: ChipConfig, frame: int,
         if idle is None:
             raise LabConfigError("the pool's stage needs one frame through the idle chip")
         spec = images["pool.uc"]
-        return [StageCost("pool MEs", len(spec.mes), threads, idle.cycles,
-                          idle.wait + autopush * idle.visits, idle.visits,
-                          f"one frame on the idle chip, {idle.visits} thread(s)")]
+        cost = idle_cost(idle.spans, set(spec.mes), idle.after)
+        return [_stage_of("pool MEs", spec, threads, cost, autopush, "")]
     if data_path != "rings":
         raise LabConfigError(f"data path {data_path!r}: use rings or pool")
     rx = images["rx.uc"]
@@ -188,9 +247,19 @@ def me_stages(data_path: str, manifest: Any, chip: ChipConfig, frame: int,
     for name, image_name, label in (("fwd MEs", "fwd.uc", "loop"), ("tx MEs", "tx.uc",
                                                                       "tx_loop")):
         spec = images[image_name]
+        why = ""
+        if idle is not None:
+            try:
+                cost = polling_cost(idle.spans, idle.baseline, set(spec.mes), idle.after)
+            except LabConfigError as err:      # tx_eth.uc's threads sleep while they poll
+                why = f" ({err})"
+            else:
+                stages.append(_stage_of(name, spec, threads, cost, 0.0, ", polling"))
+                continue
         stats = analyze(spec.image, label, (label,), chip=chip)
         stages.append(StageCost(name, len(spec.mes), threads, stats.path_cycles,
-                                stats.memory_wait_cycles, 1, "compile report: worst path"))
+                                stats.memory_wait_cycles, 1,
+                                f"compile report: worst path{why}"))
     return stages
 
 
@@ -226,7 +295,7 @@ def line_pps(ip_bytes: int) -> float:
 
 
 def verdict_of(data_path: str, ip_bytes: int, manifest: Any, chip: ChipConfig,
-               profile: Profile, idle: IdleCost | None = None) -> Verdict:
+               profile: Profile, idle: IdleRun | None = None) -> Verdict:
     """The verdict from a linked manifest, the chip config, the memory profile and (the
     pool) one frame through the idle chip."""
     line = line_pps(ip_bytes)
@@ -259,13 +328,13 @@ MIN_IP_BYTES = 28            # IPv4 + UDP headers
 MAX_IP_BYTES = 1518          # the NPF's largest POS size
 
 
-def chip_runs(device: Any, chip_name: str, ip_bytes: int, mes: set[int],
-              frames: int = PROFILE_FRAMES, load_percent: float = PROFILE_LOAD
-              ) -> tuple[IdleCost, Profile]:
+def chip_runs(device: Any, chip_name: str, ip_bytes: int, frames: int = PROFILE_FRAMES,
+              load_percent: float = PROFILE_LOAD) -> tuple[IdleRun, Profile]:
     """``chip_name`` of the lab's system device, alone, with its tables: one routed IPv4
-    frame of ``ip_bytes`` on the idle chip (its cost on ``mes`` from the thread-state
-    trace), then ``frames`` more at ``load_percent`` of line rate to the exercised routes
-    (the channels' occupancy and the MEs' instructions per frame, from the counters)."""
+    frame of ``ip_bytes`` on the idle chip after its threads registered (the thread-state
+    trace, and the same cycles' trace without the frame), then ``frames`` more at
+    ``load_percent`` of line rate to the exercised routes (the channels' occupancy and the
+    MEs' instructions per frame, from the counters)."""
     from npkit.runtime.loader import build_from_manifest
 
     out = next(i for i, p in enumerate(device.spec.ports)
@@ -274,13 +343,18 @@ def chip_runs(device: Any, chip_name: str, ip_bytes: int, mes: set[int],
               if p.rx is not None and p.rx.chip == chip_name)
     rng = random.Random(1)
     dests = device.destinations(4, out, 100, 1)
+    quiet = build_from_manifest(device.chip_loadables[chip_name]).chip
+    quiet.run(cycles=READY_CYCLES)
+    quiet.enable_trace(True)
+    quiet.run(cycles=IDLE_RUN_CYCLES - READY_CYCLES)
     chip = build_from_manifest(device.chip_loadables[chip_name]).chip
+    chip.run(cycles=READY_CYCLES)
     chip.enable_trace(True)
     chip.offer_frames(rx, [pos_ipv4_frame(ip_bytes, dests.address(0, rng))], [READY_CYCLES])
-    chip.run(cycles=IDLE_RUN_CYCLES)
+    chip.run(cycles=IDLE_RUN_CYCLES - READY_CYCLES)
     if sum(chip.frames_out.values()) != 1:
         raise LabConfigError(f"the idle chip did not forward the {ip_bytes}-byte frame")
-    idle = idle_cost(chip.spans, mes, READY_CYCLES)
+    idle = IdleRun(tuple(chip.spans), tuple(quiet.spans), READY_CYCLES)
     chip.enable_trace(False)
     before = chip.counters()
     gap = chip.config.clock_hz / (line_pps(ip_bytes) * load_percent / 100.0)
@@ -305,10 +379,10 @@ def chip_runs(device: Any, chip_name: str, ip_bytes: int, mes: set[int],
     return idle, Profile(channels, instructions, frames, load_percent)
 
 
-def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PROFILE_LOAD
-                ) -> list[Verdict]:
+def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PROFILE_LOAD,
+                fwd_mes: int | None = None) -> list[Verdict]:
     """The NPF preset's system (``dual-ixp2800-npf``, its tables), IPv4: the verdict of its
-    first chip per size."""
+    first chip per size; ``fwd_mes``: forwarding MEs of the rings mapping (default 8)."""
     from npkit.bench.lab import npf
 
     bad = [n for n in sizes if not MIN_IP_BYTES <= n <= MAX_IP_BYTES]
@@ -317,17 +391,16 @@ def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PR
                              f"{MAX_IP_BYTES} bytes (a UDP packet on the POS line)")
     if data_path not in ("pool", "rings"):
         raise LabConfigError(f"data path {data_path!r}: the verdict knows pool and rings")
-    device = npf.chip_device(npf.preset("ixp2800-npf", quick=True, data_path=data_path))
+    options = {} if fwd_mes is None else {"chip_fwd_mes": fwd_mes}
+    device = npf.chip_device(npf.preset("ixp2800-npf", quick=True, data_path=data_path),
+                             **options)
     chip_name = device.spec.chips[0].name
     manifest = device.chip_linked(chip_name)
     chip = ChipConfig.load(manifest.chip)
-    pool_mes = {m for spec in manifest.images if spec.path.name == "pool.uc"
-                for m in spec.mes}
     out = []
     for size in sizes:
-        idle, profile = chip_runs(device, chip_name, size, pool_mes, load_percent=load_percent)
-        out.append(verdict_of(data_path, size, manifest, chip, profile,
-                              idle if data_path == "pool" else None))
+        idle, profile = chip_runs(device, chip_name, size, load_percent=load_percent)
+        out.append(verdict_of(data_path, size, manifest, chip, profile, idle))
     return out
 
 
@@ -361,6 +434,7 @@ def render(verdicts: list[Verdict], width: int = 120) -> str:
     return buffer.getvalue()
 
 
-__all__ = ["PROFILE_LOAD", "IdleCost", "Profile", "Resource", "StageCost", "Verdict",
-           "chip_runs", "idle_cost", "line_pps", "me_stages", "memory_resources", "mva_rate",
-           "pos_ipv4_frame", "render", "run_verdict", "to_json", "verdict_of"]
+__all__ = ["PROFILE_LOAD", "IdleCost", "IdleRun", "Profile", "Resource", "StageCost",
+           "Verdict", "chip_runs", "idle_cost", "line_pps", "me_stages", "memory_resources",
+           "mva_rate", "polling_cost", "pos_ipv4_frame", "render", "run_verdict", "to_json",
+           "verdict_of"]

@@ -6,6 +6,7 @@ beyond what each is occupied in a trial at 0.1 % of line rate (an ME: busy + sta
 polling ME is busy without traffic), and losses by reason.
 
     python -m npkit.bench.lab.verdict_runs rings 40 64 128
+    python -m npkit.bench.lab.verdict_runs --fwd-mes 2 rings 40 64   # rings, 2 forwarding MEs
 
 One line per size, the figures the verdict's test pins (tests/bench/lab/test_verdict.py).
 """
@@ -33,10 +34,10 @@ def occupancy(counters: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def measure(data_path: str, size: int) -> str:
+def measure(data_path: str, size: int, fwd_mes: int | None = None) -> str:
     chosen = npf.preset("ixp2800-npf", quick=True, data_path=data_path)
     config = replace(chosen.config, sizes_v4=(size,))
-    device = npf.chip_device(chosen)
+    device = npf.chip_device(chosen, **({} if fwd_mes is None else {"chip_fwd_mes": fwd_mes}))
     sizes = dict(config.sizes("ipv4", "pos"))[str(size)]
     trials = npf.make_trials(device, config, "ipv4", str(size), sizes)
     found = search_throughput(device, trials.at, config.lower_percent, 100.0,
@@ -47,7 +48,8 @@ def measure(data_path: str, size: int) -> str:
     worked = {k: v - occupancy(idle).get(k, 0.0) for k, v in occupancy(full.counters).items()}
     losses = {k: int(v) for k, v in full.counters.items()
               if (k.startswith("rx.") or k.startswith("drop.")) and v}
-    return (f"{data_path} ipv4 {size}: throughput {found.throughput_percent} %; at 100 %: "
+    name = data_path if fwd_mes is None else f"{data_path} fwd_mes={fwd_mes}"
+    return (f"{name} ipv4 {size}: throughput {found.throughput_percent} %; at 100 %: "
             f"sent {full.report.total.sent} lost {full.report.total.lost} {losses}; busiest "
             f"{tuple((n, round(b, 3)) for n, b in busiest_units(full.counters, 6))}; beyond "
             f"idle (occupied) {tuple((n, round(b, 3)) for n, b in busiest_units(worked, 6))}")
@@ -55,9 +57,13 @@ def measure(data_path: str, size: int) -> str:
 
 def main(argv: list[str]) -> None:
     start = time.time()
+    fwd_mes = None
+    if argv[:1] == ["--fwd-mes"]:
+        fwd_mes, argv = int(argv[1]), argv[2:]
     data_path, *sizes = argv or ["rings", "40", "64", "128"]
     for size in sizes:
-        print(measure(data_path, int(size)), f"({time.time() - start:.0f} s)", flush=True)
+        print(measure(data_path, int(size), fwd_mes), f"({time.time() - start:.0f} s)",
+              flush=True)
 
 
 if __name__ == "__main__":
