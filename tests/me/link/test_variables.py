@@ -172,3 +172,28 @@ def test_a_variable_named_like_a_register_changes_no_dispatch_switch() -> None:
     assert ("BODY_USES_LM0", 1) not in body_defines(body, MetaSetup())
     assert ("BODY_USES_LM0", 1) in body_defines(body + "alu[*l$index0[1], --, B, 0]\n",
                                                 MetaSetup())
+
+
+def coverage_table() -> str:
+    """The figures of docs/me-backend.md ("MBL variables"), per frame:
+    `.venv/bin/python tests/me/link/test_variables.py`."""
+    program = compile_file(ROUTER)
+    linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
+    tracer = LineTracer(program)
+    for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
+        tracer.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
+    RouteTables.of(tracer).load(ROUTES4, ROUTES6)
+    rows = ["| frame | lines stopped | variables in scope | located | agree with native |",
+            "|---|---|---|---|---|"]
+    for name, frame in sorted(frames().items()):
+        stops = step_by_line(linked, tracer, frame)
+        agreed, wrong = compare(stops, tracer.trace(frame, 0))
+        in_scope = sum(len(values) for _, _, values in stops)
+        located = sum(v is not None for _, _, values in stops for v in values.values())
+        rows.append(f"| {name} | {len(stops)} | {in_scope} | {located} | {agreed}"
+                    + (f" ({len(wrong)} wrong)" if wrong else "") + " |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(coverage_table())
