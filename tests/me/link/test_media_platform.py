@@ -280,3 +280,11 @@ def test_the_router_on_the_chip_writes_the_native_target_s_pcap(tmp_path: Path,
         assert code == 0, out
         outputs[target] = read_pcap(tmp_path / f"{target}.pcap")
     assert outputs["native"] and outputs["chip"] == outputs["native"]
+
+
+def test_the_compile_report_of_an_mbl_receive_is_the_pool_s() -> None:
+    """`npkit build X.mbl --report` compiles a pipeline that receives in MBL as the pool
+    runs it (the header window in local memory) and maps it on the pool's 16 MEs."""
+    code, out = invoke("build", str(MEDIA_ROUTER), "--report")
+    assert code == 0, out
+    assert "runs to completion on each of 16 forwarding MEs" in out
