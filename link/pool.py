@@ -14,7 +14,11 @@ bytes past the window (dram[rbuf_rd] in per RBUF element, dram[tbuf_wr] out); a 
 several elements is reassembled in it mpacket by mpacket, its header window read from its
 first element by the thread of its last (docs/datapath.md, "Mpackets").
 Exceptions reach the exception ring with their frame in a buffer, as with link()
-(CompiledRun.take_exceptions)."""
+(CompiledRun.take_exceptions).
+
+A pipeline whose first stage is a receive stage (MBL receive and transmit: frame_rx /
+frame_tx) runs only here; `selects_pool` says whether a platform links it so by default
+(`[media] compiled = true`, docs/link.md), which link() and chip_manifest() ask."""
 
 from __future__ import annotations
 
