@@ -10,7 +10,7 @@
     npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
                         [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
-    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--json]
+    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--fwd-mes N] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
 """
@@ -335,12 +335,17 @@ def report(results: Path, out_dir: Path | None) -> None:
               show_default=True, help="the chip's data path (docs/datapath.md)")
 @click.option("--sizes", default="40,64,128", show_default=True,
               help="IPv4 packet sizes in bytes (IP header included), e.g. 40,64,128")
+@click.option("--fwd-mes", type=click.IntRange(1, 8),
+              help="forwarding MEs of the rings mapping (default 8)")
 @click.option("--json", "json_output", is_flag=True, help="the figures as JSON")
-def verdict(data_path: str, sizes: str, json_output: bool) -> None:
+def verdict(data_path: str, sizes: str, fwd_mes: int | None, json_output: bool) -> None:
     """The line-rate verdict (docs/verdict.md): per resource of a chip of the NPF system
     (dual-ixp2800-npf, the ixp2800-npf preset's tables), what it can carry at each IPv4
     size, the predicted throughput and the first bottleneck."""
     from npkit.bench.lab.verdict import render, run_verdict, to_json
 
-    verdicts = run_verdict(data_path, _sizes(sizes))
+    if fwd_mes is not None and data_path != "rings":
+        raise click.BadParameter("only with --data-path rings (the pool has no forwarding "
+                                 "stage of its own)", param_hint="--fwd-mes")
+    verdicts = run_verdict(data_path, _sizes(sizes), fwd_mes=fwd_mes)
     click.echo(to_json(verdicts) if json_output else render(verdicts), nl=not json_output)
