@@ -31,9 +31,9 @@ from npkit.sim.config import ChipConfig
 # Measured with `.venv/bin/python -m npkit.bench.lab.verdict_runs rings|pool 40 64 128`
 # (the --quick NPF preset's confirmed throughput search on dual-ixp2800-npf: 0.1 ms trials
 # confirmed by 2, 2 % resolution; then one trial at 100 % of line rate) at commit bef5aee
-# (the shared tree: other sessions' uncommitted back-end edits included).  Rerun at ce40a53:
-# the same figures but rings 128 B 96.91 % (52 lost at 100 %, at the RBUF) and rings 40 B
-# 1,391 lost instead of 1,375; the same bottlenecks.
+# and again, every figure identical, at e58fc80.  (At ce40a53, with another session's
+# uncommitted back-end edits in the shared tree, rings 128 B read 96.91 % and rings 40 B
+# lost 1,391 instead of 1,375 at 100 %; the same bottlenecks.)
 # Bottleneck: the most occupied unit at 100 % beyond its occupancy at 0.1 % (an ME: busy +
 # stalled; a polling ME is busy without traffic), as the verdict names it (rings me0 = the
 # receive ME, the pool's MEs together, the three interleaved DRAM channels as "dram").
