@@ -271,6 +271,8 @@ class Profile:
 
     channel_cycles: dict[str, float]      # "sram1" -> busy cycles a frame
     me_instructions: dict[int, float]     # ME index -> instructions a frame
+    channel_commands: dict[str, float]    # "sram1" -> commands a frame
+    channel_bytes: dict[str, float]       # "sram1" -> bytes a frame
     frames: int
     load_percent: float
 
@@ -282,8 +284,12 @@ def memory_resources(profile: Profile, clock_hz: float, line: float) -> list[Res
         if cycles <= 0:
             continue
         capacity = clock_hz / cycles
+        moved = (f"{profile.channel_commands[unit]:.2f} commands, "
+                 f"{profile.channel_bytes[unit]:.1f} B, " if unit in profile.channel_bytes
+                 else "")
         out.append(Resource(unit, "memory", capacity, line / capacity,
-                            f"{cycles:.1f} busy cycles a frame ({profile.frames} frames at "
+                            f"{moved}{cycles:.1f} busy cycles a frame of "
+                            f"{clock_hz / line:.1f} ({profile.frames} frames at "
                             f"{profile.load_percent:g} % of line rate)"))
     return out
 
@@ -305,7 +311,8 @@ def verdict_of(data_path: str, ip_bytes: int, manifest: Any, chip: ChipConfig,
         resources.append(Resource(
             stage.name, "me", capacity, line / capacity,
             f"{stage.mes} ME x {stage.threads} threads, C {stage.cycles:.0f} + W "
-            f"{stage.wait:.0f} cycles a frame ({stage.how})"))
+            f"{stage.wait:.0f} cycles a frame, budget {stage.mes * chip.clock_hz / line:.0f} "
+            f"ALU cycles a frame ({stage.how})"))
     resources.extend(memory_resources(profile, chip.clock_hz, line))
     return Verdict(data_path, ip_bytes, line, tuple(resources))
 
@@ -383,16 +390,18 @@ def chip_runs(device: Any, chip_name: str, ip_bytes: int, frames: int = PROFILE_
     done = sum(after["run"]["frames_out"].values()) - sum(before["run"]["frames_out"].values())
     if done != frames:
         raise LabConfigError(f"the profile forwarded {done} of {frames} frames")
-    channels = {}
+    channels, commands, moved = {}, {}, {}
     for kind in ("sram", "dram"):
         for n, (a, b) in enumerate(zip(before["channels"][kind], after["channels"][kind],
                                        strict=True)):
             channels[f"{kind}{n}"] = (b["busy_cycles"] - a["busy_cycles"]) / frames
+            commands[f"{kind}{n}"] = (b["commands"] - a["commands"]) / frames
+            moved[f"{kind}{n}"] = (b["bytes"] - a["bytes"]) / frames
     channels["scratch"] = (after["channels"]["scratch"]["busy_cycles"]
                            - before["channels"]["scratch"]["busy_cycles"]) / frames
     instructions = {n: (b["instructions"] - a["instructions"]) / frames
                     for n, (a, b) in enumerate(zip(before["mes"], after["mes"], strict=True))}
-    return idle, Profile(channels, instructions, frames, load_percent)
+    return idle, Profile(channels, instructions, commands, moved, frames, load_percent)
 
 
 def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PROFILE_LOAD,
