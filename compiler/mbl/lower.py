@@ -319,7 +319,8 @@ class Lowerer:
             self.declares.append((slot, name, span, width))
         if self.trace is not None:
             self.trace_ids[id(slot)] = len(self.trace.variables)
-            self.trace.variables.append(TracedVariable(name, span, width))
+            self.trace.variables.append(TracedVariable(
+                name, SourceLocation(span.file, span.line, span.column), width))
         return slot
 
     def trace_statement(self, s: A.Stmt) -> None:

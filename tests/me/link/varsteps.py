@@ -40,7 +40,7 @@ def reader(run: CompiledRun, me: int, ctx: int):
 
 
 def step_by_line(linked, tracer: LineTracer, frame: bytes) -> list[tuple]:
-    """(file, line, {(name, decl line): value or None}) at every new MBL line a context
+    """(file, line, {(name, declaration): value or None}) at every new MBL line a context
     reaches while the frame crosses the chip."""
     run = CompiledRun(linked)
     run.load_memories(tracer)
@@ -68,7 +68,7 @@ def step_by_line(linked, tracer: LineTracer, frame: bytes) -> list[tuple]:
                     continue
                 last[(me, ctx)] = (loc.file, loc.line)
                 read = reader(run, me, ctx)
-                values = {(v.variable.name, v.variable.decl.line): v.value(read)
+                values = {(v.variable.name, v.variable.decl): v.value(read)
                           for v in image.variables_at(pc)}
                 stops.append((loc.file, loc.line, values))
         if any(chip.frames_out.values()) and stops and not last:
@@ -88,7 +88,7 @@ def compare(stops: list[tuple], native: LineRun) -> tuple[int, list[str]]:
             if value is None:
                 continue
             seen = {s.values[name] for s in at[(file, line)]
-                    if name in s.values and s.variables[name].decl.line == decl}
+                    if name in s.values and s.variables[name].decl == decl}
             if not seen:
                 continue        # not yet assigned in the source's order (scheduled early)
             if value in seen:
