@@ -143,5 +143,29 @@ def test_one_forwarding_me_is_the_bound(size: int) -> None:
     assert abs(verdict.predicted_percent - ONE_FWD_ME[size]) <= 0.10 * ONE_FWD_ME[size]
 
 
+# The committed full NPF run (docs/lab/npf-ixp2800/results.json: `npkit bench npf --preset
+# ixp2800-npf --data-path pool`, 10 ms trials, at e44d56b): 100 % of line rate everywhere;
+# the busiest channel's busy fraction at 100 % offered load (east chip; the MEs, busy +
+# stalled, lower in every case).
+FULL_RUN = {
+    (4, 40): ("sram1", 0.436), (4, 128): ("dram2", 0.279),
+    (6, 60): ("sram1", 0.541), (6, 128): ("dram2", 0.279),
+}
+
+
+@cache
+def _pool_v6() -> dict[int, Verdict]:
+    return {v.ip_bytes: v for v in run_verdict("pool", (60, 128), family=6)}
+
+
+@pytest.mark.parametrize(("family", "size"), sorted(FULL_RUN))
+def test_the_busiest_channel_is_as_busy_as_in_the_full_run(family: int, size: int) -> None:
+    verdict = (_verdicts("pool") if family == 4 else _pool_v6())[size]
+    unit, busy = FULL_RUN[(family, size)]
+    assert verdict.predicted_percent == 100.0
+    assert verdict.first_bottleneck.name == unit
+    assert verdict.first_bottleneck.utilization == pytest.approx(busy, rel=0.05)
+
+
 def test_the_rings_verdict_is_not_trivially_line_rate() -> None:
     assert _verdicts("rings")[40].predicted_percent < 80.0
