@@ -221,6 +221,10 @@ class _Locator:
                     view = {var: None if loc is not None and any(
                         p.startswith("*l$index0") for p in loc.parts) else loc
                         for var, loc in view.items()}
+                if ins.is_macro:        # its later words may see what its first ones wrote
+                    written = {self.place(ins.ops[i]) for i in ins.defs}
+                    view = {var: None if loc is not None and written & set(loc.parts) else loc
+                            for var, loc in view.items()}
                 views[id(ins)] = view
                 self.after(state, ins)
         return views

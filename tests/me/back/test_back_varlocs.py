@@ -112,3 +112,12 @@ def test_spills_while_local_memory_pointer_is_moved() -> None:
     assert where(fn(around), names) == [None, ("*l$index0[3]",), None, ("*l$index0[3]",)]
     # moved for good: not readable from there on
     assert where(fn(moved), names) == [None, ("*l$index0[3]",), None, None]
+
+
+def test_a_macro_that_writes_a_register_hides_it_for_all_its_words() -> None:
+    v1, v2 = VReg(1), VReg(2)
+    macro = MInstr("alu[{0}, --, B, 1]\nalu[{0}, {0}, +, 1]", [v2], defs=(0,))
+    fn = MFunction("f", [MBlock("e#", [op(v1), nop(dbg=(MBind(X, ((v1,),)),)), macro,
+                                       nop()])], 8)
+    assert where(fn, {v1: "a0", v2: "a0"}) == [None, ("a0",), None, None]
+    assert where(fn, {v1: "a0", v2: "b0"}) == [None, ("a0",), ("a0",), ("a0",)]
