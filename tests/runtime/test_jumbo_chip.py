@@ -87,10 +87,11 @@ def test_the_pool_mapping_refuses_the_option() -> None:
 @pytest.fixture(scope="module")
 def toward_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
     """Port 0 -> port 1 (MTU 9000): frames that fit the TBUF partition, longer ones, frames
-    after those (the transmit ME goes on) and a DF packet over the MTU (Fragmentation
-    Needed)."""
-    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014, 100, 1514]   # after the drops too
-    frames = [udp4(n, 0, HOST0[1], UPSTREAM[1]) for n in sizes]
+    after those (the transmit ME goes on), a 9,018-byte frame (its packet over the MTU:
+    fragments, the first 9,010 bytes, sent by the XScale through the same transmit ME)
+    and the same with DF (Fragmentation Needed)."""
+    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014, 100, 1514, 9018]
+    frames = [udp4(n, 0, HOST0[1], UPSTREAM[1]) for n in sizes]   # 9,018: fragmented
     frames.append(udp4(9018, 0, HOST0[1], UPSTREAM[1], df=True))
     return both_targets(frames, 0)
 
@@ -98,15 +99,16 @@ def toward_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
 def test_every_frame_leaves_as_natively(toward_port1) -> None:
     native, chip, router = toward_port1
     assert [len(f) for f in native.frames(1)] == [1514, 1920, 1921, 2048, 2049, 4000, 9014,
-                                                  100, 1514]
+                                                  100, 1514, 9010, 60]
     assert chip.frames(1) == native.frames(1)
     assert not chip.counters["receive_drops"]
     assert not rt.buffer_leaks(router), "every frame's buffer is back"
 
 
 def test_longer_frames_stream_through_the_partition(toward_port1) -> None:
-    """The 2,049-, 4,000- and 9,014-byte frames took 17, 32 and 71 TBUF elements of a
-    16-element partition: TX_SEQUENCE counts every element once, none is left queued."""
+    """The 2,049-, 4,000-, 9,014- and 9,010-byte frames took 17, 32, 71 and 71 TBUF
+    elements of a 16-element partition: TX_SEQUENCE counts every element once, none is
+    left queued."""
     native, _, router = toward_port1
     port1 = router.chip.counters()["ports"][1]
     elements = sum(-(-len(f) // 128) for f in native.frames(1))
