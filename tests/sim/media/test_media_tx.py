@@ -214,6 +214,17 @@ def test_tx_sequence_counts_each_element_when_its_bytes_have_left(make_media: An
     assert media.counters()[0]["tx_underruns"] == 0
 
 
+def test_one_msf_write_of_several_words_validates_consecutive_elements(make_media: Any) -> None:
+    media = make_media([dict(TEN_GBE)])
+    frame = bytes(range(256)) + b"tail"  # 260 bytes: elements 4, 5, 6
+    media.tbuf_write(4 * 128, frame)
+    media.write(MSF_TBUF_CTL_BASE + 4 * 4, element_words(260, 0), 0)
+    queue_frame(media, 0, bytes(512), t=0)  # elements 0..3 first: the ring's order
+    media.advance(10**6)
+    assert [f[3] for f in media.take_tx()] == [bytes(512), frame]
+    assert sequence(media) == 7
+
+
 def test_frame_longer_than_the_partition_streams_through_it(make_media: Any) -> None:
     """A 9,018-byte frame through a 4-element partition: each element is rewritten as soon as
     TX_SEQUENCE shows it free; the frame leaves whole, at line rate, with no underrun."""
