@@ -674,7 +674,6 @@ void Media::try_start_tx(Port& p, int port_index) {
   p.tx_line_free = end;
   p.tx_busy = true;
   p.tx_busy_element = p.tx_next;
-  p.tx_busy_eop = slot.eop;
   p.tx_busy_end = cycle_ceil(p, end);
   p.tx_last_eop = slot.eop;
   p.tx_next = (p.tx_next + 1) % tx_elements_;
@@ -689,7 +688,7 @@ void Media::depart(Port& p, int port_index) {
   p.tx_sequence += 1;
   c.tx_elements += 1;
   c.tbuf_elements_queued -= 1;
-  if (p.tx_busy_eop) {
+  if (p.tx_last_eop) {  // the element on the wire was the last one taken
     p.tx_in_frame = false;
     p.tx_current.last_bit_cycle = p.tx_busy_end;
     c.tx_frames += 1;

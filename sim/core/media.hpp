@@ -196,10 +196,10 @@ class Media {
     std::vector<TxSlot> tx_slots;
     bool tx_busy = false;         // an mpacket is on the wire
     int tx_busy_element = 0;      // ... in this relative element
-    bool tx_busy_eop = false;     // ... and it ends its frame
     uint64_t tx_busy_end = 0;     // cycle its last byte (EOP: the frame's last bit) has left
     bool tx_in_frame = false;     // SOP taken, EOP not yet
-    bool tx_last_eop = true;      // the element last taken was an EOP (or none was taken)
+    bool tx_last_eop = true;      // the element last taken (the one on the wire, if any) was
+                                  // an EOP, or none was taken yet
     TxFrame tx_current;           // the frame being sent (bytes so far)
   };
   enum class RbufState : uint8_t { kFree, kWaiting, kHanded };
