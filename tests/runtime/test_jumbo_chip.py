@@ -157,7 +157,6 @@ def test_the_linked_buffers_are_the_jumbo_ones(toward_port1) -> None:
     _, _, router = toward_port1
     lay = router.linked.program.layout()
     assert (lay.buf_bytes, lay.buf_shift, lay.buf_max_frame) == (16384, 9, 16256)
-    assert lay.cnt_tx_too_long > 0
     for spec in router.loaded.freelists:
         assert spec.buffer_bytes == 16384
         for i in (0, spec.count - 1):     # the microcode's handle -> buffer formula
