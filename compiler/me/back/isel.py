@@ -28,6 +28,7 @@ from .hdrwrite import plan_header_writes
 from .mir import MBind, MBlock, MFunction, MInstr, MOpnd, VReg
 from .options import DEFAULT_OPTIONS, BackOptions
 from .prefetch import Collect, Drain, Prefetch, Slot
+from .salvage import resolve_binds
 
 IMM_MAX = 63
 XFER_REGS = 16
@@ -211,27 +212,8 @@ class Selector(buffers.BufferSelection):
             for arg in b.args), b.expr)
 
     def _resolve_binds(self, blocks: list[MBlock]) -> None:
-        """WIR registers in bindings -> their VRegs; a register never selected (tested in
-        place, folded away) leaves its variable optimized out."""
-        def resolve(b: MBind) -> MBind:
-            if b.args is None:
-                return b
-            args = []
-            for arg in b.args:
-                words = []
-                for o in arg:
-                    if isinstance(o, wir.Reg):
-                        if o.id not in self.vregs:
-                            return MBind(b.var, None)
-                        o = self.vregs[o.id]
-                    words.append(o)
-                args.append(tuple(words))
-            return MBind(b.var, tuple(args), b.expr)
-
-        for block in blocks:
-            for ins in block.instrs:
-                if ins.dbg:
-                    ins.dbg = tuple(resolve(b) for b in ins.dbg)
+        """WIR registers in bindings -> their VRegs, or rebuilt from others (salvage.py)."""
+        resolve_binds(self.fn, self.vregs, self.fixed, blocks)
 
     def label(self, what: str) -> str:
         """A fresh label inside a macro (never one of the block labels)."""
