@@ -807,6 +807,11 @@ class Lowerer:
 
     intrinsic_hash48 = intrinsic_hash64 = intrinsic_hash128 = _hash
 
+    def intrinsic_pop_count(self, e: A.Call) -> ir.Value:
+        """llvm.ctpop: one instruction natively, the chip's pop_count per word on the ME."""
+        v = self.expr(e.args[0])
+        return self.b.call(self.module.declare_intrinsic("llvm.ctpop", [v.type]), [v])
+
     # ---- receive / transmit / buffer operations (docs/datapath.md) ----
     def is_media(self, e: A.MethodCall) -> bool:
         return isinstance(e.target, A.Name) and e.target.name in ("media", "buffer") \

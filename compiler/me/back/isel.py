@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
-from ..fold import compare, evaluate_bin, funnel_shift
+from ..fold import compare, evaluate_bin, funnel_shift, pop_count
 from ..wir import MASK32, Loc
 from . import buffers
 from .bytetests import ByteField, byte_test, fixed_operands
@@ -646,6 +646,13 @@ class Selector(buffers.BufferSelection):
         lo = self.distinct(hi, lo)
         self.op(f"dbl_shf[{{0}}, {{1}}, {{2}}, >>{ins.amount}]", [d, hi, lo], defs=(0,),
                 uses=(1, 2), pairs=((1, 2),))
+
+    def _sel_PopCount(self, ins: wir.PopCount, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        if isinstance(ins.src, int):
+            self.load_const(d, pop_count(ins.src))
+            return
+        self.op("pop_count[{0}, {1}]", [d, self.value(ins.src)], defs=(0,), uses=(1,))
 
     def _sel_OnesSum(self, ins: wir.OnesSum, folds: Folds, _: str | None) -> None:
         """A `+carry` chain, then the last carry added back twice (the second catches the
