@@ -112,6 +112,12 @@ class Selector(buffers.BufferSelection):
         self.turn_blocks = buffers.blocks_in_turn(fn)
         self.spinning = False
         self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
+        # the receive stage's scratch writes awaited after its turn (buffers.py)
+        self.turn_write_blocks = buffers.turn_write_blocks(fn, self.turn_blocks)
+        self.turn_plan: dict[str, tuple[frozenset[int], frozenset[int]]] = {}
+        self.turn_xfer: dict[int, int] = {}
+        self.turn_pending: frozenset[int] = frozenset()
+        self.turn_write_slots = self.reserve_turn_writes()
         self.header_in_lm = abi.header_lm_word is not None
         self.vregs: dict[int, VReg] = {}
         self.next_vreg = 0
@@ -445,6 +451,7 @@ class Selector(buffers.BufferSelection):
         self.state = BlockState()
         self.current_label = b.label
         self.spinning = b.label in self.turn_blocks
+        self.start_turn_writes(b.label)
         folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index
@@ -453,6 +460,7 @@ class Selector(buffers.BufferSelection):
                 continue
             if isinstance(ins, wir.Jump | wir.Branch):
                 self.flush()
+                self.leave_turn_block(ins)
             self._instr(ins, folds, following)
         self.flush()
         if self.pending_dbg and self.state.instrs:
@@ -798,6 +806,8 @@ class Selector(buffers.BufferSelection):
         if ins.space == wir.LOCAL:
             self._local(ins.addr, None, list(ins.srcs))
             return
+        if self.select_turn_write(ins):
+            return
         n = len(ins.srcs)
         a, b = self.address(ins.space, ins.addr)
         xs = self.xfer_range(n)
@@ -944,6 +954,8 @@ class Selector(buffers.BufferSelection):
     def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
         self._write_back(self.plan.written_at_ret.get(self.current_label, frozenset()))
         self.flush()            # one wait: the write-back and whatever is still in flight
+        if self.spinning:
+            self.drain_turn_writes()
         self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
 
     def _halfword_branch(self, pred: str, word: wir.Reg | int, c: int, target: str,
