@@ -254,7 +254,10 @@ class SystemChipDevice(CompiledChipDevice):
             hops = memory_specs(linked.program, _OnlyMemory(native, "nexthops"))
             manifest = replace(linked, memory=[*linked.memory, *shared, *hops])
             out[chip.name] = self.spec.place_manifest(chip.name, manifest)
-        self.__dict__.pop("native", None)
+        # the NativeProgram is not needed for the chips any more; the update tests'
+        # routers need shadows of the same program (their memories cleared): it becomes
+        # the first, one LLVM JIT compile less (chip_shadow)
+        self.__dict__["_spare_native"] = self.__dict__.pop("native")
         return out
 
     def _set_up(self) -> None:
@@ -364,19 +367,48 @@ class SystemChipDevice(CompiledChipDevice):
                            round(system.now * PS_PER_S / system.clock_hz), tally)
 
     # ---- the control plane (npf.UpdatableDevice), on every chip
+    def chip_shadow(self, chip: str) -> Any:
+        """``chip``'s routers' host shadow, a NativeProgram of the program (JIT-compiled
+        once per chip and device, its memories cleared by each router that takes it: the
+        control plane fills them again); the first is the NativeProgram the chips'
+        tables were packed in."""
+        from npkit.compiler.mbl import NativeProgram
+
+        shadows = self.__dict__.setdefault("_shadows", {})
+        if chip not in shadows:
+            spare = self.__dict__.pop("_spare_native", None)
+            shadows[chip] = spare if spare is not None else NativeProgram(self.program)
+        return shadows[chip]
+
+    @property
+    def _shadow(self) -> Any:
+        """The shadow of ``CompiledChipDevice.updatable_router`` (the update rate's router,
+        never alive beside a trial's routers): the first chip's."""
+        return self.chip_shadow(self.spec.chips[0].name)
+
+    def update_stream(self, family: int, count: int, seed: int,
+                      protected: tuple[tuple[int, int], ...] = ()) -> list[Any]:
+        """As ``CompiledChipDevice.update_stream`` (the same updates), the table filtered
+        once per family and exercised set (``updates.UpdateStreams``) instead of once per
+        stream."""
+        from npkit.bench.lab.updates import UpdateStreams
+
+        streams = self.__dict__.setdefault("_update_streams", {})
+        if family not in streams:
+            streams[family] = UpdateStreams(self.tables.routes[family],
+                                            self.spare_routes[family], family,
+                                            self.options.routes.next_hops)
+        return streams[family].stream(-(-count // 6) * 6, seed, protected)
+
     def system_router(self, chip: str) -> Any:
         """Chip ``chip``'s program and tables on a fresh chip of the system with the XScale
         control plane beside it (as ``updatable_router``, with that chip's link, chip
         config and next-hop ports)."""
-        from npkit.compiler.mbl import NativeProgram
         from npkit.runtime.compiled_router import CompiledRouter
         from npkit.runtime.neighbours import NextHop
 
         self.chip_loadables  # noqa: B018 (links every chip)
-        shadows = self.__dict__.setdefault("_shadows", {})
-        if chip not in shadows:
-            shadows[chip] = NativeProgram(self.program)
-        shadow = shadows[chip]
+        shadow = self.chip_shadow(chip)
         for words in shadow.memory.values():
             words.fill(0)
         linked = self.spec.place_manifest(chip, self.chip_linked(chip))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,37 +92,79 @@ def update_stream(table: Routes, spare: Routes, family: int, count: int, seed: i
     as it was, touching no ``protected`` prefix nor any prefix inside one.  About
     ``near_share`` of the deletes and next-hop changes (as many as the table has) are of
     prefixes near a protected one (``_Near``), so their writes land in trie words the
-    traffic's lookups read; the rest, and the adds, are random."""
-    protected = tuple(protected)
-    touches = _Protection(protected, BITS[family])
-    is_near = _Near(protected, family)
-    rng = random.Random(f"npkit-npf-updates:{family}:{seed}")
-    pairs = max(1, count // 6)
-    existing = [p for p in sorted(table) if not touches(p)]
-    fresh = [p for p in sorted(spare) if p not in table and not touches(p)]
-    if len(existing) < 2 * pairs or len(fresh) < pairs:
-        raise ValueError(f"{count} IPv{family} updates need {2 * pairs} loaded and {pairs} "
-                         f"spare prefixes outside the exercised routes; there are "
-                         f"{len(existing)} and {len(fresh)}")
-    near = [p for p in existing if is_near(p)] if protected else []
-    chosen = _sample(rng, existing, near, 2 * pairs, round(2 * pairs * near_share))
-    rng.shuffle(chosen)
-    deleted, replaced = chosen[:pairs], chosen[pairs:]
-    added = rng.sample(fresh, pairs)
+    traffic's lookups read; the rest, and the adds, are random.  (``UpdateStreams`` gives
+    the same streams and filters the table once per protected set.)"""
+    return UpdateStreams(table, spare, family, next_hops).stream(count, seed, protected,
+                                                                 near_share)
 
-    def add(prefix: Prefix, hop: int) -> RouteUpdate:
-        return RouteUpdate("add", family, *prefix, hop)  # type: ignore[arg-type]
 
-    def delete(prefix: Prefix) -> RouteUpdate:
-        return RouteUpdate("delete", family, *prefix)  # type: ignore[arg-type]
+@dataclass
+class _Candidates:
+    """The prefixes a stream may pick for one protected set."""
 
-    first = ([delete(p) for p in deleted] + [add(p, spare[p]) for p in added]
-             + [add(p, (table[p] + 1) % next_hops) for p in replaced])
-    second = ([add(p, table[p]) for p in deleted] + [delete(p) for p in added]
-              + [add(p, table[p]) for p in replaced])
-    rng.shuffle(first)
-    rng.shuffle(second)
-    return first + second
+    existing: list[Prefix]  # loaded, outside the protected prefixes
+    fresh: list[Prefix]  # spare, not loaded, outside them
+    near: list[Prefix]  # of ``existing``, near a protected prefix
+
+
+@dataclass
+class UpdateStreams:
+    """``update_stream`` on one table and its spares: the filtering of the table (a
+    Python test per route, ~0.4 s for 135,432 routes) done once per protected set and
+    kept, the picking done per stream -- the same streams as ``update_stream``.  The
+    table and spares must not change while the object is used."""
+
+    table: Routes
+    spare: Routes
+    family: int
+    next_hops: int = 16
+    _candidates: dict[tuple[Prefix, ...], _Candidates] = field(default_factory=dict,
+                                                                repr=False)
+
+    def candidates(self, protected: Iterable[Prefix]) -> _Candidates:
+        key = tuple(protected)
+        found = self._candidates.get(key)
+        if found is None:
+            touches = _Protection(key, BITS[self.family])
+            existing = [p for p in sorted(self.table) if not touches(p)]
+            fresh = [p for p in sorted(self.spare) if p not in self.table and not touches(p)]
+            near = []
+            if key:
+                is_near = _Near(key, self.family)
+                near = [p for p in existing if is_near(p)]
+            found = self._candidates[key] = _Candidates(existing, fresh, near)
+        return found
+
+    def stream(self, count: int, seed: int, protected: Iterable[Prefix] = (),
+               near_share: float = 0.5) -> list[RouteUpdate]:
+        """As ``update_stream`` on this table and spares."""
+        family, table, spare, next_hops = self.family, self.table, self.spare, self.next_hops
+        found = self.candidates(protected)
+        existing, fresh = found.existing, found.fresh
+        rng = random.Random(f"npkit-npf-updates:{family}:{seed}")
+        pairs = max(1, count // 6)
+        if len(existing) < 2 * pairs or len(fresh) < pairs:
+            raise ValueError(f"{count} IPv{family} updates need {2 * pairs} loaded and "
+                             f"{pairs} spare prefixes outside the exercised routes; there "
+                             f"are {len(existing)} and {len(fresh)}")
+        chosen = _sample(rng, existing, found.near, 2 * pairs, round(2 * pairs * near_share))
+        rng.shuffle(chosen)
+        deleted, replaced = chosen[:pairs], chosen[pairs:]
+        added = rng.sample(fresh, pairs)
+
+        def add(prefix: Prefix, hop: int) -> RouteUpdate:
+            return RouteUpdate("add", family, *prefix, hop)  # type: ignore[arg-type]
+
+        def delete(prefix: Prefix) -> RouteUpdate:
+            return RouteUpdate("delete", family, *prefix)  # type: ignore[arg-type]
+
+        first = ([delete(p) for p in deleted] + [add(p, spare[p]) for p in added]
+                 + [add(p, (table[p] + 1) % next_hops) for p in replaced])
+        second = ([add(p, table[p]) for p in deleted] + [delete(p) for p in added]
+                  + [add(p, table[p]) for p in replaced])
+        rng.shuffle(first)
+        rng.shuffle(second)
+        return first + second
 
 
 def spare_routes(routes_config: Any, loaded: Mapping[int, Routes], count: int
@@ -167,4 +210,4 @@ def max_update_rate(linked: Any, family: int, count: int = 600, seed: int = 2024
     return update_rate(router, benchmark_stream(prefixes, family, count, seed))
 
 
-__all__ = ["max_update_rate", "spare_routes", "update_stream"]
+__all__ = ["UpdateStreams", "max_update_rate", "spare_routes", "update_stream"]
