@@ -2,15 +2,18 @@
 file, packing the tables into each trial's chip, the route reference) against the
 simulator, the tester and the garbage collector.
 
-    python -m npkit.bench.lab.setup_profile [--full] [--profile OUT.prof] [--out DIR]
+    python -m npkit.bench.lab.setup_profile [--full] [--trial-us US] [--profile OUT.prof]
+                                            [--cpu-clock] [--out DIR]
 
-runs the ``ixp2800-npf`` preset (``--quick`` unless ``--full``) serially, as
+runs the ``ixp2800-npf`` preset (``--quick`` unless ``--full``; trials of ``--trial-us``
+simulated us instead of the preset's, as ``npkit bench npf --trial-us``) serially, as
 ``npkit bench npf`` does, and prints the wall time, the garbage collector's time (every
 collection, timed by ``gc.callbacks``) and, with ``--profile``, the cProfile cumulative
 time of each part below (the profiler slows pure Python more than the C++ core, so the
-shares are of the profiled run).  Some parts hold others: "chip set-up" holds "tables into
-the chip", the update tests' routers hold their native targets, and the update streams
-hold any reading of the route file their spare routes do."""
+shares are of the profiled run; its clock is the wall clock unless ``--cpu-clock``).
+Some parts hold others: "chip set-up" holds "tables into the chip", the update tests'
+routers hold their native targets, and the update streams hold any reading of the route
+file their spare routes do."""
 
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ PARTS: dict[str, tuple[tuple[str, str], ...]] = {
     "update tests' routers (control plane, tables)": (
         ("bench/lab/devices.py", "updatable_router"),
         ("bench/lab/system_device.py", "system_router")),
-    "update streams (spare routes, picking)": (("bench/lab/devices.py", "update_stream"),),
+    "update streams (spare routes, picking)": (
+        ("bench/lab/devices.py", "update_stream"), ("bench/lab/system_device.py", "update_stream")),
     "simulator (Chip.run)": (("sim/chip.py", "run"),),
     "tester: traffic generation": (("bench/tester/generator.py", "generate"),),
     "tester: analysis": (("bench/tester/analyzer.py", "analyze"),),
@@ -85,6 +89,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="the full preset, not --quick")
     parser.add_argument("--profile", type=Path, help="run under cProfile, stats to this file")
+    parser.add_argument("--trial-us", type=float, help="simulated us per trial")
+    parser.add_argument("--cpu-clock", action="store_true",
+                        help="profile with the process's CPU clock (a loaded machine's "
+                             "waits left out; each call costs more), not the wall clock")
     parser.add_argument("--out", type=Path, help="write the report (results.json) here")
     args = parser.parse_args(argv)
 
@@ -92,11 +100,13 @@ def main(argv: list[str] | None = None) -> None:
 
     clock = GcClock()
     gc.callbacks.append(clock)
-    profiler = cProfile.Profile() if args.profile else None
+    timer = {"timer": time.process_time} if args.cpu_clock else {}
+    profiler = cProfile.Profile(**timer) if args.profile else None
     start, cpu = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    result = npf.run_preset("ixp2800-npf", quick=not args.full)
+    changes = {} if args.trial_us is None else {"trial_ps": round(args.trial_us * 1e6)}
+    result = npf.run_preset("ixp2800-npf", quick=not args.full, **changes)
     if profiler:
         profiler.disable()
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
