@@ -25,6 +25,7 @@ a `fault` stop.
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +77,9 @@ class Stop:
     def describe(self) -> str:
         where = ""
         if self.me is not None:
-            where = f" at ME {self.me} ctx {self.ctx} pc {self.pc}"
+            where = f" at ME {self.me} ctx {self.ctx}"
+            if self.pc is not None:
+                where += f" pc {self.pc}"
             if self.source:
                 where += f" ({self.source})"
         bp = f" [breakpoint {self.breakpoint}]" if self.breakpoint is not None else ""
@@ -540,34 +543,33 @@ class Debugger:
         """The packet under a context as scapy shows it (``show2``)."""
         from scapy.layers.l2 import Ether
 
+        for layer in ("scapy.layers.inet", "scapy.layers.inet6"):  # IP, IPv6 under Ether
+            importlib.import_module(layer)
         return str(Ether(self.packet(me, ctx)).show2(dump=True))
 
     def variables(self, me: int, ctx: int) -> dict[str, int | None]:
-        """The MBL variables live at the context's PC and their values (None: optimised
-        out), when the image carries variable debug info (``variables_at``)."""
+        """The MBL variables whose scope covers the context's line and their values before
+        the instruction at its PC (None: optimised out there), from the image's variable
+        debug info (``Image.variables_at``).  An inner variable hides an outer one."""
+        return {v.variable.name: value for v, value in self.variable_values(me, ctx)}
+
+    def variable_values(self, me: int, ctx: int) -> list[tuple[Any, int | None]]:
+        """(VariableAt, value) for every variable ``variables_at`` gives at the PC."""
         image = self.info(me).image
         at = getattr(image, "variables_at", None)
         if at is None:
             raise DebugError("this image carries no MBL variable debug info")
         pc = self.context(me, ctx)["pc"]
-        return {v.name: self._value(me, ctx, v) for v in at(pc)}
+        return [(v, v.value(lambda part: self._read_part(me, ctx, part))) for v in at(pc)]
 
-    def _value(self, me: int, ctx: int, var: Any) -> int | None:
-        where = getattr(var, "location", None) or getattr(var, "locations", None)
-        if where is None:
-            return None
-        parts = where if isinstance(where, list | tuple) else [where]
-        value = 0
-        for k, part in enumerate(parts):
-            text = str(part)
-            if text.isdigit():
-                word = int(text)
-            elif _REGISTER.match(text):
-                word = self.reg(me, ctx, text)
-            else:
-                return None
-            value |= word << (32 * k)
-        return value
+    def _read_part(self, me: int, ctx: int, part: str) -> int:
+        """One 32-bit word of a variable's location: a register or a local memory word
+        relative to the context's LM_ADDR_0/1."""
+        m = re.fullmatch(r"\*l\$index([01])\[(\d+)\]", part)
+        if m:
+            base = int(self.context(me, ctx)["lm_addr"][int(m.group(1))])
+            return self.memory("local", base + 4 * int(m.group(2)), 1, unit=me)[0]
+        return self.reg(me, ctx, part)
 
     # ------------------------------------------------------------------ coverage
     def coverage(self) -> Any:

@@ -381,6 +381,10 @@ PYBIND11_MODULE(_core, m) {
              d["wait_mask"] = c.wait_mask;
              d["instructions"] = c.instructions;
              d["condition_codes"] = py::make_tuple(c.z, c.n, c.c, c.v);
+             // LM_ADDR_0/1 as the context's next instruction sees them (a pending write
+             // that is due counts)
+             auto lm = [&](int w) { return c.lm_apply_at[w] <= c.instructions ? c.lm_pending[w] : c.lm_addr[w]; };
+             d["lm_addr"] = py::make_tuple(lm(0), lm(1));
              return d;
            },
            py::arg("me"), py::arg("ctx"))
