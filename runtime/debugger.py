@@ -539,13 +539,35 @@ class Debugger:
             raise DebugError(f"ME {me} ctx {ctx} holds no frame now")
         return router4.read_frame(self.chip, handle, self.layout)
 
-    def dissect(self, me: int, ctx: int) -> str:
-        """The packet under a context as scapy shows it (``show2``)."""
+    def scapy_packet(self, me: int, ctx: int) -> Any:
+        """The packet under a context, dissected by scapy from Ethernet on."""
         from scapy.layers.l2 import Ether
 
         for layer in ("scapy.layers.inet", "scapy.layers.inet6"):  # IP, IPv6 under Ether
             importlib.import_module(layer)
-        return str(Ether(self.packet(me, ctx)).show2(dump=True))
+        return Ether(self.packet(me, ctx))
+
+    def dissect(self, me: int, ctx: int) -> str:
+        """The packet under a context as scapy shows it (``show2``)."""
+        return str(self.scapy_packet(me, ctx).show2(dump=True))
+
+    def packet_fields(self, me: int, ctx: int, names: list[str]) -> dict[str, Any]:
+        """Header fields of the packet under a context, by scapy field name (``ttl``,
+        ``dst``, ``IP.dst``, ``Ether.dst``): the outermost layer that has the field."""
+        pkt = self.scapy_packet(me, ctx)
+        out: dict[str, Any] = {}
+        for name in names:
+            layer_name, _, field_name = name.rpartition(".")
+            layer = pkt
+            while layer is not None and layer.__class__.__name__ != "NoPayload":
+                if (not layer_name or layer.__class__.__name__ == layer_name) and \
+                        field_name in layer.fields:
+                    out[name] = layer.sprintf(f"%{layer.__class__.__name__}.{field_name}%")
+                    break
+                layer = layer.payload
+            else:
+                raise DebugError(f"the packet has no field {name!r}")
+        return out
 
     def variables(self, me: int, ctx: int) -> dict[str, int | None]:
         """The MBL variables whose scope covers the context's line and their values before

@@ -30,7 +30,8 @@ HELP = """commands (ME/ctx: the current context, set by each stop or by `ctx ME 
   info | delete ID                                                   list / remove breakpoints
   continue [CYCLES] | stepi [N] | step | steppacket                  run (step: one MBL line)
   ctx ME CTX | where | regs | print NAME... | signals | vars          the current context
-  packet | mem KIND ADDR [COUNT] [UNIT] | ring N | drops | output     data
+  packet [FIELD...] | mem KIND ADDR [COUNT] [UNIT] | ring N | drops  data
+  output
   checkpoint | reverse | coverage FILE.info | quit"""
 
 
@@ -46,10 +47,12 @@ class DebugShell(cmd.Cmd):
         self.me: int | None = None
         self.ctx: int | None = None
         self.echo = False
+        self.here = str(Path.cwd()) + "/"
 
     # ---- plumbing
     def say(self, text: str) -> None:
-        self.stdout.write(text + "\n")
+        # source paths under the current folder are shown relative to it
+        self.stdout.write(text.replace(self.here, "") + "\n")
 
     def onecmd(self, line: str) -> bool:
         if self.echo and line.strip():
@@ -219,7 +222,12 @@ class DebugShell(cmd.Cmd):
 
     # ---- data
     def do_packet(self, arg: str) -> None:
-        self.say(self.dbg.dissect(*self._current()).rstrip())
+        fields = shlex.split(arg)
+        if not fields:
+            self.say(self.dbg.dissect(*self._current()).rstrip())
+            return
+        values = self.dbg.packet_fields(*self._current(), fields)
+        self.say(", ".join(f"{name} = {value}" for name, value in values.items()))
 
     def do_mem(self, arg: str) -> None:
         words = shlex.split(arg)

@@ -546,16 +546,8 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
   now_ = std::max(now_, m.time);
   burst_end_ = end;
   burst_stop_ = std::min(end, limit);
-  if (debug_active_) [[unlikely]] {
-    run_me<true>(m);
-    // a debugger stop cuts the burst like a limit: the next run finishes it first
-    if (!debug_.stop.empty()) {
-      cut_me_ = m.index;
-      cut_end_ = burst_end_;
-    }
-  } else {
-    run_me<false>(m);
-  }
+  if (debug_active_) [[unlikely]] run_me_debug(m);
+  else run_me<false>(m);
   refresh_key(m);
   if (retired_ != last_progress_retired_) {
     last_progress_retired_ = retired_;
@@ -650,6 +642,16 @@ template <bool kDebug>
     throw SimError("media", m.index, ci, pc, f.what());
   }
   flush();
+}
+
+// The instrumented loop, out of line so that run() keeps only the plain one inline.
+[[gnu::noinline]] void Chip::run_me_debug(ME& m) {
+  run_me<true>(m);
+  // a debugger stop cuts the burst like a limit: the next run finishes it first
+  if (!debug_.stop.empty()) {
+    cut_me_ = m.index;
+    cut_end_ = burst_end_;
+  }
 }
 
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }

@@ -464,6 +464,7 @@ class Chip : public MediaHost {
   // class) or snapshot.cpp copies, or configuration/observation: a new member goes in one
   // of the two.
   template <bool kDebug> inline void run_me(ME& m);
+  void run_me_debug(ME& m);  // run_me<true> and its stop, out of line
   // the debug-mode instruction hooks (run_me<true>): before an instruction at pc -- true
   // when a breakpoint stops the run there; after one retired -- records stops, counts
   bool debug_before(const ME& m, int ci, uint32_t pc, uint64_t done);
