@@ -471,7 +471,9 @@ class Chip : public MediaHost {
   void debug_after(ME& m, int ci, uint32_t pc, const Insn& in, uint64_t done);
   void debug_stop(const char* why, const ME& m, int ci, uint32_t pc);
   bool debug_watch_changed(int w);
-  inline void run_burst(ME& m, uint64_t end, uint64_t limit);
+  template <bool kDebug> inline void run_burst(ME& m, uint64_t end, uint64_t limit);
+  // run() without (kDebug false) or with the debugger's hooks
+  template <bool kDebug> std::string run_loop(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
@@ -531,7 +533,6 @@ class Chip : public MediaHost {
   bool tracing_ = false;
   std::vector<TraceInterval> trace_;
   DebugHooks debug_;          // debugger hooks: observation/control, not state
-  bool debug_active_ = false; // debug_.active() as of this run's start
 
  public:
   // memory helpers shared by the memory commands
@@ -555,8 +556,8 @@ class Chip : public MediaHost {
 // ------------------------------------------------------------------ snapshots
 // The members of Chip a snapshot copies as values.  Not here: cfg_ (fixed at construction),
 // loaded_ (pointers into mes_, rebuilt from loaded_pos_), the memories and the media model
-// (held as MemoryImages and a Media copy), tracing_ and trace_ (observation), debug_ and
-// debug_active_ (the debugger's hooks).
+// (held as MemoryImages and a Media copy), tracing_ and trace_ (observation), debug_ (the
+// debugger's hooks).
 #define NPKIT_CHIP_VALUE_STATE(X)                                                          \
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
