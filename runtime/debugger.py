@@ -449,6 +449,23 @@ class Debugger:
         return (f"ME {me} ctx {ctx} pc {state['pc']}" + (f" ({label})" if label else "")
                 + f" {info.source_of(state['pc']) or '?'}, {state['state']}")
 
+    def disassemble(self, me: int, first: int, count: int) -> list[tuple[int, str, str]]:
+        """(pc, microcode text, source) of ``count`` instructions of ME ``me`` from
+        ``first``, with the image's register and signal names."""
+        from npkit.compiler.uc.disassembler import RenderError, _Names, raw_word, render_word
+
+        info = self.info(me)
+        names = _Names(info.image)
+        out = []
+        for pc in range(max(0, first), min(len(info.image.words), first + count)):
+            word = info.image.words[pc]
+            try:
+                text = render_word(word, names)
+            except RenderError:
+                text = raw_word(word)
+            out.append((pc, text, info.source_of(pc) or "?"))
+        return out
+
     def register_code(self, me: int, name: str) -> tuple[str, int]:
         """(file, index) of a register name: a0..a15, b0..b15, $n, $$n, n$n, or a name
         the image's sources give one."""

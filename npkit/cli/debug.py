@@ -29,7 +29,7 @@ HELP = """commands (ME/ctx: the current context, set by each stop or by `ctx ME 
   watch sram|dram|scratch|local ADDR [BYTES] [UNIT]                  stop when memory changes
   info | delete ID                                                   list / remove breakpoints
   continue [CYCLES] | stepi [N] | step | steppacket                  run (step: one MBL line)
-  ctx ME CTX | where | regs | print NAME... | signals | vars          the current context
+  ctx ME CTX | where | list [N] | regs | print NAME... | signals | vars  the context
   packet [FIELD...] | mem KIND ADDR [COUNT] [UNIT] | ring N | drops  data
   output
   checkpoint | reverse | coverage FILE.info | quit"""
@@ -186,6 +186,14 @@ class DebugShell(cmd.Cmd):
 
     def do_where(self, arg: str) -> None:
         self.say(self.dbg.where(*self._current()))
+
+    def do_list(self, arg: str) -> None:
+        me, ctx = self._current()
+        count = (self._ints(arg, "[COUNT]", 0) or [6])[0]
+        pc = self.dbg.context(me, ctx)["pc"]
+        for at, text, source in self.dbg.disassemble(me, pc - 1, count):
+            mark = "=>" if at == pc else "  "
+            self.say(f"{mark} {at:5d}  {text:<44} {source}")
 
     def do_regs(self, arg: str) -> None:
         me, ctx = self._current()
