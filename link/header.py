@@ -26,7 +26,8 @@ def body_defines(body_uc: str, meta: MetaSetup) -> list[tuple[str, int | str]]:
     defines: list[tuple[str, int | str]] = [(f"META_CLEAR_{w}", 1) for w in sorted(meta.clear)]
     if meta.in_port_per_frame:
         defines.append(("META_IN_PORT_PER_FRAME", 1))
-    if "index0" in body_uc or "LM_ADDR_0" in body_uc:
+    code = "\n".join(t for t in body_uc.splitlines() if not t.startswith(".dbg_"))
+    if "index0" in code or "LM_ADDR_0" in code:    # (not a variable's name in debug info)
         defines.append(("BODY_USES_LM0", 1))
     if _entry_first(body_uc):
         defines.append(("BODY_ENTRY_FIRST", 1))

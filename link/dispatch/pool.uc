@@ -447,6 +447,13 @@ no_buffer:
 
 body_exit:
 #ifdef RX_STAGE
+    // the REG turn first, if the body still holds it (a verdict inside the receive stage:
+    // media.consume(), a drop): the stage's state is written (its scratch commands are
+    // issued, and the scratch unit keeps their order); what follows is this mpacket's
+    // own (its stores past the window, its element), awaited outside the turn
+    load_addr[ret, rx_turn_passed#]
+    br[rx_turn_pass#]
+rx_turn_passed:
     alu[t_a, --, B, *l$index1[LM_SOP]]        // an mpacket's element held for the body
     beq[rx_element_free#]
     br_bclr[t_a, 31, rx_element_stored#]      // bit 31: the body's last buffer.store is
@@ -492,9 +499,6 @@ rx_element_done:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, t_a]
     immed[*l$index1[LM_SOP], 0]
 rx_element_free:
-    load_addr[ret, rx_turn_passed#]           // the REG turn, if the body still holds it
-    br[rx_turn_pass#]
-rx_turn_passed:
 #endif
     alu[--, *l$index1[META_VERDICT], -, VERDICT_FORWARD]
     bne[not_forward#]

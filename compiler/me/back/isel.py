@@ -25,7 +25,7 @@ from . import buffers
 from .bytetests import ByteField, byte_test, fixed_operands
 from .errors import unsupported
 from .hdrwrite import plan_header_writes
-from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
+from .mir import MBind, MBlock, MFunction, MInstr, MOpnd, VReg
 from .options import DEFAULT_OPTIONS, BackOptions
 from .prefetch import Collect, Drain, Prefetch, Slot
 
@@ -116,6 +116,7 @@ class Selector(buffers.BufferSelection):
         self.next_vreg = 0
         self.labels = self._block_labels()
         self.def_loc: dict[VReg, Loc | None] = {}
+        self.pending_dbg: tuple[MBind, ...] = ()   # variable bindings for the next instruction
         self.label_count = 0
         self.counts_def, self.counts_use = self._count_defs_uses()
         self.hdr_written = sorted({i.word for b in fn.blocks for i in b.instrs
@@ -199,6 +200,39 @@ class Selector(buffers.BufferSelection):
             self.vregs[r.id] = self._new(r.hint)
         return self.vregs[r.id]
 
+    def _bind(self, b: wir.VarBind) -> MBind:
+        """A variable binding with isel's operands: the fixed operand read in place (`$$3`,
+        `*l$index1[5]`), else the WIR register until `_resolve_binds` (making VRegs here
+        would renumber them, and the allocator's order depends on the numbers)."""
+        if b.args is None:
+            return MBind(b.var, None)
+        return MBind(b.var, tuple(tuple(
+            o if isinstance(o, int) else self.fixed.get(o.id) or o for o in arg)  # type: ignore[misc]
+            for arg in b.args), b.expr)
+
+    def _resolve_binds(self, blocks: list[MBlock]) -> None:
+        """WIR registers in bindings -> their VRegs; a register never selected (tested in
+        place, folded away) leaves its variable optimized out."""
+        def resolve(b: MBind) -> MBind:
+            if b.args is None:
+                return b
+            args = []
+            for arg in b.args:
+                words = []
+                for o in arg:
+                    if isinstance(o, wir.Reg):
+                        if o.id not in self.vregs:
+                            return MBind(b.var, None)
+                        o = self.vregs[o.id]
+                    words.append(o)
+                args.append(tuple(words))
+            return MBind(b.var, tuple(args), b.expr)
+
+        for block in blocks:
+            for ins in block.instrs:
+                if ins.dbg:
+                    ins.dbg = tuple(resolve(b) for b in ins.dbg)
+
     def label(self, what: str) -> str:
         """A fresh label inside a macro (never one of the block labels)."""
         blocks = set(self.labels.values())
@@ -211,6 +245,8 @@ class Selector(buffers.BufferSelection):
     def emit(self, ins: MInstr) -> None:
         if ins.loc is None:
             ins.loc = self.loc
+        if self.pending_dbg:
+            ins.dbg, self.pending_dbg = self.pending_dbg + ins.dbg, ()
         for v in ins.vdefs():
             self.def_loc.setdefault(v, ins.loc)
         self.state.instrs.append(ins)
@@ -380,6 +416,7 @@ class Selector(buffers.BufferSelection):
             following = (self.fn.blocks[index + 1].label if index + 1 < len(self.fn.blocks)
                          else None)
             blocks.append(self._block(b, following))
+        self._resolve_binds(blocks)
         return MFunction(self.fn.name, blocks, self.fn.window_bytes,
                          tuple(sorted(self.signals_used)))
 
@@ -429,12 +466,16 @@ class Selector(buffers.BufferSelection):
         folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index
+            self.pending_dbg += tuple(self._bind(x) for x in ins.dbg)
             if index in folds.skip:
                 continue
             if isinstance(ins, wir.Jump | wir.Branch):
                 self.flush()
             self._instr(ins, folds, following)
         self.flush()
+        if self.pending_dbg and self.state.instrs:
+            self.state.instrs[-1].dbg += self.pending_dbg
+        self.pending_dbg = ()
         succs = tuple(self.labels[s] for s in b.successors())
         if isinstance(b.instrs[-1], wir.Ret):
             succs = ()
