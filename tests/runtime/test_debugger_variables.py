@@ -110,3 +110,29 @@ def test_step_by_line_with_variables_equal_to_the_native_target(router, case: st
                              f"{sorted(map(hex, seen))}")
     assert not wrong, "\n".join(wrong)
     assert agreed >= 3, f"{case}: only {agreed} values compared"
+
+
+def counts() -> list[str]:
+    """docs/debugging.md's figures: `.venv/bin/python tests/runtime/test_debugger_variables.py`
+    (from outside the checkout's root, as the other scripts)."""
+    program = compile_file(ROUTER)
+    linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
+    tracer = LineTracer(program)
+    for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
+        tracer.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
+    RouteTables.of(tracer).load(ROUTES4, ROUTES6)
+    out = []
+    for case, frame in sorted(FRAMES.items()):
+        run = CompiledRun(linked)
+        run.load_memories(tracer)
+        dbg = Debugger(run.chip, run.program)
+        dbg.offer(0, [frame])
+        stops = walk(dbg)
+        values = [v for _, _, vs in stops for _, v in vs]
+        out.append(f"{case}: {len(stops)} lines, {len(values)} variables in scope, "
+                   f"{sum(v is not None for v in values)} located")
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(counts()))
