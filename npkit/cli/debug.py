@@ -199,7 +199,7 @@ class DebugShell(cmd.Cmd):
         me, ctx = self._current()
         regs = self.dbg.registers(me, ctx)
         names = {v: k for k, v in self.dbg.info(me).registers.items()}
-        for prefix in ("a", "b"):
+        for prefix in ("a", "b", "$", "$$"):   # $x, $$x: the *in* transfer registers
             row = [f"{prefix}{i}={regs[f'{prefix}{i}']:#x}" for i in range(16)]
             self.say("  ".join(row[:8]))
             self.say("  ".join(row[8:]))

@@ -182,3 +182,42 @@ def test_coverage_lcov_marks_executed_and_unexecuted_lines(router, tmp_path) -> 
     assert sum(v6.values()) == 0 and len(v6) > 10
     rx = next(v for f, v in lines.items() if f.endswith("rx_eth.uc"))
     assert max(rx.values()) >= len(FRAMES)
+
+
+SPIN_AND_FAULT = """\
+.me 1
+.reg count
+.reg $x
+.sig s
+    immed[count, 0]
+loop#:
+    alu[count, count, +, 1]
+    alu[--, count, -, 5]
+    bne[loop#]
+    immed[a0, 0x8000]
+    scratch[read, $x, a0, 0, 1], ctx_swap[s]
+    ctx_arb[kill]
+"""
+
+
+def test_hand_written_microcode_labels_registers_and_a_fault() -> None:
+    from npkit.compiler.uc.assembler import assemble_text
+    from npkit.sim.chip import Chip
+
+    chip = Chip("ixp2800", seed=1)
+    chip.load(assemble_text(SPIN_AND_FAULT, "spin.uc"))
+    dbg = Debugger(chip)
+    dbg.break_label("loop")
+    stop = dbg.cont()
+    assert stop.reason == "breakpoint" and stop.source == "spin.uc:7:5" and stop.me == 1
+    counts = [dbg.reg(1, stop.ctx, "count")]
+    for _ in range(4):                    # context 0 loops 5 times before the others run
+        assert dbg.cont().ctx == stop.ctx
+        counts.append(dbg.reg(1, stop.ctx, "count"))
+    assert counts == [0, 1, 2, 3, 4]
+    dbg.delete(1)
+    with pytest.raises(DebugError, match="linked MBL program"):
+        dbg.break_drop("anything")
+    fault = dbg.cont()
+    assert fault.reason == "fault" and fault.source == "spin.uc:11:5"
+    assert fault.detail.startswith("bad_address")
