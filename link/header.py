@@ -81,8 +81,6 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
     if lay.buf_bytes != LAYOUT.buf_bytes:   # jumbo buffers (docs/link.md "Buffer size")
         defines += [("BUF_BYTES", lay.buf_bytes), ("BUF_SHIFT", lay.buf_shift),
                     ("BUF_MAX_FRAME", lay.buf_max_frame)]
-    if lay.cnt_tx_too_long:                 # tx_eth.uc drops what its TBUF cannot hold
-        defines += [("CNT_TX_TOO_LONG", lay.cnt_tx_too_long), ("TX_DROP_LONG", 1)]
     if runtime.fwd_mes_per_port != 2:       # 2: rx_eth.uc's own alternation (router4's)
         defines.append(("RX_RINGS_PER_PORT", runtime.fwd_mes_per_port))
     if len(runtime.rx_rings) == FOUR_PORTS:

@@ -69,6 +69,7 @@ class Verdict:
     ip_bytes: int
     line_pps: float
     resources: tuple[Resource, ...]
+    family: int = 4
 
     @property
     def bound(self) -> Resource:
@@ -271,6 +272,8 @@ class Profile:
 
     channel_cycles: dict[str, float]      # "sram1" -> busy cycles a frame
     me_instructions: dict[int, float]     # ME index -> instructions a frame
+    channel_commands: dict[str, float]    # "sram1" -> commands a frame
+    channel_bytes: dict[str, float]       # "sram1" -> bytes a frame
     frames: int
     load_percent: float
 
@@ -282,8 +285,12 @@ def memory_resources(profile: Profile, clock_hz: float, line: float) -> list[Res
         if cycles <= 0:
             continue
         capacity = clock_hz / cycles
+        moved = (f"{profile.channel_commands[unit]:.2f} commands, "
+                 f"{profile.channel_bytes[unit]:.1f} B, " if unit in profile.channel_bytes
+                 else "")
         out.append(Resource(unit, "memory", capacity, line / capacity,
-                            f"{cycles:.1f} busy cycles a frame ({profile.frames} frames at "
+                            f"{moved}{cycles:.1f} busy cycles a frame of "
+                            f"{clock_hz / line:.1f} ({profile.frames} frames at "
                             f"{profile.load_percent:g} % of line rate)"))
     return out
 
@@ -295,7 +302,7 @@ def line_pps(ip_bytes: int) -> float:
 
 
 def verdict_of(data_path: str, ip_bytes: int, manifest: Any, chip: ChipConfig,
-               profile: Profile, idle: IdleRun | None = None) -> Verdict:
+               profile: Profile, idle: IdleRun | None = None, family: int = 4) -> Verdict:
     """The verdict from a linked manifest, the chip config, the memory profile and (the
     pool) one frame through the idle chip."""
     line = line_pps(ip_bytes)
@@ -305,27 +312,35 @@ def verdict_of(data_path: str, ip_bytes: int, manifest: Any, chip: ChipConfig,
         resources.append(Resource(
             stage.name, "me", capacity, line / capacity,
             f"{stage.mes} ME x {stage.threads} threads, C {stage.cycles:.0f} + W "
-            f"{stage.wait:.0f} cycles a frame ({stage.how})"))
+            f"{stage.wait:.0f} cycles a frame, budget {stage.mes * chip.clock_hz / line:.0f} "
+            f"ALU cycles a frame ({stage.how})"))
     resources.extend(memory_resources(profile, chip.clock_hz, line))
-    return Verdict(data_path, ip_bytes, line, tuple(resources))
+    return Verdict(data_path, ip_bytes, line, tuple(resources), family)
 
 
 READY_CYCLES = 28_000        # the pool's threads have registered (20 us: NpfConfig.ready_ps)
 IDLE_RUN_CYCLES = 60_000     # long enough for one frame of up to 1,518 B to leave
 
 
-def pos_ipv4_frame(ip_bytes: int, dst: int) -> bytes:
-    """A POS frame (PPP address, control, protocol IPv4) of a UDP packet of ``ip_bytes``."""
-    from scapy.all import IP, UDP, raw
+def pos_frame(ip_bytes: int, dst: int, family: int = 4) -> bytes:
+    """A POS frame (PPP address, control, protocol IPv4 or IPv6) of a UDP packet of
+    ``ip_bytes``."""
+    from scapy.all import IP, UDP, IPv6, raw
 
-    packet = IP(src="198.18.0.1", dst=str(ipaddress.IPv4Address(dst)), ttl=64) / UDP(
-        sport=1024, dport=1024) / (b"\0" * (ip_bytes - 28))
-    return b"\xff\x03\x00\x21" + raw(packet)
+    if family == 6:
+        header = IPv6(src="2001:db8::1", dst=str(ipaddress.IPv6Address(dst)), hlim=64)
+        protocol = b"\x00\x57"
+    else:
+        header = IP(src="198.18.0.1", dst=str(ipaddress.IPv4Address(dst)), ttl=64)
+        protocol = b"\x00\x21"
+    packet = header / UDP(sport=1024, dport=1024)
+    packet = packet / (b"\0" * (ip_bytes - len(raw(packet))))
+    return b"\xff\x03" + protocol + raw(packet)
 
 
 PROFILE_FRAMES = 400
 DUE_DELAYS = tuple(range(0, 160, 20))   # cycles: when the idle chip's frame may come
-MIN_IP_BYTES = 28            # IPv4 + UDP headers
+MIN_IP_BYTES = {4: 28, 6: 48}   # IP + UDP headers
 MAX_IP_BYTES = 1518          # the NPF's largest POS size
 
 
@@ -338,11 +353,11 @@ def _tells_apart(idle: IdleRun, mes: set[int]) -> bool:
 
 
 def chip_runs(device: Any, chip_name: str, ip_bytes: int, frames: int = PROFILE_FRAMES,
-              load_percent: float = PROFILE_LOAD, polling_mes: set[int] | None = None
-              ) -> tuple[IdleRun, Profile]:
-    """``chip_name`` of the lab's system device, alone, with its tables: one routed IPv4
-    frame of ``ip_bytes`` on the idle chip after its threads registered (the thread-state
-    trace, and the same cycles' trace without the frame), then ``frames`` more at
+              load_percent: float = PROFILE_LOAD, polling_mes: set[int] | None = None,
+              family: int = 4) -> tuple[IdleRun, Profile]:
+    """``chip_name`` of the lab's system device, alone, with its tables: one routed IP
+    (``family``) frame of ``ip_bytes`` on the idle chip after its threads registered (the
+    thread-state trace, and the same cycles' trace without the frame), then ``frames`` more at
     ``load_percent`` of line rate to the exercised routes (the channels' occupancy and the
     MEs' instructions per frame, from the counters).  Which polling thread takes the frame
     depends on when it comes: with ``polling_mes``, the frame comes ``DUE_DELAYS`` cycles
@@ -354,12 +369,12 @@ def chip_runs(device: Any, chip_name: str, ip_bytes: int, frames: int = PROFILE_
     rx = next(p.rx.port for p in device.spec.ports
               if p.rx is not None and p.rx.chip == chip_name)
     rng = random.Random(1)
-    dests = device.destinations(4, out, 100, 1)
+    dests = device.destinations(family, out, 100, 1)
     quiet = build_from_manifest(device.chip_loadables[chip_name]).chip
     quiet.run(cycles=READY_CYCLES)
     quiet.enable_trace(True)
     quiet.run(cycles=IDLE_RUN_CYCLES - READY_CYCLES)
-    frame = pos_ipv4_frame(ip_bytes, dests.address(0, rng))
+    frame = pos_frame(ip_bytes, dests.address(0, rng), family)
     for delay in DUE_DELAYS:
         chip = build_from_manifest(device.chip_loadables[chip_name]).chip
         chip.run(cycles=READY_CYCLES)
@@ -376,35 +391,41 @@ def chip_runs(device: Any, chip_name: str, ip_bytes: int, frames: int = PROFILE_
     gap = chip.config.clock_hz / (line_pps(ip_bytes) * load_percent / 100.0)
     start = chip.now
     dues = [start + round(k * gap) for k in range(frames)]
-    chip.offer_frames(rx, [pos_ipv4_frame(ip_bytes, dests.draw(k, rng)[1])
+    chip.offer_frames(rx, [pos_frame(ip_bytes, dests.draw(k, rng)[1], family)
                            for k in range(frames)], dues)
     chip.run(cycles=dues[-1] - start + IDLE_RUN_CYCLES)
     after = chip.counters()
     done = sum(after["run"]["frames_out"].values()) - sum(before["run"]["frames_out"].values())
     if done != frames:
         raise LabConfigError(f"the profile forwarded {done} of {frames} frames")
-    channels = {}
+    channels, commands, moved = {}, {}, {}
     for kind in ("sram", "dram"):
         for n, (a, b) in enumerate(zip(before["channels"][kind], after["channels"][kind],
                                        strict=True)):
             channels[f"{kind}{n}"] = (b["busy_cycles"] - a["busy_cycles"]) / frames
+            commands[f"{kind}{n}"] = (b["commands"] - a["commands"]) / frames
+            moved[f"{kind}{n}"] = (b["bytes"] - a["bytes"]) / frames
     channels["scratch"] = (after["channels"]["scratch"]["busy_cycles"]
                            - before["channels"]["scratch"]["busy_cycles"]) / frames
     instructions = {n: (b["instructions"] - a["instructions"]) / frames
                     for n, (a, b) in enumerate(zip(before["mes"], after["mes"], strict=True))}
-    return idle, Profile(channels, instructions, frames, load_percent)
+    return idle, Profile(channels, instructions, commands, moved, frames, load_percent)
 
 
 def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PROFILE_LOAD,
-                fwd_mes: int | None = None) -> list[Verdict]:
-    """The NPF preset's system (``dual-ixp2800-npf``, its tables), IPv4: the verdict of its
-    first chip per size; ``fwd_mes``: forwarding MEs of the rings mapping (default 8)."""
+                fwd_mes: int | None = None, family: int = 4) -> list[Verdict]:
+    """The NPF preset's system (``dual-ixp2800-npf``, its tables): the verdict of its first
+    chip per IP size of ``family`` (4 or 6); ``fwd_mes``: forwarding MEs of the rings
+    mapping (default 8)."""
     from npkit.bench.lab import npf
 
-    bad = [n for n in sizes if not MIN_IP_BYTES <= n <= MAX_IP_BYTES]
+    if family not in MIN_IP_BYTES:
+        raise LabConfigError(f"IP family {family}: use 4 or 6")
+    bad = [n for n in sizes if not MIN_IP_BYTES[family] <= n <= MAX_IP_BYTES]
     if bad:
-        raise LabConfigError(f"IPv4 sizes {bad}: the verdict takes {MIN_IP_BYTES}.."
-                             f"{MAX_IP_BYTES} bytes (a UDP packet on the POS line)")
+        raise LabConfigError(f"IPv{family} sizes {bad}: the verdict takes "
+                             f"{MIN_IP_BYTES[family]}..{MAX_IP_BYTES} bytes (a UDP packet on "
+                             "the POS line)")
     if data_path not in ("pool", "rings"):
         raise LabConfigError(f"data path {data_path!r}: the verdict knows pool and rings")
     options = {} if fwd_mes is None else {"chip_fwd_mes": fwd_mes}
@@ -417,15 +438,16 @@ def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PR
     out = []
     for size in sizes:
         idle, profile = chip_runs(device, chip_name, size, load_percent=load_percent,
-                                  polling_mes=polling)
-        out.append(verdict_of(data_path, size, manifest, chip, profile, idle))
+                                  polling_mes=polling, family=family)
+        out.append(verdict_of(data_path, size, manifest, chip, profile, idle, family))
     return out
 
 
 def to_json(verdicts: list[Verdict]) -> str:
     """The verdicts as JSON: per size the prediction, the bound and every resource."""
     return json.dumps([{
-        "data_path": v.data_path, "ip_bytes": v.ip_bytes, "line_pps": v.line_pps,
+        "data_path": v.data_path, "family": v.family, "ip_bytes": v.ip_bytes,
+        "line_pps": v.line_pps,
         "predicted_percent": v.predicted_percent, "bound": v.bound.name,
         "first_bottleneck": v.first_bottleneck.name,
         "resources": [{"name": r.name, "kind": r.kind, "capacity_pps": r.capacity_pps,
@@ -438,8 +460,8 @@ def render(verdicts: list[Verdict], width: int = 120) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, highlight=False)
     for v in verdicts:
-        table = Table(title=f"{v.data_path}, IPv4 {v.ip_bytes} B: line {v.line_pps / 1e6:.3f} "
-                            f"Mpps a chip")
+        table = Table(title=f"{v.data_path}, IPv{v.family} {v.ip_bytes} B: line "
+                            f"{v.line_pps / 1e6:.3f} Mpps a chip")
         for column in ("resource", "capacity Mpps", "% of line", "use at line rate", "from"):
             table.add_column(column)
         for r in sorted(v.resources, key=lambda r: -r.utilization):
@@ -454,5 +476,5 @@ def render(verdicts: list[Verdict], width: int = 120) -> str:
 
 __all__ = ["PROFILE_LOAD", "IdleCost", "IdleRun", "Profile", "Resource", "StageCost",
            "Verdict", "chip_runs", "idle_cost", "line_pps", "me_stages", "memory_resources",
-           "mva_rate", "polling_cost", "pos_ipv4_frame", "render", "run_verdict", "to_json",
+           "mva_rate", "polling_cost", "pos_frame", "render", "run_verdict", "to_json",
            "verdict_of"]

@@ -7,6 +7,7 @@ polling ME is busy without traffic), and losses by reason.
 
     python -m npkit.bench.lab.verdict_runs rings 40 64 128
     python -m npkit.bench.lab.verdict_runs --fwd-mes 2 rings 40 64   # rings, 2 forwarding MEs
+    python -m npkit.bench.lab.verdict_runs --ipv6 --fwd-mes 4 rings 60   # IPv6 sizes
 
 One line per size, the figures the verdict's test pins (tests/bench/lab/test_verdict.py).
 """
@@ -34,12 +35,14 @@ def occupancy(counters: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def measure(data_path: str, size: int, fwd_mes: int | None = None) -> str:
+def measure(data_path: str, size: int, fwd_mes: int | None = None,
+            traffic: str = "ipv4") -> str:
     chosen = npf.preset("ixp2800-npf", quick=True, data_path=data_path)
-    config = replace(chosen.config, sizes_v4=(size,))
+    field = "sizes_v6" if traffic == "ipv6" else "sizes_v4"
+    config = replace(chosen.config, **{field: (size,)})
     device = npf.chip_device(chosen, **({} if fwd_mes is None else {"chip_fwd_mes": fwd_mes}))
-    sizes = dict(config.sizes("ipv4", "pos"))[str(size)]
-    trials = npf.make_trials(device, config, "ipv4", str(size), sizes)
+    sizes = dict(config.sizes(traffic, "pos"))[str(size)]
+    trials = npf.make_trials(device, config, traffic, str(size), sizes)
     found = search_throughput(device, trials.at, config.lower_percent, 100.0,
                               config.resolution_percent, repeats=config.confirm_trials,
                               repeat_at=trials.repeat)
@@ -49,7 +52,7 @@ def measure(data_path: str, size: int, fwd_mes: int | None = None) -> str:
     losses = {k: int(v) for k, v in full.counters.items()
               if (k.startswith("rx.") or k.startswith("drop.")) and v}
     name = data_path if fwd_mes is None else f"{data_path} fwd_mes={fwd_mes}"
-    return (f"{name} ipv4 {size}: throughput {found.throughput_percent} %; at 100 %: "
+    return (f"{name} {traffic} {size}: throughput {found.throughput_percent} %; at 100 %: "
             f"sent {full.report.total.sent} lost {full.report.total.lost} {losses}; busiest "
             f"{tuple((n, round(b, 3)) for n, b in busiest_units(full.counters, 6))}; beyond "
             f"idle (occupied) {tuple((n, round(b, 3)) for n, b in busiest_units(worked, 6))}")
@@ -57,12 +60,14 @@ def measure(data_path: str, size: int, fwd_mes: int | None = None) -> str:
 
 def main(argv: list[str]) -> None:
     start = time.time()
-    fwd_mes = None
+    fwd_mes, traffic = None, "ipv4"
+    if argv[:1] == ["--ipv6"]:
+        traffic, argv = "ipv6", argv[1:]
     if argv[:1] == ["--fwd-mes"]:
         fwd_mes, argv = int(argv[1]), argv[2:]
     data_path, *sizes = argv or ["rings", "40", "64", "128"]
     for size in sizes:
-        print(measure(data_path, int(size), fwd_mes), f"({time.time() - start:.0f} s)",
+        print(measure(data_path, int(size), fwd_mes, traffic), f"({time.time() - start:.0f} s)",
               flush=True)
 
 

@@ -320,10 +320,11 @@ def _last_line(node: object) -> int:
     return last
 
 
-def scope_ends(decls: Iterable[object]) -> dict[tuple[str, int, str], int]:
-    """(file, line, name) of each variable a function or block declares -> the last line of
-    its scope: its enclosing block (a parameter: the function's body)."""
-    ends: dict[tuple[str, int, str], int] = {}
+def scope_ends(decls: Iterable[object]) -> dict[tuple[str, int, str], tuple[int, int]]:
+    """(file, line, name) of each variable a function or block declares -> (the column of
+    its declaration, the last line of its scope: its enclosing block; a parameter's, the
+    function's body).  LLVM's DILocalVariable has no column; the AST has both."""
+    ends: dict[tuple[str, int, str], tuple[int, int]] = {}
 
     def visit(stmt: object, end: int) -> None:
         if isinstance(stmt, A.Block):
@@ -331,11 +332,12 @@ def scope_ends(decls: Iterable[object]) -> dict[tuple[str, int, str], int]:
             for s in stmt.stmts:
                 visit(s, block_end)
         elif isinstance(stmt, A.Let):
-            ends[(stmt.span.file, stmt.span.line, stmt.name)] = end
+            ends[(stmt.span.file, stmt.span.line, stmt.name)] = (stmt.span.column, end)
             if stmt.otherwise is not None:
                 visit(stmt.otherwise, _last_line(stmt.otherwise))
         elif isinstance(stmt, A.For):
-            ends[(stmt.span.file, stmt.span.line, stmt.var)] = _last_line(stmt)
+            ends[(stmt.span.file, stmt.span.line, stmt.var)] = (stmt.span.column,
+                                                                 _last_line(stmt))
             visit(stmt.body, _last_line(stmt.body))
         elif isinstance(stmt, A.If):
             visit(stmt.then, _last_line(stmt.then))
@@ -347,7 +349,8 @@ def scope_ends(decls: Iterable[object]) -> dict[tuple[str, int, str], int]:
     for d in decls:
         if isinstance(d, A.Function):
             for p in d.params:
-                ends[(p.span.file, p.span.line, p.name)] = _last_line(d.body)
+                ends[(p.span.file, p.span.line, p.name)] = (p.span.column,
+                                                            _last_line(d.body))
         if isinstance(d, A.Function | A.Microblock):
             visit(d.body, _last_line(d.body))
     return ends

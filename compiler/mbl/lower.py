@@ -319,7 +319,8 @@ class Lowerer:
             self.declares.append((slot, name, span, width))
         if self.trace is not None:
             self.trace_ids[id(slot)] = len(self.trace.variables)
-            self.trace.variables.append(TracedVariable(name, span, width))
+            self.trace.variables.append(TracedVariable(
+                name, SourceLocation(span.file, span.line, span.column), width))
         return slot
 
     def trace_statement(self, s: A.Stmt) -> None:
@@ -805,6 +806,11 @@ class Lowerer:
         return self.b.call(self.npu["npu." + e.func], [self.expr(e.args[0])])
 
     intrinsic_hash48 = intrinsic_hash64 = intrinsic_hash128 = _hash
+
+    def intrinsic_pop_count(self, e: A.Call) -> ir.Value:
+        """llvm.ctpop: one instruction natively, the chip's pop_count per word on the ME."""
+        v = self.expr(e.args[0])
+        return self.b.call(self.module.declare_intrinsic("llvm.ctpop", [v.type]), [v])
 
     # ---- receive / transmit / buffer operations (docs/datapath.md) ----
     def is_media(self, e: A.MethodCall) -> bool:

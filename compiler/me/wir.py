@@ -134,6 +134,23 @@ class OnesSum(Instr):
 
 
 @dataclass
+class PopCount(Instr):
+    """dst = the number of set bits of src (the chip's `pop_count`)."""
+
+    dst: Reg
+    src: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.src,)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = popcount {opnd(self.src)}"
+
+
+@dataclass
 class Cmp(Instr):
     """dst = 1 if `a pred b` else 0 (s* predicates compare as two's complement)."""
 

@@ -84,6 +84,22 @@ def expression_supported(expr: tuple[str | int, ...]) -> bool:
     return k == len(expr)
 
 
+def substitute_arg(expr: tuple[str | int, ...], k: int,
+                   ops: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """expr with `ops` applied to argument k wherever it is pushed (a value rebuilt from
+    another: `DW_OP_LLVM_arg k` -> `DW_OP_LLVM_arg k, ops...`)."""
+    out: list[str | int] = []
+    i = 0
+    while i < len(expr):
+        op = expr[i]
+        n = _OPERANDS[op]  # type: ignore[index]
+        out.extend(expr[i:i + 1 + n])
+        if op == "DW_OP_LLVM_arg" and expr[i + 1] == k:
+            out.extend(ops)
+        i += 1 + n
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class VarLocation:
     """Where a variable's value is: `args` (each a value in 32-bit words, most significant

@@ -10,7 +10,8 @@
     npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
                         [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
-    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--fwd-mes N] [--json]
+    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--fwd-mes N]
+                        [--family 4|6] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
 """
@@ -334,11 +335,14 @@ def report(results: Path, out_dir: Path | None) -> None:
 @click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]), default="pool",
               show_default=True, help="the chip's data path (docs/datapath.md)")
 @click.option("--sizes", default="40,64,128", show_default=True,
-              help="IPv4 packet sizes in bytes (IP header included), e.g. 40,64,128")
+              help="IP packet sizes in bytes (IP header included), e.g. 40,64,128")
 @click.option("--fwd-mes", type=click.IntRange(1, 8),
               help="forwarding MEs of the rings mapping (default 8)")
+@click.option("--family", type=click.Choice(["4", "6"]), default="4", show_default=True,
+              help="IPv4 or IPv6 packets")
 @click.option("--json", "json_output", is_flag=True, help="the figures as JSON")
-def verdict(data_path: str, sizes: str, fwd_mes: int | None, json_output: bool) -> None:
+def verdict(data_path: str, sizes: str, fwd_mes: int | None, family: str,
+            json_output: bool) -> None:
     """The line-rate verdict (docs/verdict.md): per resource of a chip of the NPF system
     (dual-ixp2800-npf, the ixp2800-npf preset's tables), what it can carry at each IPv4
     size, the predicted throughput and the first bottleneck."""
@@ -347,5 +351,5 @@ def verdict(data_path: str, sizes: str, fwd_mes: int | None, json_output: bool) 
     if fwd_mes is not None and data_path != "rings":
         raise click.BadParameter("only with --data-path rings (the pool has no forwarding "
                                  "stage of its own)", param_hint="--fwd-mes")
-    verdicts = run_verdict(data_path, _sizes(sizes), fwd_mes=fwd_mes)
+    verdicts = run_verdict(data_path, _sizes(sizes), fwd_mes=fwd_mes, family=int(family))
     click.echo(to_json(verdicts) if json_output else render(verdicts), nl=not json_output)

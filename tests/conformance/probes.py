@@ -353,10 +353,25 @@ def _neighbour_discovery(mk: _Maker) -> None:
                   l2dst=group_mac)
 
 
+def _jumbo_out(mk: _Maker) -> None:
+    """Jumbo frames LEAVING the 9000-byte port 1 (issue 16 item 4): large echoes to the
+    router's port-1 addresses (the reply goes back out of port 1 whole) and a large packet
+    forwarded back out of port 1 (with the Redirect its source gets).  Fixed payloads, no
+    RNG draw, so the probes of the other classes stay as they were."""
+    for size in (2000, 5000, 9000):              # IP bytes: frames of up to 9,014 bytes
+        body = bytes(i & 0xFF for i in range(size))
+        mk.v4("jumbo_out", 1, IP(src=HOST4[1][0], dst=ROUTER4[1])
+              / ICMP(type=8) / Raw(body[:size - 28]))
+        mk.v6("jumbo_out", 1, IPv6(src=HOST6[1][0], dst=ROUTER6[1])
+              / ICMPv6EchoRequest(data=body[:size - 48]))
+        mk.v4("jumbo_out", 1, IP(src=HOST4[1][0], dst=VIA4[1].format(size % 250 + 1))
+              / UDP(sport=7, dport=9) / Raw(body[:size - 28]))
+
+
 CLASSES: tuple[Callable[[_Maker], None], ...] = (
     _forward, _ttl, _link_layer, _special4, _special6, _extension_headers, _fragments,
     _options, _mtu, _trailers, _redirects, _unreachable_protocol, _echo,
-    _neighbour_discovery)
+    _neighbour_discovery, _jumbo_out)
 
 
 def probes(seed: int = 16, repeat: int = 2) -> list[Probe]:

@@ -1,8 +1,10 @@
 """The probes longer than 1,514 bytes (the MTU probes arriving on the 9000-byte port 1:
-forwarded toward MTU 1500 / 1280 ports with DF set and clear, IPv6, and large echoes
-answered over a smaller MTU) through Linux and through the compiled router on the chip
-linked with 16 KB buffers (link/media.py, docs/link.md "Buffer size"): every difference is
-one the rules of test_linux_differential explain.
+forwarded toward MTU 1500 / 1280 ports with DF set and clear, IPv6, large echoes
+answered over a smaller MTU, and the `jumbo_out` class: jumbo echoes answered and jumbo
+packets forwarded back out of port 1, which stream through its TBUF partition) through
+Linux and through the compiled router on the chip linked with 16 KB buffers
+(link/media.py, docs/link.md "Buffer size"): every difference is one the rules of
+test_linux_differential explain.
 
 The chip side differs from run_both.chip_side in two ways, both for these probes: they go
 GAP_S apart and the run lasts two gaps past the last (router_targets.run_chip with

@@ -106,13 +106,18 @@ def _error_source(d: Difference) -> bool:
     return a == b
 
 
+# the probe classes that send packets back out of their arrival port on purpose: the
+# redirect probes, and the jumbo frames forwarded back out of the 9000-byte port
+REDIRECTING = frozenset({"redirect", "jumbo_out"})
+
+
 def _redirect_back_off(d: Difference) -> bool:
     """One side sent an ICMP Redirect (type 5) the other's back-off held back (both use
     Linux's; which probe it lets through depends on the senders' clocks); all else equal."""
     def others(outs):
         return [o for o in outs if not (Ether(o.frame).haslayer(ICMP)
                                         and Ether(o.frame)[ICMP].type == 5)]
-    return d.probe.cls == "redirect" and others(d.linux) == others(d.ours) and \
+    return d.probe.cls in REDIRECTING and others(d.linux) == others(d.ours) and \
         abs(len(d.linux) - len(d.ours)) == 1
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
-from ..fold import compare, evaluate_bin, funnel_shift
+from ..fold import compare, evaluate_bin, funnel_shift, pop_count
 from ..wir import MASK32, Loc
 from . import buffers
 from .bytetests import ByteField, byte_test, fixed_operands
@@ -28,6 +28,7 @@ from .hdrwrite import plan_header_writes
 from .mir import MBind, MBlock, MFunction, MInstr, MOpnd, VReg
 from .options import DEFAULT_OPTIONS, BackOptions
 from .prefetch import Collect, Drain, Prefetch, Slot
+from .salvage import resolve_binds
 
 IMM_MAX = 63
 XFER_REGS = 16
@@ -111,6 +112,12 @@ class Selector(buffers.BufferSelection):
         self.turn_blocks = buffers.blocks_in_turn(fn)
         self.spinning = False
         self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
+        # the receive stage's scratch writes awaited after its turn (buffers.py)
+        self.turn_write_blocks = buffers.turn_write_blocks(fn, self.turn_blocks)
+        self.turn_plan: dict[str, tuple[frozenset[int], frozenset[int]]] = {}
+        self.turn_xfer: dict[int, int] = {}
+        self.turn_pending: frozenset[int] = frozenset()
+        self.turn_write_slots = self.reserve_turn_writes()
         self.header_in_lm = abi.header_lm_word is not None
         self.vregs: dict[int, VReg] = {}
         self.next_vreg = 0
@@ -211,27 +218,8 @@ class Selector(buffers.BufferSelection):
             for arg in b.args), b.expr)
 
     def _resolve_binds(self, blocks: list[MBlock]) -> None:
-        """WIR registers in bindings -> their VRegs; a register never selected (tested in
-        place, folded away) leaves its variable optimized out."""
-        def resolve(b: MBind) -> MBind:
-            if b.args is None:
-                return b
-            args = []
-            for arg in b.args:
-                words = []
-                for o in arg:
-                    if isinstance(o, wir.Reg):
-                        if o.id not in self.vregs:
-                            return MBind(b.var, None)
-                        o = self.vregs[o.id]
-                    words.append(o)
-                args.append(tuple(words))
-            return MBind(b.var, tuple(args), b.expr)
-
-        for block in blocks:
-            for ins in block.instrs:
-                if ins.dbg:
-                    ins.dbg = tuple(resolve(b) for b in ins.dbg)
+        """WIR registers in bindings -> their VRegs, or rebuilt from others (salvage.py)."""
+        resolve_binds(self.fn, self.vregs, self.fixed, blocks)
 
     def label(self, what: str) -> str:
         """A fresh label inside a macro (never one of the block labels)."""
@@ -463,6 +451,7 @@ class Selector(buffers.BufferSelection):
         self.state = BlockState()
         self.current_label = b.label
         self.spinning = b.label in self.turn_blocks
+        self.start_turn_writes(b.label)
         folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index
@@ -471,6 +460,7 @@ class Selector(buffers.BufferSelection):
                 continue
             if isinstance(ins, wir.Jump | wir.Branch):
                 self.flush()
+                self.leave_turn_block(ins)
             self._instr(ins, folds, following)
         self.flush()
         if self.pending_dbg and self.state.instrs:
@@ -665,6 +655,13 @@ class Selector(buffers.BufferSelection):
         self.op(f"dbl_shf[{{0}}, {{1}}, {{2}}, >>{ins.amount}]", [d, hi, lo], defs=(0,),
                 uses=(1, 2), pairs=((1, 2),))
 
+    def _sel_PopCount(self, ins: wir.PopCount, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        if isinstance(ins.src, int):
+            self.load_const(d, pop_count(ins.src))
+            return
+        self.op("pop_count[{0}, {1}]", [d, self.value(ins.src)], defs=(0,), uses=(1,))
+
     def _sel_OnesSum(self, ins: wir.OnesSum, folds: Folds, _: str | None) -> None:
         """A `+carry` chain, then the last carry added back twice (the second catches the
         carry a sum of 0xFFFFFFFF + 1 makes); one macro so nothing clobbers the carry."""
@@ -808,6 +805,8 @@ class Selector(buffers.BufferSelection):
     def _sel_MemWrite(self, ins: wir.MemWrite, folds: Folds, _: str | None) -> None:
         if ins.space == wir.LOCAL:
             self._local(ins.addr, None, list(ins.srcs))
+            return
+        if self.select_turn_write(ins):
             return
         n = len(ins.srcs)
         a, b = self.address(ins.space, ins.addr)
@@ -955,6 +954,8 @@ class Selector(buffers.BufferSelection):
     def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
         self._write_back(self.plan.written_at_ret.get(self.current_label, frozenset()))
         self.flush()            # one wait: the write-back and whatever is still in flight
+        if self.spinning:
+            self.drain_turn_writes()
         self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
 
     def _halfword_branch(self, pred: str, word: wir.Reg | int, c: int, target: str,

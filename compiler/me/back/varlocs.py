@@ -169,8 +169,8 @@ class _Locator:
         text = ins.render(self.names) if ins.kind == "mem" or ins.is_macro else ""
         if ins.kind == "mem":
             written |= set(_READ_XFER.findall(text))     # a read fills its `$k`
-        if _LM0_MOVE.search(ins.template):                 # spills unreadable from here
-            for k in [k for k in state.held if k.startswith("*l$index0")]:
+        if len(_LM0_MOVE.findall(ins.template)) % 2:       # moved, not put back: spills
+            for k in [k for k in state.held if k.startswith("*l$index0")]:   # unreadable
                 del state.held[k]
         if not written:
             return
@@ -216,8 +216,16 @@ class _Locator:
             state = (entry[b.label] or _State({}, {})).copy()
             for ins in b.instrs:
                 self.step(state, ins)
-                views[id(ins)] = {var: self.location(state, bound)
-                                  for var, bound in state.binds.items()}
+                view = {var: self.location(state, bound) for var, bound in state.binds.items()}
+                if _LM0_MOVE.search(ins.template):  # inside it LM_ADDR_0 points elsewhere
+                    view = {var: None if loc is not None and any(
+                        p.startswith("*l$index0") for p in loc.parts) else loc
+                        for var, loc in view.items()}
+                if ins.is_macro:        # its later words may see what its first ones wrote
+                    written = {self.place(ins.ops[i]) for i in ins.defs}
+                    view = {var: None if loc is not None and written & set(loc.parts) else loc
+                            for var, loc in view.items()}
+                views[id(ins)] = view
                 self.after(state, ins)
         return views
 

@@ -63,6 +63,13 @@ class Builder:
         self.emit(wir.Fsh(r, hi, lo, amount))
         return r
 
+    def pop_count(self, src: Operand) -> Operand:
+        if isinstance(src, int):
+            return fold.pop_count(src)
+        r = self.reg()
+        self.emit(wir.PopCount(r, src))
+        return r
+
     def cmp(self, pred: str, a: Operand, b: Operand) -> Operand:
         if isinstance(a, int) and isinstance(b, int):
             return int(fold.compare(pred, a, b))

@@ -299,6 +299,12 @@ class Legalizer:
                 result, bound = W.add(self.b, a, c, ins.width), W.const_words(-1, ins.width)
                 clamp = W.compare(self.b, "ult", result, a, ins.width)
             return tuple(self.b.select(clamp, p, q) for p, q in zip(bound, result, strict=True))
+        if base == "ctpop":     # the chip's pop_count on each word, the counts summed
+            counts = [self.b.pop_count(w) for w in self.get(ins.operands[0])]
+            total = counts[0]
+            for c in counts[1:]:
+                total = self.b.bin("add", total, c)
+            return W.const_words(0, ins.width)[:-1] + (total,)   # count <= width: canonical
         raise self.error(f"the LLVM intrinsic {name} is not supported by the ME backend")
 
     # ---- control flow ----

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from npkit.base.diagnostics import SourceLocation
 from npkit.compiler.mbl import ast as A
 from npkit.compiler.mbl.debuginfo import DebugLocations, VarValue, scope_ends
 from npkit.compiler.mbl.lower import lower
@@ -123,11 +124,17 @@ def prepare(program: Program, entry: str | None = None, receive: bool = False) -
     ends = scope_ends(d for m in program.modules for d in m.decls)
 
     def values(instr: llvm.ValueRef) -> list[VarValue]:
-        """The records before instr, each variable with the end of its lexical scope."""
-        return [dataclasses.replace(v, variable=dataclasses.replace(
-            v.variable, scope_end=ends.get((v.variable.decl.file, v.variable.decl.line,
-                                            v.variable.name), v.variable.decl.line)))
-                for v in locations.values_of(instr)]
+        """The records before instr, each variable with its declaration's column and the
+        end of its lexical scope (from the AST)."""
+        out = []
+        for v in locations.values_of(instr):
+            decl = v.variable.decl
+            column, end = ends.get((decl.file, decl.line, v.variable.name),
+                                   (decl.column, decl.line))
+            out.append(dataclasses.replace(v, variable=dataclasses.replace(
+                v.variable, decl=SourceLocation(decl.file, decl.line, column),
+                scope_end=end)))
+        return out
 
     return Prepared(ref, ref.get_function(chosen.symbol), chosen, locations.loc_of, values)
 

@@ -9,7 +9,7 @@ replaced."""
 from __future__ import annotations
 
 from .. import wir
-from ..fold import compare, fold_bin, funnel_shift
+from ..fold import compare, fold_bin, funnel_shift, pop_count
 from ..wir import Operand, Reg
 from . import cfg
 from .rewrite import is_pure, keep_debug, map_uses
@@ -47,6 +47,9 @@ def _fold_instr(i: wir.Instr) -> wir.Instr | None:
             value = int(compare(i.pred, i.a, i.b))
         elif i.a == i.b:
             value = int(i.pred in ("eq", "ule", "uge", "sle", "sge"))
+    elif isinstance(i, wir.PopCount):
+        if isinstance(i.src, int):
+            value = pop_count(i.src)
     elif isinstance(i, wir.Select):
         if isinstance(i.cond, int):
             value = i.a if i.cond else i.b

@@ -31,9 +31,9 @@ from npkit.sim.config import ChipConfig
 # Measured with `.venv/bin/python -m npkit.bench.lab.verdict_runs rings|pool 40 64 128`
 # (the --quick NPF preset's confirmed throughput search on dual-ixp2800-npf: 0.1 ms trials
 # confirmed by 2, 2 % resolution; then one trial at 100 % of line rate) at commit bef5aee
-# (the shared tree: other sessions' uncommitted back-end edits included).  Rerun at ce40a53:
-# the same figures but rings 128 B 96.91 % (52 lost at 100 %, at the RBUF) and rings 40 B
-# 1,391 lost instead of 1,375; the same bottlenecks.
+# and again, every figure identical, at e58fc80.  (At ce40a53, with another session's
+# uncommitted back-end edits in the shared tree, rings 128 B read 96.91 % and rings 40 B
+# lost 1,391 instead of 1,375 at 100 %; the same bottlenecks.)
 # Bottleneck: the most occupied unit at 100 % beyond its occupancy at 0.1 % (an ME: busy +
 # stalled; a polling ME is busy without traffic), as the verdict names it (rings me0 = the
 # receive ME, the pool's MEs together, the three interleaved DRAM channels as "dram").
@@ -141,6 +141,30 @@ def test_one_forwarding_me_is_the_bound(size: int) -> None:
           f"({verdict.bound.name}), measured {ONE_FWD_ME[size]} %")
     assert verdict.bound.name == "fwd MEs"
     assert abs(verdict.predicted_percent - ONE_FWD_ME[size]) <= 0.10 * ONE_FWD_ME[size]
+
+
+# The committed full NPF run (docs/lab/npf-ixp2800/results.json: `npkit bench npf --preset
+# ixp2800-npf --data-path pool`, 10 ms trials, at e44d56b): 100 % of line rate everywhere;
+# the busiest channel's busy fraction at 100 % offered load (east chip; the MEs, busy +
+# stalled, lower in every case).
+FULL_RUN = {
+    (4, 40): ("sram1", 0.436), (4, 128): ("dram2", 0.279),
+    (6, 60): ("sram1", 0.541), (6, 128): ("dram2", 0.279),
+}
+
+
+@cache
+def _pool_v6() -> dict[int, Verdict]:
+    return {v.ip_bytes: v for v in run_verdict("pool", (60, 128), family=6)}
+
+
+@pytest.mark.parametrize(("family", "size"), sorted(FULL_RUN))
+def test_the_busiest_channel_is_as_busy_as_in_the_full_run(family: int, size: int) -> None:
+    verdict = (_verdicts("pool") if family == 4 else _pool_v6())[size]
+    unit, busy = FULL_RUN[(family, size)]
+    assert verdict.predicted_percent == 100.0
+    assert verdict.first_bottleneck.name == unit
+    assert verdict.first_bottleneck.utilization == pytest.approx(busy, rel=0.05)
 
 
 def test_the_rings_verdict_is_not_trivially_line_rate() -> None:

@@ -96,3 +96,28 @@ def test_emitted_directives_assemble_to_the_same_locations() -> None:
     got = [None if (v := image.variables_at(pc)[0]).location is None else v.value(
         {"a0": 5}.__getitem__) for pc in range(4)]
     assert got == [None, 12, 12, None]
+
+
+def test_spills_while_local_memory_pointer_is_moved() -> None:
+    v1 = VReg(1)
+    around = MInstr("local_csr_wr[ACTIVE_LM_ADDR_0, {0}]\nnop\nalu[--, --, B, *l$index0[0]]\n"
+                    "local_csr_wr[ACTIVE_LM_ADDR_0, {0}]", ["b9"])
+    moved = MInstr("local_csr_wr[ACTIVE_LM_ADDR_0, {0}]", ["b9"])
+    names = {v1: "*l$index0[3]"}
+
+    def fn(*middle: MInstr) -> MFunction:
+        return MFunction("f", [MBlock("e#", [op(v1), nop(dbg=(MBind(X, ((v1,),)),)),
+                                             *middle, nop()])], 8)
+    # moved and put back inside one macro: not readable in it, readable after it
+    assert where(fn(around), names) == [None, ("*l$index0[3]",), None, ("*l$index0[3]",)]
+    # moved for good: not readable from there on
+    assert where(fn(moved), names) == [None, ("*l$index0[3]",), None, None]
+
+
+def test_a_macro_that_writes_a_register_hides_it_for_all_its_words() -> None:
+    v1, v2 = VReg(1), VReg(2)
+    macro = MInstr("alu[{0}, --, B, 1]\nalu[{0}, {0}, +, 1]", [v2], defs=(0,))
+    fn = MFunction("f", [MBlock("e#", [op(v1), nop(dbg=(MBind(X, ((v1,),)),)), macro,
+                                       nop()])], 8)
+    assert where(fn, {v1: "a0", v2: "a0"}) == [None, ("a0",), None, None]
+    assert where(fn, {v1: "a0", v2: "b0"}) == [None, ("a0",), ("a0",), ("a0",)]

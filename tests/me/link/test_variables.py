@@ -7,24 +7,21 @@ has for it at that line.  And the debug info changes no instruction of the body.
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from scapy.all import IP, UDP, Ether, IPv6, raw
 
 from npkit.compiler.mbl import compile_file
-from npkit.compiler.mbl.linetrace import LineRun, LineTracer
+from npkit.compiler.mbl.linetrace import LineTracer
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.front import prepare as front_prepare
 from npkit.compiler.me.metasetup import MetaSetup
-from npkit.compiler.uc.operands import CLASS, parse_register_spelling
 from npkit.link import link
 from npkit.link.header import body_defines
-from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.lpm import RouteTables
-from npkit.sim.packets import ListSink, ListSource
+
+from .varsteps import compare, step_by_line
 
 REPO = Path(__file__).parents[3]
 ROUTER = REPO / "examples" / "router" / "router.mbl"
@@ -33,8 +30,6 @@ ROUTES6 = {(0x20010DB8 << 96, 32): 1, (0x20010DB8_00010000 << 64, 48): 2}
 NEXTHOPS = {1: (0x02AA00000001, 0x02BB00000001, 1, 1500),
             2: (0x02AA00000002, 0x02BB00000002, 0, 600)}
 MACS = {"dst": "02:00:00:00:00:fe", "src": "02:00:00:00:00:01"}
-LM = re.compile(r"\*l\$index([01])\[(\d+)\]")
-STEP_LIMIT = 20_000          # cycles: one frame crosses the chip in ~3,400
 
 
 def frames() -> dict[str, bytes]:
@@ -61,76 +56,6 @@ def router():
         tracer.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
     RouteTables.of(tracer).load(ROUTES4, ROUTES6)
     return program, build, linked, tracer
-
-
-def part_code(part: str) -> int:
-    """The operand code that reads a location part (GPR, transfer or LM word)."""
-    code = parse_register_spelling(part)
-    if code is not None:
-        return code
-    m = LM.fullmatch(part)
-    assert m is not None, part
-    return CLASS[f"lm{m.group(1)}"].first + int(m.group(2))
-
-
-def step_by_line(linked, tracer: LineTracer, frame: bytes) -> list[tuple]:
-    """(file, line, {(name, decl line): value or None}) at every new MBL line a context
-    reaches while the frame crosses the chip."""
-    run = CompiledRun(linked)
-    run.load_memories(tracer)
-    chip = run.chip
-    core = chip._core
-    for q in range(len(linked.ports)):
-        chip.attach_sink(q, ListSink())
-    chip.attach_source(0, ListSource(paced([frame], 0.5, chip.config.ports[0])))
-    mes = [me for me in range(chip.config.me_count)
-           if getattr(chip.image_on(me), "variables", None)]
-    assert mes, "no image with MBL variables"
-    last: dict[tuple[int, int], tuple[str, int]] = {}
-    stops = []
-    for _ in range(STEP_LIMIT):
-        chip.run(cycles=1)
-        for me in mes:
-            image = chip.image_on(me)
-            for ctx in range(8):
-                pc = core.context(me, ctx)["pc"]
-                loc = image.lines[pc] if pc < len(image.lines) else None
-                if loc is None or not loc.file.endswith(".mbl"):
-                    last.pop((me, ctx), None)
-                    continue
-                if last.get((me, ctx)) == (loc.file, loc.line):
-                    continue
-                last[(me, ctx)] = (loc.file, loc.line)
-                values = {(v.variable.name, v.variable.decl.line): v.value(
-                    lambda part, me=me, ctx=ctx: core.read_reg(me, ctx, part_code(part)))
-                    for v in image.variables_at(pc)}
-                stops.append((loc.file, loc.line, values))
-        if any(chip.frames_out.values()) and stops and not last:
-            break
-    return stops
-
-
-def compare(stops: list[tuple], native: LineRun) -> tuple[int, list[str]]:
-    """How many values agree; what disagrees.  A line the scheduled code reaches more than
-    once, or the native code runs more than once (a loop), matches any of its visits."""
-    at = defaultdict(list)
-    for s in native.states:
-        at[(s.loc.file, s.loc.line)].append(s)
-    agreed, wrong = 0, []
-    for file, line, values in stops:
-        for (name, decl), value in values.items():
-            if value is None:
-                continue
-            seen = {s.values[name] for s in at[(file, line)]
-                    if name in s.values and s.variables[name].decl.line == decl}
-            if not seen:
-                continue        # not yet assigned in the source's order (scheduled early)
-            if value in seen:
-                agreed += 1
-            else:
-                wrong.append(f"{Path(file).name}:{line} {name} = {value:#x}, native "
-                             f"{sorted(map(hex, seen))}")
-    return agreed, wrong
 
 
 # LLVM's own records are wrong here: on the exception path of ipv4_fwd the optimizer folds
@@ -176,7 +101,7 @@ def test_a_variable_named_like_a_register_changes_no_dispatch_switch() -> None:
 
 def coverage_table() -> str:
     """The figures of docs/me-backend.md ("MBL variables"), per frame:
-    `.venv/bin/python tests/me/link/test_variables.py`."""
+    `.venv/bin/python -m tests.me.link.test_variables`."""
     program = compile_file(ROUTER)
     linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
     tracer = LineTracer(program)
