@@ -233,7 +233,7 @@ class Debugger:
         if not pcs:
             raise DebugError(f"pc {pc} is outside the image of ME {me}" if me is not None
                              else f"pc {pc} is outside every loaded image")
-        return self._add("pc", f"pc {pc}" + (f" me {me}" if me is not None else ""), pcs=pcs)
+        return self._add("pc", f"{pc}" + (f" on ME {me}" if me is not None else ""), pcs=pcs)
 
     def break_label(self, label: str, me: int | None = None) -> Breakpoint:
         mes = [me] if me is not None else self.loaded_mes()
@@ -279,7 +279,7 @@ class Debugger:
         """Stop once the n-th frame (counting from 1, over all ports) has arrived."""
         if n < 1:
             raise DebugError("break_packet: frames count from 1")
-        return self._add("packet", f"packet {n}", packets=n)
+        return self._add("packet", f"{n}", packets=n)
 
     def delete(self, bp_id: int) -> None:
         if bp_id not in self.breakpoints:
