@@ -93,7 +93,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class RunResult:
-    """Why a run stopped (cycles | packets | idle | quiet) and what it did."""
+    """Why a run stopped (cycles | packets | idle | quiet, or a debugger stop: breakpoint |
+    step | watch, see ``Chip.debug_stop``) and what it did."""
 
     reason: str
     cycles: int
@@ -137,6 +138,23 @@ class ChipSnapshot:
     @property
     def held_bytes(self) -> int:
         return int(self.core.held_bytes)
+
+
+DEBUG_STOPS = ("breakpoint", "step", "watch")  # the core's run results of a debugger stop
+WATCH_KINDS = {"sram": 0, "dram": 1, "scratch": 2, "local": 3}
+
+
+@dataclass(frozen=True)
+class DebugStop:
+    """Where the last run stopped for the debugger.  ``breakpoint``: before the instruction
+    at ``pc`` of ME ``me`` context ``ctx`` (not executed yet); ``step`` and ``watch``: after
+    that instruction retired (``watch`` is the index ``Chip.add_watch`` gave)."""
+
+    reason: str
+    me: int
+    ctx: int
+    pc: int
+    watch: int | None = None
 
 
 TX_FRAME_FIELDS = ("port", "first_bit_cycle", "last_bit_cycle", "data", "time_ns")
@@ -554,6 +572,71 @@ class Chip:
                         _opt_int(getattr(err, "ctx", None)), pc, detail, source, self.now,
                         label)
 
+    # ------------------------------------------------------------------ debugger hooks
+    # Stop conditions for run() and per-PC counts (docs/sim-core.md, "Debug hooks").  While
+    # any is set the core runs an instrumented copy of its dispatch loop; none set, none of
+    # it costs anything.  A stop ends run() with RunResult.reason breakpoint | step | watch.
+    def set_breakpoints(self, me: int, pcs: list[int]) -> None:
+        """Replace ME ``me``'s breakpoints: a run stops before executing any of ``pcs``
+        (an empty list clears them).  Resuming from a breakpoint passes over it once."""
+        self._core.debug_breakpoints(self.config.check_me(me), sorted(set(pcs)))
+
+    def step_after(self, me: int, ctx: int, count: int = 1) -> None:
+        """Stop the next runs once context ``ctx`` of ME ``me`` has retired ``count`` more
+        instructions (0: no step)."""
+        if count < 0:
+            raise ValueError("step_after: count must be >= 0")
+        self._core.debug_step(self.config.check_me(me), ctx, count)
+
+    def add_watch(self, memory: str, offset: int, length: int = 4, unit: int = 0) -> int:
+        """Stop after an instruction changes any byte of ``memory`` (sram | dram | scratch |
+        local) at byte ``offset`` .. ``offset + length``; ``unit`` is the SRAM channel or, for
+        local memory, the ME.  Returns the watch's index (``DebugStop.watch``)."""
+        if memory not in WATCH_KINDS:
+            raise ValueError(f"add_watch: memory is one of {', '.join(WATCH_KINDS)}, "
+                             f"not {memory!r}")
+        try:
+            return int(self._core.debug_watch(WATCH_KINDS[memory], unit, offset, length))
+        except IndexError as err:
+            raise ValueError(f"add_watch: {err}") from None
+
+    def clear_watches(self) -> None:
+        self._core.debug_clear_watches()
+
+    def enable_coverage(self, on: bool = True) -> None:
+        """Count retired instructions per ME and PC from now on (``coverage_counts``)."""
+        self._core.debug_coverage(on)
+
+    def coverage_counts(self, me: int) -> np.ndarray:
+        """Retirements per PC of ME ``me`` since coverage was enabled (uint64; empty when
+        it never was)."""
+        return np.asarray(self._core.debug_counts(self.config.check_me(me)))
+
+    @property
+    def debug_stop(self) -> DebugStop | None:
+        """Why the last core run stopped for the debugger, or None."""
+        info = dict(self._core.debug_stop())
+        if not info["reason"]:
+            return None
+        watch = int(info["watch"])
+        return DebugStop(str(info["reason"]), int(info["me"]), int(info["ctx"]),
+                         int(info["pc"]), watch if watch >= 0 else None)
+
+    @property
+    def debug_resume(self) -> tuple[int, int]:
+        """(ME, instructions retired) of the breakpoint stop a run passes over once."""
+        me, retired = self._core.debug_resume
+        return int(me), int(retired)
+
+    @debug_resume.setter
+    def debug_resume(self, value: tuple[int, int]) -> None:
+        self._core.debug_resume = (int(value[0]), int(value[1]))
+
+    def context_state(self, me: int, ctx: int) -> dict[str, Any]:
+        """PC, state (inactive | ready | executing | sleeping), pending signals, the signal
+        mask it waits for, instructions retired, condition codes (z, n, c, v)."""
+        return dict(self._core.context(self.config.check_me(me), ctx))
+
     # ------------------------------------------------------------------ observability
     def counters(self) -> dict[str, Any]:
         """The core's counters plus a ``run`` section (cycles, time, instructions)."""
@@ -624,6 +707,8 @@ class _Run:
             chip._collect_trace()
             chip._arrived_cache = chip._arrived()
             self._report()
+            if reason in DEBUG_STOPS:
+                return self._result(reason)
             if reason == "idle" and self.until_idle and chip._sources_drained():
                 return self._result("idle")
             if self.until_idle and self._quiet(before, moved):

@@ -9,6 +9,7 @@ exit status 1 (docs/cli.md).
     npkit check / build / graph X.mbl                         mbl.py
     npkit demo                                                demo.py (the l2wire wire)
     npkit router / routes / bench                             router.py, routes.py, bench.py
+    npkit debug X.mbl|MANIFEST.toml                           debug.py (the debugger's REPL)
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from __future__ import annotations
 from .app import main
 from .asm import asm, disasm
 from .bench import bench
+from .debug import debug
 from .demo import demo
 from .mbl import build, check, graph
 from .router import router
 from .routes import routes
 from .run import run
 
-for _command in (asm, disasm, run, demo, check, build, graph, routes, router, bench):
+for _command in (asm, disasm, run, demo, check, build, graph, routes, router, bench, debug):
     main.add_command(_command)
 
 __all__ = ["main"]

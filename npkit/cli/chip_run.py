@@ -42,6 +42,7 @@ class RunRequest:
     counters_json: Path | None = None
     quiet_cycles: int = 200_000
     contexts: bool = False
+    coverage: Path | None = None
 
 
 RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
@@ -54,6 +55,8 @@ RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--counters-json", type=click.Path(path_type=Path), callback=writable,
                  help="also write all counters as JSON here"),
     click.option("--contexts", is_flag=True, help="also print per-context counters"),
+    click.option("--coverage", type=click.Path(path_type=Path), callback=writable,
+                 help="write line coverage of the MBL sources and microcode (lcov) here"),
     click.option("--quiet-cycles", type=CYCLES, default=200_000, show_default=True,
                  help="stop once inputs are drained and nothing moved for this long"),
 ]
@@ -167,6 +170,8 @@ def execute_run(request: RunRequest, console: Console, *, manifest: Any = None,
     from npkit.sim import RunResult
 
     run = loaded_run(request, manifest)
+    if request.coverage is not None:
+        run.chip.enable_coverage()
     sinks = _attach_files(run, request)
     for port, source in (sources or {}).items():
         run.chip.attach_source(port, source)
@@ -211,6 +216,15 @@ def _report(console: Console, run: Any, result: Any, request: RunRequest,
         spans = chip.write_trace(request.trace)
         console.print(f"thread timeline: {request.trace} ({spans:,} spans; open in "
                       "https://ui.perfetto.dev)")
+    if request.coverage is not None:
+        from npkit.runtime.coverage import Coverage
+
+        cov = Coverage.of_chip(chip)
+        cov.write_lcov(request.coverage)
+        hit = sum(h for h, _ in cov.summary().values())
+        total = sum(t for _, t in cov.summary().values())
+        console.print(f"coverage: {request.coverage} ({hit:,} of {total:,} source lines "
+                      "executed; genhtml renders it)")
     if request.counters_json is not None:
         counters["leak_check"] = [{"channel": r.channel, "queue": r.queue,
                                    "initial": r.initial, "now": r.now} for r in leaks]

@@ -542,11 +542,13 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
 // When the run's limit comes first, the burst is cut there and the rest of it is the first
 // step of the next run: the schedule (which ME runs when, for how long) is the one a single
 // run makes, however the host slices its runs; only the pause is new.
+template <bool kDebug>
 [[gnu::always_inline]] inline void Chip::run_burst(ME& m, uint64_t end, uint64_t limit) {
   now_ = std::max(now_, m.time);
   burst_end_ = end;
   burst_stop_ = std::min(end, limit);
-  run_me(m);
+  if constexpr (kDebug) run_me_debug(m);
+  else run_me<false>(m);
   refresh_key(m);
   if (retired_ != last_progress_retired_) {
     last_progress_retired_ = retired_;
@@ -562,6 +564,7 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
 
 // inlined into run_burst: a burst is 2.4-2.6 ME instructions, so the call's entry and exit
 // (saved registers, stack frame) were a noticeable part of it
+template <bool kDebug>
 [[gnu::always_inline]] inline void Chip::run_me(ME& m) {
   int ci = -1;
   uint32_t pc = 0;
@@ -583,6 +586,9 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
       // shorten burst_stop_)
       do {
         pc = c.pc;
+        if constexpr (kDebug) {
+          if (debug_before(m, ci, pc, done)) break;  // a breakpoint: stop before it
+        }
         const Insn& in = m.code[pc];
         c.pc = pc + 1;
         Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
@@ -595,6 +601,8 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
         m.time += 1;
         done++;
         c.instructions++;
+        // a stop found here ends the loop once this instruction's branch or swap is done
+        if constexpr (kDebug) debug_after(m, ci, pc, in, done);
         if (c.defer_left) {
           if (o != Outcome::Next)
             fault("illegal_instruction", "a taken branch or context swap in a defer slot");
@@ -635,6 +643,16 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     throw SimError("media", m.index, ci, pc, f.what());
   }
   flush();
+}
+
+// The instrumented loop (run_loop<true> only), out of line.
+[[gnu::noinline]] void Chip::run_me_debug(ME& m) {
+  run_me<true>(m);
+  // a debugger stop cuts the burst like a limit: the next run finishes it first
+  if (!debug_.stop.empty()) {
+    cut_me_ = m.index;
+    cut_end_ = burst_end_;
+  }
 }
 
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }
@@ -679,6 +697,17 @@ void Chip::deadlock(const char* why) {
 }
 
 std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
+  debug_.stop.clear();
+  debug_.stop_watch = -1;
+  if (!debug_.active()) return run_loop<false>(max_cycles, stop_tx_frames, until_idle);
+  // the debugger's hooks are set: the scheduler loop with the instrumented dispatch loop
+  debug_capture_watches();
+  return run_loop<true>(max_cycles, stop_tx_frames, until_idle);
+}
+
+template <bool kDebug>
+[[gnu::noinline]] std::string Chip::run_loop(uint64_t max_cycles, int64_t stop_tx_frames,
+                                             bool until_idle) {
   uint64_t limit = max_cycles > UINT64_MAX - now_ ? UINT64_MAX : now_ + max_cycles;
   auto tx_total = [&] { return media_->tx_frames_total(); };
   uint64_t tx_start = tx_total();
@@ -689,13 +718,27 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
     refresh_key(*m);
   }
+  // a debugger stop (a cut burst, see run_burst) ends the run at the stopping ME's time, or
+  // before: never past the burst's end, which no pending event precedes (the MEs idle up to
+  // now_ are brought up to it below, and must not pass their next wake-up)
+  [[maybe_unused]] const auto debug_stopped = [&] {
+    if (debug_.stop.empty()) return false;
+    now_ = std::max(now_, std::min({mes_[cut_me_].time, cut_end_, limit}));
+    result = debug_.stop;
+    return true;
+  };
   for (;;) {
     if (cut_me_ >= 0) {  // the previous run's limit cut a burst: it is the next step
       ME& m = mes_[cut_me_];
       if (m.time >= limit) { now_ = limit; result = "cycles"; break; }
       cut_me_ = -1;
-      run_burst(m, std::min({cut_end_, next_event_time(), media_->next_event()}), limit);
-      if (cut_me_ >= 0) { now_ = limit; result = "cycles"; break; }
+      run_burst<kDebug>(m, std::min({cut_end_, next_event_time(), media_->next_event()}), limit);
+      if (cut_me_ >= 0) {
+        if constexpr (kDebug) {
+          if (debug_stopped()) break;
+        }
+        now_ = limit; result = "cycles"; break;
+      }
       continue;
     }
     uint64_t t_ev = next_event_time();
@@ -735,8 +778,13 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
       break;
     }
     if (t_me >= limit) { now_ = limit; result = "cycles"; break; }
-    run_burst(*best, std::min(t_me + cfg_.burst_cycles, t_ext), limit);
-    if (cut_me_ >= 0) { now_ = limit; result = "cycles"; break; }
+    run_burst<kDebug>(*best, std::min(t_me + cfg_.burst_cycles, t_ext), limit);
+    if (cut_me_ >= 0) {
+      if constexpr (kDebug) {
+        if (debug_stopped()) break;
+      }
+      now_ = limit; result = "cycles"; break;
+    }
   }
   // bring MEs that were idle or stalled up to now, so their cycle counters add up
   for (ME& m : mes_) {

@@ -330,6 +330,37 @@ class RunQueue {
 
 struct TraceInterval { int me, ctx; CtxState state; uint64_t start, end; };
 
+// Debugger hooks (docs/sim-core.md, "Debug hooks"): stop conditions for run() and per-PC
+// execution counts.  Observation and control, not simulated state: a snapshot leaves them
+// alone.  While none is set run() takes the dispatch loop without them (run_me<false>).
+struct DebugWatch {
+  int kind = 0;          // 0 SRAM (unit = channel), 1 DRAM, 2 scratch, 3 local memory (unit = ME)
+  int unit = 0;
+  uint64_t offset = 0;   // first byte within the memory
+  uint64_t bytes = 0;
+  std::vector<uint8_t> seen;  // the bytes as last seen (taken at each run's start)
+};
+struct DebugHooks {
+  std::vector<std::vector<uint8_t>> breakpoints;  // per ME index: 1 at a PC that stops
+  int breakpoint_count = 0;
+  int step_me = -1, step_ctx = -1;                // stop after that context retires
+  uint64_t step_left = 0;                         // ... this many more instructions
+  std::vector<DebugWatch> watches;                // stop after a write changes one
+  bool any_lm_watch = false;
+  bool coverage = false;
+  std::vector<std::vector<uint64_t>> counts;      // per ME index, per PC: retirements
+  // why the last run stopped early ("" when it did not) and where
+  std::string stop;
+  int stop_me = -1, stop_ctx = -1, stop_watch = -1;
+  uint32_t stop_pc = 0;
+  // the breakpoint the last run stopped at: passed over once when the run resumes there
+  int resume_me = -1;
+  uint64_t resume_retired = 0;
+  bool active() const {
+    return breakpoint_count > 0 || step_left > 0 || !watches.empty() || coverage;
+  }
+};
+
 // Outcome of one instruction.
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
 
@@ -388,6 +419,9 @@ class Chip : public MediaHost {
   const std::vector<Ring>& rings() const { return rings_; }
 
   void set_trace(bool on) { tracing_ = on; }
+  DebugHooks& debug() { return debug_; }
+  // re-read the watched bytes (run() does at its start in debug mode)
+  void debug_capture_watches();
   std::vector<TraceInterval> take_trace();
   // context cycles per state, including the open interval up to `now`
   uint64_t ctx_cycles(int me, int ctx, CtxState s) const;
@@ -429,8 +463,17 @@ class Chip : public MediaHost {
   // Every member below is either simulated state, which NPKIT_CHIP_VALUE_STATE (after the
   // class) or snapshot.cpp copies, or configuration/observation: a new member goes in one
   // of the two.
-  inline void run_me(ME& m);
-  inline void run_burst(ME& m, uint64_t end, uint64_t limit);
+  template <bool kDebug> inline void run_me(ME& m);
+  void run_me_debug(ME& m);  // run_me<true> and its stop, out of line
+  // the debug-mode instruction hooks (run_me<true>): before an instruction at pc -- true
+  // when a breakpoint stops the run there; after one retired -- records stops, counts
+  bool debug_before(const ME& m, int ci, uint32_t pc, uint64_t done);
+  void debug_after(ME& m, int ci, uint32_t pc, const Insn& in, uint64_t done);
+  void debug_stop(const char* why, const ME& m, int ci, uint32_t pc);
+  bool debug_watch_changed(int w);
+  template <bool kDebug> inline void run_burst(ME& m, uint64_t end, uint64_t limit);
+  // run() without (kDebug false) or with the debugger's hooks
+  template <bool kDebug> std::string run_loop(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
@@ -489,6 +532,7 @@ class Chip : public MediaHost {
   uint64_t last_progress_retired_ = 0;
   bool tracing_ = false;
   std::vector<TraceInterval> trace_;
+  DebugHooks debug_;          // debugger hooks: observation/control, not state
 
  public:
   // memory helpers shared by the memory commands
@@ -512,7 +556,8 @@ class Chip : public MediaHost {
 // ------------------------------------------------------------------ snapshots
 // The members of Chip a snapshot copies as values.  Not here: cfg_ (fixed at construction),
 // loaded_ (pointers into mes_, rebuilt from loaded_pos_), the memories and the media model
-// (held as MemoryImages and a Media copy), tracing_ and trace_ (observation).
+// (held as MemoryImages and a Media copy), tracing_ and trace_ (observation), debug_ (the
+// debugger's hooks).
 #define NPKIT_CHIP_VALUE_STATE(X)                                                          \
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \

@@ -382,9 +382,117 @@ PYBIND11_MODULE(_core, m) {
              d["wait_mask"] = c.wait_mask;
              d["instructions"] = c.instructions;
              d["condition_codes"] = py::make_tuple(c.z, c.n, c.c, c.v);
+             // LM_ADDR_0/1 as the context's next instruction sees them (a pending write
+             // that is due counts)
+             auto lm = [&](int w) { return c.lm_apply_at[w] <= c.instructions ? c.lm_pending[w] : c.lm_addr[w]; };
+             d["lm_addr"] = py::make_tuple(lm(0), lm(1));
              return d;
            },
            py::arg("me"), py::arg("ctx"))
+      // ---- debugger hooks (chip.hpp DebugHooks; docs/sim-core.md, "Debug hooks")
+      .def("debug_breakpoints",
+           [](py::object self, int me, const std::vector<uint32_t>& pcs) {
+             Chip& chip = chip_of(self);
+             check_index(me, chip.config().num_mes(), "ME index");
+             DebugHooks& d = chip.debug();
+             d.breakpoints.resize(static_cast<size_t>(chip.config().num_mes()));
+             auto& set = d.breakpoints[static_cast<size_t>(me)];
+             for (uint8_t b : set) d.breakpoint_count -= b;
+             set.assign(chip.config().control_store_words + 1, 0);
+             for (uint32_t pc : pcs) {
+               if (pc >= set.size()) throw py::index_error("breakpoint PC " + std::to_string(pc) + " is outside the control store");
+               d.breakpoint_count += set[pc] ? 0 : 1;
+               set[pc] = 1;
+             }
+           },
+           py::arg("me"), py::arg("pcs"),
+           "Replace ME me's breakpoints: run() stops before an instruction at one of pcs.")
+      .def("debug_step",
+           [](py::object self, int me, int ctx, uint64_t count) {
+             Chip& chip = chip_of(self);
+             check_index(me, chip.config().num_mes(), "ME index");
+             check_index(ctx, 8, "context");
+             DebugHooks& d = chip.debug();
+             d.step_me = me;
+             d.step_ctx = ctx;
+             d.step_left = count;
+           },
+           py::arg("me"), py::arg("ctx"), py::arg("count") = 1,
+           "run() stops after context ctx of ME me retires count more instructions (0: off).")
+      .def("debug_watch",
+           [](py::object self, int kind, int unit, uint64_t offset, uint64_t bytes) {
+             Chip& chip = chip_of(self);
+             size_t n = 0, size = 0;  // size: the memory's bytes
+             if (kind == 0) {
+               check_index(unit, chip.config().sram_channels, "SRAM channel");
+               chip.sram_data(unit, n);
+               size = 4 * n;
+             } else if (kind == 1) {
+               chip.dram_data(size);
+             } else if (kind == 2) {
+               chip.scratch_data(n);
+               size = 4 * n;
+             } else if (kind == 3) {
+               check_index(unit, chip.config().num_mes(), "ME index");
+               chip.lm_data(unit, n);
+               size = 4 * n;
+             } else {
+               throw py::value_error("watch kind is 0 SRAM, 1 DRAM, 2 scratch or 3 local memory");
+             }
+             if (bytes == 0 || offset > size || bytes > size - offset)
+               throw py::index_error("watch of " + std::to_string(bytes) + " bytes at " + std::to_string(offset) +
+                                     " is outside the memory (" + std::to_string(size) + " bytes)");
+             DebugHooks& d = chip.debug();
+             d.watches.push_back(DebugWatch{kind, unit, offset, bytes, {}});
+             return d.watches.size() - 1;
+           },
+           py::arg("kind"), py::arg("unit"), py::arg("offset"), py::arg("bytes"),
+           "Watch a byte range; run() stops after an instruction changes it.  Returns its index.")
+      .def("debug_clear_watches", [](py::object self) { chip_of(self).debug().watches.clear(); })
+      .def("debug_coverage",
+           [](py::object self, bool on) {
+             Chip& chip = chip_of(self);
+             DebugHooks& d = chip.debug();
+             d.coverage = on;
+             if (on && d.counts.empty())
+               d.counts.assign(static_cast<size_t>(chip.config().num_mes()),
+                               std::vector<uint64_t>(chip.config().control_store_words + 1, 0));
+           },
+           py::arg("on"), "Count retired instructions per ME and PC (slower runs while on).")
+      .def("debug_counts",
+           [](py::object self, int me) {
+             Chip& chip = chip_of(self);
+             check_index(me, chip.config().num_mes(), "ME index");
+             const DebugHooks& d = chip.debug();
+             std::vector<uint64_t> out;
+             if (!d.counts.empty()) out = d.counts[static_cast<size_t>(me)];
+             return py::array_t<uint64_t>(static_cast<py::ssize_t>(out.size()), out.data());
+           },
+           py::arg("me"), "A copy of ME me's per-PC retirement counts (empty before coverage is on).")
+      .def("debug_stop",
+           [](py::object self) {
+             const DebugHooks& d = chip_of(self).debug();
+             py::dict out;
+             out["reason"] = d.stop;
+             out["me"] = d.stop_me;
+             out["ctx"] = d.stop_ctx;
+             out["pc"] = d.stop_pc;
+             out["watch"] = d.stop_watch;
+             return out;
+           },
+           "Why the last run stopped early (reason '' when it did not) and where.")
+      .def_property(
+          "debug_resume",
+          [](py::object self) {
+            const DebugHooks& d = chip_of(self).debug();
+            return py::make_tuple(d.resume_me, d.resume_retired);
+          },
+          [](py::object self, std::pair<int, uint64_t> v) {
+            DebugHooks& d = chip_of(self).debug();
+            d.resume_me = v.first;
+            d.resume_retired = v.second;
+          },
+          "(me, instructions retired) of the breakpoint stop the next run passes over once.")
       .def("snapshot",
            [](py::object self) { return Snapshot{chip_of(self).snapshot()}; },
            "A copy of the whole simulated state (docs/sim-core.md, \"Snapshot and restore\").")
