@@ -22,7 +22,7 @@ that started before the update has finished (the grace period).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,6 +177,20 @@ FIB4_MEMORY = "fib4_trie"  # the memory names microblocks/lpm.mbl declares
 FIB6_MEMORY = "fib6_trie"
 POPTRIE4_MEMORY = "fib4_poptrie"  # microblocks/lpm_poptrie.mbl: npkit.runtime.poptrie
 POPTRIE6_MEMORY = "fib6_poptrie"
+# (IPv4, IPv6) memory names of each structure, the router's default first
+# (microblocks/router_common.mbl imports lpm.mbl or lpm_poptrie.mbl)
+ROUTE_MEMORIES = ((FIB4_MEMORY, FIB6_MEMORY), (POPTRIE4_MEMORY, POPTRIE6_MEMORY))
+
+
+def route_memories(declared: Iterable[str]) -> tuple[str, ...]:
+    """The route-table memories among a program's memory names (`program.memories`), IPv4
+    first: the ones RouteTables.attach binds, whichever structure the program imports.
+    Tests and tools that zero, size or place the tables take the names from here."""
+    names = set(declared)
+    found: list[str] = []
+    for family in zip(*ROUTE_MEMORIES, strict=True):     # per family, as attach binds them
+        found += [n for n in family if n in names][:1]
+    return tuple(found)
 
 
 @dataclass

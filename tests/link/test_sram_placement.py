@@ -90,10 +90,12 @@ def test_a_small_program_keeps_its_flat_layout() -> None:
     assert placed(program, CFG) is program
 
 
-def test_the_16_8_8_router_does_not_fit_the_populated_channels() -> None:
+def test_the_16_8_8_router_does_not_fit_the_populated_channels(tmp_path) -> None:
+    from router_structures import router_with
+
     from npkit.compiler.mbl import compile_file
 
-    program = compile_file(REPO / "examples" / "router" / "router.mbl")
+    program = compile_file(router_with("16-8-8", tmp_path))
     assert placed(program, CFG) is program          # big channels allowed: the flat layout
     with pytest.raises(CompileError, match="fib6_trie") as e:
         placed(program, CFG, big_channels=False)

@@ -26,6 +26,7 @@ from scapy.layers.l2 import ARP, Ether
 from tshark_check import TSHARK, assert_well_formed, checksum_statuses, dissect
 
 from npkit.runtime.control_plane import NativeRouter
+from npkit.runtime.lpm import route_memories
 from npkit.runtime.nd import parse_nd
 from npkit.runtime.resolver import NudParameters, NudState
 from npkit.runtime.router_config import ConfigTarget, RouterConfig
@@ -63,7 +64,7 @@ def program():
 def fresh(program):
     """The program's router memories zeroed: a route manager builds on empty words (one
     left by an earlier test's router can hold plies a new trie misreads)."""
-    for name in ("nexthops", "local4", "local6", "fib4_trie", "fib6_trie"):
+    for name in ("nexthops", "local4", "local6", *route_memories(program.program.memories)):
         program.region(name)[:] = 0
     return program
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from router_structures import router_with
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import checksum as scapy_checksum
 
 from npkit.bench.lab.updates import max_update_rate
-from npkit.bench.lpm_native_rate import poptrie_router
 from npkit.link import Manifest
 from npkit.link.program import ProgramMemory
 from npkit.runtime.compiled import paced, wire_seconds
@@ -36,6 +36,7 @@ from npkit.runtime.compiled_router import (
     update_rate,
 )
 from npkit.runtime.loader import leak_check
+from npkit.runtime.lpm import FIB4_MEMORY, POPTRIE4_MEMORY, route_memories
 from npkit.runtime.neighbours import NextHop
 from npkit.runtime.route_manager import RouteUpdate
 from npkit.runtime.router_config import RouterConfig
@@ -62,10 +63,26 @@ def linked() -> Manifest:
     return link_router(ROUTER)
 
 
+def linked_with(structure: str, linked: Manifest, tmp_path_factory) -> Manifest:
+    """The default router when it has `structure`, else a copy with it linked."""
+    names = route_memories(m.name for m in linked.program.memories)
+    if names[0] == {"16-8-8": FIB4_MEMORY, "poptrie": POPTRIE4_MEMORY}[structure]:
+        return linked
+    return link_router(router_with(structure, tmp_path_factory.mktemp(structure)))
+
+
 @pytest.fixture(scope="module")
-def poptrie_linked(tmp_path_factory) -> Manifest:
+def trie_linked(linked, tmp_path_factory) -> Manifest:
+    """The router with microblocks/lpm.mbl's 16-8-8 tries, on 64 MB SRAM channels."""
+    manifest = linked_with("16-8-8", linked, tmp_path_factory)
+    assert manifest.overrides == {"sram": {"channel_bytes": 64 << 20}}
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def poptrie_linked(linked, tmp_path_factory) -> Manifest:
     """The router with microblocks/lpm_poptrie.mbl's tables, on the preset's 8 MB channels."""
-    manifest = link_router(poptrie_router(tmp_path_factory.mktemp("poptrie")))
+    manifest = linked_with("poptrie", linked, tmp_path_factory)
     assert manifest.overrides == {}
     return manifest
 
@@ -141,7 +158,9 @@ def test_writes_follow_the_memory_map_across_sram_channels() -> None:
     assert barriers_within([0, 1, 2, 3, 5], slice(2, 4)) == [1]
 
 
-def test_a_write_beyond_a_channel_lands_on_the_next(linked) -> None:
+def test_a_write_beyond_a_channel_lands_on_the_next(trie_linked) -> None:
+    # the 16-8-8 IPv6 trie (64 MB) is the memory that spans two channels
+    linked = trie_linked
     router = CompiledRouter(linked=linked, exception_path=False)
     placement = linked.program.memory("fib6_trie")
     span = placement.bytes // 4
@@ -189,7 +208,7 @@ def test_exceptions_are_answered_through_the_xscale(linked) -> None:
 def test_route_changes_under_traffic_follow_the_table_in_force(request, structure) -> None:
     rng = random.Random(9)
     router = with_next_hops(request.getfixturevalue(
-        "linked" if structure == "16-8-8" else "poptrie_linked"))
+        "trie_linked" if structure == "16-8-8" else "poptrie_linked"))
     assert router.control.routes.structure == structure
     # IPv4: 10.0.0.0/8 covers twenty /16s (deletes fall back to it); IPv6: 2001:db8::/32
     # covers twenty /48s.  Updates flip next hops, delete, and add/remove more-specifics

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scapy.all import IP, TCP, UDP, Ether, IPv6, IPv6ExtHdrHopByHop, raw
 
 from npkit.compiler.me.front.cfg import instruction_count
+from npkit.runtime.lpm import route_memories
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -163,4 +164,7 @@ def test_instruction_counts(ipv4, ipv6, router):
         outcome, machine = pair.wir_outcome(frame, 0, pair.memory())
         assert outcome.kind == 1
         print(f"{name}: {machine.steps} WIR instructions executed to forward")
-    assert instruction_count(ipv4.fn) < 300
+    # loose bounds, ~1.35x the counts when set: the 16-8-8 walker 224, Poptrie's 435
+    # (pop_count; its three 6-bit levels after the direct read are more code than 8-8)
+    bound = {"fib4_trie": 300, "fib4_poptrie": 600}[route_memories(ipv4.program.memories)[0]]
+    assert instruction_count(ipv4.fn) < bound

@@ -4,6 +4,7 @@ same program run by the native target with the same tables, frame for frame."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,10 @@ from scapy.all import ARP, IP, UDP, Ether, ICMPv6EchoRequest, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
-from npkit.link import Manifest, link
+from npkit.link import DEFAULT_PLATFORM, Manifest, link
+from npkit.link.platform import as_platform
 from npkit.runtime.compiled import CompiledRun
-from npkit.runtime.lpm import RouteTables
+from npkit.runtime.lpm import RouteTables, route_memories
 
 from .harness import check_against_native
 
@@ -51,11 +53,18 @@ def loaded(router) -> CompiledRun:
 
 
 def test_the_router_memory_map_keeps_the_runtime_clear_of_the_tables(router) -> None:
-    linked, _ = router
+    linked, native = router
     mem = {m.name: m for m in linked.program.memories}
-    assert (mem["fib4_trie"].address, mem["fib4_trie"].bytes) == (0, 32 << 20)
-    assert (mem["fib6_trie"].address, mem["fib6_trie"].bytes) == (32 << 20, 64 << 20)
-    assert linked.overrides == {"sram": {"channel_bytes": 64 << 20}}
+    tables = route_memories(mem)
+    assert len(tables) == 2                 # IPv4 and IPv6, whichever structure
+    for name in tables:                     # each table whole, as the program declares it
+        assert mem[name].bytes == 4 * native.program.memories[name].words
+    sram = sorted((m.address, m.address + m.bytes) for m in mem.values() if m.space == "sram")
+    assert all(end <= start for (_, end), (start, _) in pairwise(sram))     # disjoint
+    # 64 MB channels only for tables the preset's channels cannot hold (16-8-8's)
+    channel = as_platform(DEFAULT_PLATFORM).chip_config().sram_channel_bytes
+    big = any(mem[name].bytes > channel for name in tables)
+    assert linked.overrides == ({"sram": {"channel_bytes": 64 << 20}} if big else {})
     sram_end = max(m.address + m.bytes for m in mem.values() if m.space == "sram")
     for spec in linked.freelists:      # descriptors past every table
         assert (spec.channel << 26) + spec.descriptor_base >= sram_end
