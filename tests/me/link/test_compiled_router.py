@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from router_structures import router_with
 from scapy.all import ARP, IP, UDP, Ether, ICMPv6EchoRequest, IPv6, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
@@ -17,7 +18,7 @@ from npkit.compiler.me import compile_me
 from npkit.link import DEFAULT_PLATFORM, Manifest, link
 from npkit.link.platform import as_platform
 from npkit.runtime.compiled import CompiledRun
-from npkit.runtime.lpm import RouteTables, route_memories
+from npkit.runtime.lpm import ROUTE_MEMORIES, RouteTables, route_memories
 
 from .harness import check_against_native
 
@@ -52,13 +53,16 @@ def loaded(router) -> CompiledRun:
     return run
 
 
-def test_the_router_memory_map_keeps_the_runtime_clear_of_the_tables(router) -> None:
-    linked, native = router
+@pytest.mark.parametrize("structure", ["16-8-8", "poptrie"])
+def test_the_router_memory_map_keeps_the_runtime_clear_of_the_tables(structure,
+                                                                     tmp_path) -> None:
+    program = compile_file(router_with(structure, tmp_path))
+    linked = link(program, compile_me(program, "router"), "ixp2800-2x10gbe")
     mem = {m.name: m for m in linked.program.memories}
     tables = route_memories(mem)
-    assert len(tables) == 2                 # IPv4 and IPv6, whichever structure
+    assert tables == dict(zip(("16-8-8", "poptrie"), ROUTE_MEMORIES, strict=True))[structure]
     for name in tables:                     # each table whole, as the program declares it
-        assert mem[name].bytes == 4 * native.program.memories[name].words
+        assert mem[name].bytes == 4 * program.memories[name].words
     sram = sorted((m.address, m.address + m.bytes) for m in mem.values() if m.space == "sram")
     assert all(end <= start for (_, end), (start, _) in pairwise(sram))     # disjoint
     # 64 MB channels only for tables the preset's channels cannot hold (16-8-8's)
