@@ -23,6 +23,7 @@ import numpy as np
 from npkit.base.errors import NpkitError
 
 from .config import ChipConfig, ConfigError
+from .packet_trace import FrameLog, Selection
 from .packets import RxFrame, Sink, Source, TxFrame
 from .trace import Span, spans_from_core, write_trace
 
@@ -199,6 +200,7 @@ class Chip:
         self._tx = _TxCount()
         self._spans: list[Span] = []
         self._tracing = False
+        self._frame_log: FrameLog | None = None
         self._arrived_cache: dict[int, int] = {}
         self._make_tx_frame = _tx_frame_maker()
         if trace:
@@ -572,6 +574,20 @@ class Chip:
     def _collect_trace(self) -> None:
         if self._tracing:
             self._spans.extend(spans_from_core(self._core.take_trace()))
+        if self._frame_log is not None:
+            self._frame_log.collect()
+
+    def enable_frame_log(self, selection: Selection | None = None,
+                         bucket_shift: int = 10) -> FrameLog:
+        """Attach the core's per-frame event log (docs/debugging.md, "Per-packet traces"):
+        the frames ``selection`` picks are followed; None records only the utilisation
+        probe.  Observation only: no simulated result changes.  Replaces an earlier log."""
+        self._frame_log = FrameLog(self._core, selection, bucket_shift)
+        return self._frame_log
+
+    @property
+    def frame_log(self) -> FrameLog | None:
+        return self._frame_log
 
     @property
     def spans(self) -> list[Span]:

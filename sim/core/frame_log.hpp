@@ -8,9 +8,14 @@
 //   * a context *carries* a frame from the autopush of one of the frame's elements, or from
 //     an msf[read] / dram[rbuf_rd] of such an element, or from a scratch ring get of words a
 //     carrying context put; every command the context issues while carrying is the frame's;
-//   * ring words are tagged per ring slot at the put and untagged at the get (the handle in
-//     the words is recorded, not interpreted); a get that finds the ring short drops the
-//     carry, as does an autopush of an untagged element;
+//   * ring words are tagged per ring slot at the put and untagged at the get; a get that
+//     finds the ring short drops the carry, as does an autopush of an untagged element;
+//   * the first word of a tagged ring entry, and a handle a carrying context dequeues from
+//     an SRAM queue (a buffer from its freelist), is remembered with its frame until it is
+//     put on a ring -- by any context: a receive thread may put its handle after the next
+//     autopush, a context may pass several handles in one ordered turn -- or enqueued on an
+//     SRAM queue again (the buffer back on its freelist); a put of such a word goes with
+//     that frame, any other put with the frame the context carries;
 //   * a TBUF element written (msf[write], dram[tbuf_wr]) by a carrying context belongs to
 //     the frame; its control word and its departure are the frame's.
 // What it cannot follow: a frame passed between contexts by any other means (SRAM queues,
@@ -24,6 +29,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "isa_gen.hpp"
 
 namespace npkit {
 
@@ -179,10 +186,12 @@ class FrameLog {
       sig_unit_[slot(me, ctx)][static_cast<size_t>(sig)] = unit;
       sig_done_[slot(me, ctx)][static_cast<size_t>(sig)] = done;
     }
+    const uint32_t id = carried_[slot(me, ctx)];
+    if (op == isa::OP_SRAM && sub == isa::sram_cmds::ENQUEUE) held_.erase(word);
+    if (op == isa::OP_SRAM && sub == isa::sram_cmds::DEQUEUE && id != kNone && word != 0) hold(word, id);
     Bucket& b = bucket(unit, t);
     b.commands += 1;
     b.max_backlog = std::max(b.max_backlog, static_cast<uint32_t>(std::min<uint64_t>(backlog, UINT32_MAX)));
-    const uint32_t id = carried_[slot(me, ctx)];
     if (!followed(id)) return;
     FrameEvent& e = push(FrameEventKind::Command, id, t);
     e.end = done;
@@ -210,10 +219,17 @@ class FrameLog {
     e.ctx = static_cast<int8_t>(ctx);
     e.a = static_cast<uint32_t>(element);
   }
-  // `count` words put at ring slots start.. (mod size)
+  // `count` words put at ring slots start.. (mod size).  A first word the context took from
+  // a ring earlier names the frame it came with (a context that batches handles puts
+  // several); any other word goes with the frame the context carries.
   void ring_put(int me, int ctx, uint32_t ring, uint32_t start, uint32_t size, int count,
                 uint32_t word, uint64_t t) {
-    const uint32_t id = carried_[slot(me, ctx)];
+    uint32_t id = carried_[slot(me, ctx)];
+    auto held = held_.find(word);
+    if (held != held_.end()) {
+      id = held->second;
+      held_.erase(held);
+    }
     auto& tags = ring_tags(ring, size);
     for (int k = 0; k < count; ++k) tags[(start + static_cast<uint32_t>(k)) % size] = id;
     if (!followed(id)) return;
@@ -231,6 +247,7 @@ class FrameLog {
       auto& tags = ring_tags(ring, size);
       id = tags[start % size];
       for (int k = 0; k < count; ++k) tags[(start + static_cast<uint32_t>(k)) % size] = kNone;
+      if (id != kNone) hold(word, id);
     }
     carried_[slot(me, ctx)] = id;
     if (!followed(id)) return;
@@ -288,6 +305,11 @@ class FrameLog {
   const std::vector<Bucket>& backlog(int unit) const { return backlog_[static_cast<size_t>(unit)]; }
 
  private:
+  static constexpr size_t kMaxHeld = 1u << 16;
+  void hold(uint32_t word, uint32_t id) {
+    if (held_.size() > kMaxHeld) held_.clear();  // words never put again: forget them
+    held_[word] = id;
+  }
   size_t slot(int me, int ctx) const { return static_cast<size_t>(me) * 8 + static_cast<size_t>(ctx); }
   bool followed(uint32_t id) const { return id != kNone && id < followed_.size() && followed_[id]; }
   FrameEvent& push(FrameEventKind kind, uint32_t id, uint64_t t) {
@@ -327,6 +349,7 @@ class FrameLog {
   std::vector<uint64_t> me_wait_, ctx_wait_;
   std::vector<std::vector<Bucket>> backlog_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> rings_;
+  std::unordered_map<uint32_t, uint32_t> held_;  // first word of a tagged ring entry -> frame
   std::vector<bool> followed_;
   std::vector<FrameEvent> events_;
   FrameEvent scratch_{};
