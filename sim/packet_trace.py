@@ -203,27 +203,33 @@ def journeys(events: np.ndarray, units: list[str],
     ``points`` says what the trace points are ((me, pc) -> info)."""
     points = points or {}
     out: dict[int, Journey] = {}
-    for ev in events:
-        frame = int(ev["frame"])
+    columns = [events[name].tolist() for name in
+               ("frame", "kind", "cycle", "end", "me", "ctx", "pc", "unit", "op", "sub",
+                "a", "b", "c")]
+    op_names: dict[tuple[int, int], str] = {}
+    for frame, kind, cycle, end, me, ctx, pc, unit, op, sub, a, b, c in zip(*columns,
+                                                                           strict=True):
         j = out.get(frame)
         if j is None:
             j = out[frame] = Journey(frame)
-        kind = int(ev["kind"])
-        hop = Hop(KIND_NAMES[kind], int(ev["cycle"]), int(ev["end"]), int(ev["me"]),
-                  int(ev["ctx"]), int(ev["pc"]) if kind in (COMMAND, TRACE_POINT) else -1,
-                  units[int(ev["unit"])] if kind == COMMAND else "",
-                  _op_name(int(ev["op"]), int(ev["sub"])) if kind == COMMAND else "",
-                  int(ev["a"]), int(ev["b"]), int(ev["c"]))
+        if kind == COMMAND:
+            name = op_names.get((op, sub))
+            if name is None:
+                name = op_names[(op, sub)] = _op_name(op, sub)
+            hop = Hop("command", cycle, end, me, ctx, pc, units[unit], name, a, b, c)
+        else:
+            hop = Hop(KIND_NAMES[kind], cycle, end, me, ctx,
+                      pc if kind == TRACE_POINT else -1, "", "", a, b, c)
         j.hops.append(hop)
         if kind == ARRIVAL:
-            j.port, j.seq, j.length = hop.a, hop.b, hop.c
-            j.first_bit, j.last_bit = hop.cycle, hop.end
+            j.port, j.seq, j.length = a, b, c
+            j.first_bit, j.last_bit = cycle, end
         elif kind == RBUF_DROP:
             j.rbuf_drop = True
         elif kind == DEPARTURE:
-            j.out_port, j.departed = hop.a, (hop.cycle, hop.end)
+            j.out_port, j.departed = a, (cycle, end)
         elif kind == TRACE_POINT:
-            info = points.get((hop.me, hop.pc))
+            info = points.get((me, pc))
             if info is not None and info.kind == "verdict":
                 j.verdict, j.verdict_at = info, hop
             elif info is not None and info.kind == "reason":
@@ -299,7 +305,7 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
     flow_steps: list[tuple[int, int, int]] = []   # (ts cycle, pid, tid) of each slice
     if j.port >= 0:
         out.append({"name": title, "ph": "X", "pid": MEDIA_PID, "tid": 2 * j.port,
-                    "ts": w.ts(j.first_bit), "dur": w.ts(j.last_bit) - w.ts(j.first_bit),
+                    "ts": w.ts(j.first_bit), "dur": round(w.ts(j.last_bit) - w.ts(j.first_bit), 6),
                     "args": {"frame": j.frame, "port": j.port, "seq": j.seq,
                              "length": j.length, "outcome": j.outcome}})
         flow_steps.append((j.first_bit, MEDIA_PID, 2 * j.port))
@@ -315,7 +321,7 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
                         for s in [source_of(me, h.pc)] if s is not None})
         args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome, "lines": lines[:24]}
         out.append({"name": title, "ph": "X", "pid": PACKET_PID_BASE + me, "tid": ctx,
-                    "ts": w.ts(start), "dur": max(w.ts(stop) - w.ts(start), w.us),
+                    "ts": w.ts(start), "dur": round(max(w.ts(stop) - w.ts(start), w.us), 6),
                     "args": args})
         flow_steps.append((start, PACKET_PID_BASE + me, ctx))
         for h in hops:
@@ -342,7 +348,7 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
     if j.departed is not None and j.out_port is not None:
         first, last = j.departed
         out.append({"name": title, "ph": "X", "pid": MEDIA_PID, "tid": 2 * j.out_port + 1,
-                    "ts": w.ts(first), "dur": w.ts(last) - w.ts(first),
+                    "ts": w.ts(first), "dur": round(w.ts(last) - w.ts(first), 6),
                     "args": {"frame": j.frame, "port": j.out_port}})
         flow_steps.append((first, MEDIA_PID, 2 * j.out_port + 1))
     flow_steps.sort()

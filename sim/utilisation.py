@@ -67,23 +67,27 @@ def me_shares(raw: dict[str, Any], baseline: dict[int, tuple[int, int, int]],
 
 
 def table(shares: list[MeShare]) -> str:
-    """A plain-text table: one row per ME, columns in % of its cycles."""
+    """A plain-text table: one row per ME, columns in % of its cycles (a column no ME
+    uses is left out)."""
     columns = ["executing", "stalled"]
     for s in shares:
         for unit in s.idle_waiting:
             if f"idle: {unit}" not in columns:
                 columns.append(f"idle: {unit}")
     columns.append("idle (not yet woken)")
-    head = ["ME", "cycles", *columns]
+    columns = [c for c in columns if any(s.shares().get(c, 0.0) for s in shares)]
+    head = ["ME", "cycles", *(c.replace("idle: ", "idle ").replace(" (not yet woken)", " open")
+                              for c in columns)]
     rows = [head]
     for s in shares:
         pct = s.shares()
         rows.append([s.label, f"{s.cycles:,}",
-                     *(f"{100 * pct.get(c, 0.0):.1f} %" for c in columns)])
+                     *(f"{100 * pct.get(c, 0.0):.1f}" for c in columns)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n(% of each ME's cycles; idle X: idle until a completion " \
+        "from unit X woke it, open: idle when the run stopped)"
 
 
 def unit_summary(raw: dict[str, Any], units: list[str]) -> dict[str, dict[str, int]]:
@@ -136,11 +140,15 @@ def chart(shares: list[MeShare], path: str | Path, title: str = "ME cycles") -> 
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(shares) + 1.5))
     left = [0.0] * len(shares)
     labels = [s.label for s in shares]
+    fixed = {"executing": "tab:green", "stalled": "tab:red", "idle (not yet woken)": "0.85"}
+    palette = plt.get_cmap("tab20").colors
+    units = [c for c in columns if c not in fixed]
     for column in columns:
         values = [100 * s.shares().get(column, 0.0) for s in shares]
         if not any(values):
             continue
-        ax.barh(labels, values, left=left, label=column)
+        color = fixed.get(column) or palette[(2 * units.index(column)) % len(palette)]
+        ax.barh(labels, values, left=left, label=column, color=color)
         left = [a + b for a, b in zip(left, values, strict=True)]
     ax.set_xlabel("% of the ME's cycles")
     ax.set_xlim(0, 100)

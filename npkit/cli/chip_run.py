@@ -51,12 +51,14 @@ class RunRequest:
     trace_verdict: str | None = None
     trace_flow: str | None = None
     trace_cap: int | None = 10_000_000
+    trace_commands: bool = True
     utilisation: Path | None = None
 
     def packet_trace_request(self) -> packet_trace.PacketTraceRequest:
         return packet_trace.PacketTraceRequest(
             self.packet_trace, self.trace_frames, self.trace_ports, self.trace_sample,
-            self.trace_verdict, self.trace_flow, self.trace_cap, self.utilisation)
+            self.trace_verdict, self.trace_flow, self.trace_cap, self.utilisation,
+            self.trace_commands)
 
 
 RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [

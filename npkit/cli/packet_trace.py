@@ -8,6 +8,7 @@
     --trace-verdict WORD     only frames whose outcome names WORD (drop, forward, a reason)
     --trace-flow SPEC        only frames of a flow: src=NET,dst=NET,proto=P,sport=N,dport=N
     --trace-cap SIZE         stop writing frames at this file size (default 10MB)
+    --no-trace-commands      leave the contexts' memory commands out (~4x more frames fit)
     --utilisation FILE.png   per-ME cycle shares (table on the console, chart here) and the
                              units' counter tracks (in the packet trace, when one is written)
 """
@@ -73,6 +74,8 @@ OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                       "src=10.0.0.0/8,dst=192.0.2.1,proto=udp,dport=53"),
     click.option("--trace-cap", callback=_size_option, default="10MB", show_default=True,
                  help="packet trace: file size at which frames stop being written"),
+    click.option("--trace-commands/--no-trace-commands", default=True, show_default=True,
+                 help="packet trace: the memory commands each carrying context issued"),
     click.option("--utilisation", type=click.Path(path_type=Path), callback=writable,
                  help="print per-ME cycle shares (executing / stalled / idle by unit) and "
                       "write them as a chart (PNG) here"),
@@ -89,6 +92,7 @@ class PacketTraceRequest:
     flow: str | None = None
     cap: int | None = 10_000_000
     utilisation: Path | None = None
+    commands: bool = True
 
     @property
     def wanted(self) -> bool:
@@ -161,7 +165,7 @@ def finish(trace: PacketTraceRun | None, chip: Any, console: Console) -> None:
     counters = util.counter_events(raw, units, status["bucket_cycles"], chip.config.clock_hz)
     if request.utilisation is not None:
         shares = util.me_shares(raw, log.baseline, units, chip.config.me_label)
-        console.print(util.table(shares), markup=False, highlight=False)
+        console.print(util.table(shares), markup=False, highlight=False, soft_wrap=True)
         for unit, row in util.unit_summary(raw, units).items():
             console.print(f"  {unit}: {row['commands']:,} commands, largest backlog "
                           f"{row['max_backlog_cycles']:,} cycles", markup=False)
@@ -183,7 +187,8 @@ def finish(trace: PacketTraceRun | None, chip: Any, console: Console) -> None:
                        flow=flow_keep(trace.taps) if request.flow is not None else None)
     result = write_packet_trace(request.path, frames, chip.config.clock_hz, source_of,
                                 chip.config.me_label,
-                                TraceOptions(cap_bytes=request.cap or 10_000_000, keep=keep),
+                                TraceOptions(cap_bytes=request.cap or 10_000_000,
+                                             commands=request.commands, keep=keep),
                                 status, counters)
     outcomes = ", ".join(f"{n:,} {k}" for k, n in describe(frames).items())
     console.print(f"packet trace: {request.path} ({result.frames:,} of "

@@ -53,6 +53,7 @@ def test_packet_trace_and_utilisation(tmp_path: Path) -> None:
     (["--trace-frames", "2:6"], 4),
     (["--trace-frames", "0:12", "--trace-sample", "4"], 3),
     (["--trace-ports", "1"], 0),
+    (["--no-trace-commands"], 12),
 ])
 def test_packet_trace_selection(tmp_path: Path, args: list[str], written: int) -> None:
     _frames(tmp_path / "in.pcap")
@@ -60,7 +61,10 @@ def test_packet_trace_selection(tmp_path: Path, args: list[str], written: int) -
     code, out = invoke("run", str(ROUTER), "--routes", str(ROUTES),
                        "--in", f"0={tmp_path / 'in.pcap'}", "--packet-trace", str(trace), *args)
     assert code == 0, out
-    assert json.loads(trace.read_text())["otherData"]["frames_written"] == written
+    doc = json.loads(trace.read_text())
+    assert doc["otherData"]["frames_written"] == written
+    commands = [e for e in doc["traceEvents"] if e["ph"] == "b"]
+    assert (not commands) == ("--no-trace-commands" in args or written == 0)
 
 
 def test_packet_trace_cap_and_bad_options(tmp_path: Path) -> None:
