@@ -570,6 +570,8 @@ class Chip:
     def enable_trace(self, on: bool = True) -> None:
         self._tracing = on
         self._core.set_trace(on)
+        if on and self._frame_log is None:  # names the sleeping spans by the unit awaited
+            self._frame_log = FrameLog(self._core, None, waits=True)
 
     def _collect_trace(self) -> None:
         if self._tracing:
@@ -582,7 +584,7 @@ class Chip:
         """Attach the core's per-frame event log (docs/debugging.md, "Per-packet traces"):
         the frames ``selection`` picks are followed; None records only the utilisation
         probe.  Observation only: no simulated result changes.  Replaces an earlier log."""
-        self._frame_log = FrameLog(self._core, selection, bucket_shift)
+        self._frame_log = FrameLog(self._core, selection, bucket_shift, waits=self._tracing)
         return self._frame_log
 
     @property
@@ -600,8 +602,13 @@ class Chip:
             raise RuntimeError("no trace recorded: create the Chip with trace=True or call "
                                "enable_trace() before run()")
         self._collect_trace()
-        return write_trace(path, self._spans, self.config.clock_hz,
-                           self.config.me_label)
+        spans = self._spans
+        log = self._frame_log
+        if log is not None:  # "sleeping" -> "sleeping: sram1" where the log knows the unit
+            spans = [s if s.state != "sleeping" or (unit := log.wait_unit(s.me, s.ctx, s.end))
+                     is None else Span(s.me, s.ctx, f"sleeping: {unit}", s.start, s.end)
+                     for s in spans]
+        return write_trace(path, spans, self.config.clock_hz, self.config.me_label)
 
 
 class _Run:

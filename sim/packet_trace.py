@@ -35,6 +35,10 @@ EVENT_DTYPE = np.dtype([
     ("op", "u1"), ("sub", "u1"), ("c", "<u2"),
 ])
 assert EVENT_DTYPE.itemsize == 40
+# Matches FrameLog::Wait: a sleeping interval's end and the unit it waited on.
+WAIT_DTYPE = np.dtype([("end", "<u8"), ("me", "<i2"), ("ctx", "u1"), ("unit", "u1"),
+                       ("pad", "<u4")])
+assert WAIT_DTYPE.itemsize == 16
 
 ARRIVAL, ELEMENT, RBUF_DROP, AUTOPUSH, ELEMENT_FREE, COMMAND, RING_PUT, RING_GET, \
     TBUF_WRITE, TBUF_VALID, DEPARTURE, TRACE_POINT = range(12)
@@ -76,7 +80,8 @@ class Selection:
 class FrameLog:
     """The core's frame log on one chip: enable, collect events between runs, read them."""
 
-    def __init__(self, core: Any, selection: Selection | None, bucket_shift: int = 10) -> None:
+    def __init__(self, core: Any, selection: Selection | None, bucket_shift: int = 10,
+                 waits: bool = False) -> None:
         self._core = core
         self.selection = selection
         sel = selection or Selection()
@@ -84,8 +89,9 @@ class FrameLog:
                               first=sel.first,
                               last=0xFFFFFFFF if sel.last is None else sel.last,
                               port_mask=sel.port_mask, sample_every=sel.sample_every,
-                              bucket_shift=bucket_shift)
+                              bucket_shift=bucket_shift, waits=waits)
         self._chunks: list[np.ndarray] = []
+        self._waits: dict[tuple[int, int, int], int] = {}   # (me, ctx, end) -> unit
         self.baseline = {m["me"]: (m["busy"], m["stalled"], m["idle"])
                          for m in core.utilisation()["mes"]}
 
@@ -96,6 +102,22 @@ class FrameLog:
         raw = self._core.take_frame_events()
         if raw:
             self._chunks.append(np.frombuffer(raw, dtype=EVENT_DTYPE))
+        waits = np.frombuffer(self._core.take_frame_waits(), dtype=WAIT_DTYPE)
+        if len(waits):
+            self._waits.update(zip(zip(waits["me"].tolist(), waits["ctx"].tolist(),
+                                       waits["end"].tolist(), strict=True),
+                                   waits["unit"].tolist(), strict=True))
+
+    def wait_unit(self, me: int, ctx: int, end: int) -> str | None:
+        """The unit a context's sleeping interval ending at cycle ``end`` waited on (the
+        log must have been made with ``waits``)."""
+        unit = self._waits.get((me, ctx, end))
+        return None if unit is None else self._units()[unit]
+
+    def _units(self) -> list[str]:
+        if not hasattr(self, "_unit_names"):
+            self._unit_names: list[str] = list(self.status()["units"])
+        return self._unit_names
 
     def events(self) -> np.ndarray:
         """Every event so far, in time order (stable: same-cycle events keep log order)."""

@@ -465,8 +465,7 @@ inline bool Chip::wake_check(ME& m, int ci, uint64_t t) {
   if (!ok) return false;
   if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
   if (frame_log_) [[unlikely]]  // what the context (and an idle ME) waited on
-    frame_log_->woke(m.index, ci, got, c.state_since,
-                     m.cur < 0 && m.ready_mask == 0 ? m.time : UINT64_MAX, t);
+    frame_log_->woke(m.index, ci, got, c.state_since, m.time, m.cur < 0 && m.ready_mask == 0, t);
   if (m.cur < 0 && m.ready_mask == 0 && m.time < t) {  // the ME was idle: it wakes up now
     m.idle += t - m.time;
     m.time = t;

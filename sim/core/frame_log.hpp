@@ -78,6 +78,7 @@ struct FrameLogConfig {
   uint64_t port_mask = ~0ULL;       // selection: ports (bit p)
   uint32_t sample_every = 1;        // selection: every n-th frame of a port (by sequence)
   int bucket_shift = 10;            // utilisation series: 2^shift cycles per bucket
+  bool waits = false;               // record each sleeping interval's unit (take_waits)
 };
 
 // Unit numbers of the utilisation probe: 0 a signal from another thread or the host,
@@ -261,9 +262,11 @@ class FrameLog {
     if (sig > 0 && sig < 16) sig_unit_[slot(me, ctx)][static_cast<size_t>(sig)] = kUnitMedia;
   }
 
-  // A sleeping context woke at `t` on the signals `got`, having slept since `since`;
-  // `idle_from` < t when its ME had nothing to run from idle_from until t.
-  void woke(int me, int ctx, uint16_t got, uint64_t since, uint64_t idle_from, uint64_t t) {
+  // A sleeping context woke at `t` on the signals `got`, having slept since `since`; its ME
+  // was at `me_time`, with nothing to run when `me_idle` (then idle from me_time until t).
+  // The sleeping interval ends where Chip::set_state ends it: max(t, me_time, since).
+  void woke(int me, int ctx, uint16_t got, uint64_t since, uint64_t me_time, bool me_idle,
+            uint64_t t) {
     const size_t s = slot(me, ctx);
     uint8_t unit = kUnitOther;
     uint64_t latest = 0;
@@ -274,8 +277,25 @@ class FrameLog {
           latest = sig_done_[s][static_cast<size_t>(g)];
         }
       }
-    if (t > since) ctx_wait_[s * 16 + unit] += t - since;
-    if (idle_from < t) me_wait_[static_cast<size_t>(me) * 16 + unit] += t - idle_from;
+    const uint64_t end = std::max({t, me_time, since});
+    ctx_wait_[s * 16 + unit] += end - since;
+    if (me_idle && me_time < t) me_wait_[static_cast<size_t>(me) * 16 + unit] += t - me_time;
+    if (cfg_.waits && end > since) waits_.push_back(Wait{end, static_cast<int16_t>(me),
+                                                         static_cast<uint8_t>(ctx), unit, 0});
+  }
+  // Sleeping intervals that ended, with the unit each waited on (cfg.waits): the thread
+  // timeline names its "sleeping" spans by them.
+  struct Wait {
+    uint64_t end;
+    int16_t me;
+    uint8_t ctx;
+    uint8_t unit;
+    uint32_t pad;
+  };
+  std::vector<Wait> take_waits() {
+    std::vector<Wait> out;
+    out.swap(waits_);
+    return out;
   }
   // a context carrying a frame retired a trace-point instruction
   void trace_point(int me, int ctx, uint32_t pc, uint64_t t) {
@@ -352,6 +372,7 @@ class FrameLog {
   std::unordered_map<uint32_t, uint32_t> held_;  // first word of a tagged ring entry -> frame
   std::vector<bool> followed_;
   std::vector<FrameEvent> events_;
+  std::vector<Wait> waits_;
   FrameEvent scratch_{};
   uint64_t recorded_ = 0, lost_ = 0, full_at_ = 0;
 };

@@ -350,7 +350,7 @@ PYBIND11_MODULE(_core, m) {
       // the per-frame event log and utilisation probe (frame_log.hpp, sim/packet_trace.py)
       .def("enable_frame_log",
            [](py::object self, bool frames, uint64_t max_events, uint32_t first, uint32_t last,
-              uint64_t port_mask, uint32_t sample_every, int bucket_shift) {
+              uint64_t port_mask, uint32_t sample_every, int bucket_shift, bool waits) {
              FrameLogConfig cfg;
              cfg.frames = frames;
              cfg.max_events = max_events;
@@ -359,11 +359,12 @@ PYBIND11_MODULE(_core, m) {
              cfg.port_mask = port_mask;
              cfg.sample_every = sample_every;
              cfg.bucket_shift = bucket_shift;
+             cfg.waits = waits;
              chip_of(self).enable_frame_log(cfg);
            },
            py::arg("frames") = true, py::arg("max_events") = 1u << 20, py::arg("first") = 0,
            py::arg("last") = UINT32_MAX, py::arg("port_mask") = ~0ULL, py::arg("sample_every") = 1,
-           py::arg("bucket_shift") = 10)
+           py::arg("bucket_shift") = 10, py::arg("waits") = false)
       .def("disable_frame_log", [](py::object self) { chip_of(self).set_frame_log(nullptr); })
       .def("set_trace_points",
            [](py::object self, int me, const std::vector<uint32_t>& pcs) {
@@ -378,6 +379,16 @@ PYBIND11_MODULE(_core, m) {
              return py::bytes(reinterpret_cast<const char*>(events.data()), events.size() * sizeof(FrameEvent));
            },
            "The events recorded since the last take, as bytes of 40-byte records (frame_log.hpp).")
+      .def("take_frame_waits",
+           [](py::object self) {
+             FrameLog* log = chip_of(self).frame_log();
+             if (!log) throw std::invalid_argument("take_frame_waits: no frame log is attached");
+             auto waits = log->take_waits();
+             static_assert(sizeof(FrameLog::Wait) == 16, "sim/packet_trace.py WAIT_DTYPE");
+             return py::bytes(reinterpret_cast<const char*>(waits.data()),
+                              waits.size() * sizeof(FrameLog::Wait));
+           },
+           "Ended sleeping intervals as 16-byte records (end cycle, me, ctx, unit).")
       .def("frame_log_status",
            [](py::object self) {
              FrameLog* log = chip_of(self).frame_log();

@@ -352,3 +352,32 @@ def test_the_log_changes_no_simulated_result() -> None:
     assert len(without) > 1000
     assert with_log == without
     assert counters_log == counters
+
+
+def test_thread_timeline_names_what_a_sleeping_context_waits_on(tmp_path: Path) -> None:
+    """With the thread timeline on, its sleeping spans name the unit awaited; per context and
+    unit their cycles are the probe's own sleeping counters (two separate recordings)."""
+    program = compile_file(ROUTER)
+    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    workload = r4l.Workload.make(9, 300, 150, 64)
+    run = CompiledRun(linked, trace=True)
+    run.load_memories(tables(program, workload))
+    run.run(workload.frames, load=0.5)
+    path = tmp_path / "threads.json"
+    run.chip.write_trace(path)
+    spans = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
+    named: Counter = Counter()
+    for e in spans:
+        if e["name"].startswith("sleeping: "):
+            unit = e["name"].removeprefix("sleeping: ")
+            named[(e["pid"], e["tid"], unit)] += e["args"]["end_cycle"] - e["args"]["start_cycle"]
+    assert named and {u for _, _, u in named} >= {"dram0", "scratch", "media"}
+    log = run.chip.frame_log
+    units = log.status()["units"]
+    counted: Counter = Counter()
+    for m in log.utilisation_raw()["mes"]:
+        for ctx, per_unit in enumerate(m["ctx_sleeping"]):
+            for u, cycles in enumerate(per_unit):
+                if cycles:
+                    counted[(m["me"], ctx, units[u])] = cycles
+    assert named == counted
