@@ -587,6 +587,11 @@ class Chip:
         self._frame_log = FrameLog(self._core, selection, bucket_shift, waits=self._tracing)
         return self._frame_log
 
+    def disable_frame_log(self) -> None:
+        """Detach the frame log (its trace points become plain instructions again)."""
+        self._core.disable_frame_log()
+        self._frame_log = None
+
     @property
     def frame_log(self) -> FrameLog | None:
         return self._frame_log

@@ -381,3 +381,30 @@ def test_thread_timeline_names_what_a_sleeping_context_waits_on(tmp_path: Path) 
                 if cycles:
                     counted[(m["me"], ctx, units[u])] = cycles
     assert named == counted
+
+
+def test_trace_points_in_a_snapshot_restore_without_a_log() -> None:
+    """A snapshot taken with trace points set, restored after the log was detached, runs its
+    instructions' own semantics: the same frames out as a chip that never had a log."""
+    program = compile_file(ROUTER)
+    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    workload = r4l.Workload.make(9, 300, 300, 64)
+
+    def fresh() -> CompiledRun:
+        run = CompiledRun(linked)
+        run.load_memories(tables(program, workload))
+        return run
+
+    plain = fresh()
+    want = plain.run(workload.frames, load=0.8)
+    run = fresh()
+    trace = trace_program(run.chip, run.program, Selection())
+    assert trace.points
+    snap = run.chip.snapshot()
+    run.chip.disable_frame_log()
+    run.chip.restore(snap)
+    got = run.run(workload.frames, load=0.8)
+    key = lambda r: [(f.port, f.first_bit_cycle, f.last_bit_cycle, f.data)  # noqa: E731
+                     for q in sorted(r.out) for f in r.out[q]]
+    assert len(key(want)) > 400 and key(got) == key(want)
+    assert run.chip.counters() == plain.chip.counters()
