@@ -4,7 +4,9 @@ run five times with the frame log off or on; with it on, the core's events, the 
 build the journeys and write the trace file at a 10 MB cap (with and without commands),
 and the utilisation table.
 
-    python -m npkit.bench.packet_trace_cost off|on [FRAMES]
+    python -m npkit.bench.packet_trace_cost off|on [FRAMES] [json|pftrace]
+
+(``pftrace``, Perfetto's protobuf format, needs the perfetto package.)
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ RUNS = 5
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else "off"
     if mode not in ("off", "on"):
-        raise SystemExit("usage: python -m npkit.bench.packet_trace_cost off|on [FRAMES]")
+        raise SystemExit("usage: python -m npkit.bench.packet_trace_cost off|on [FRAMES] "
+                         "[json|pftrace]")
     frames = int(argv[1]) if len(argv) > 1 else 5000
+    suffix = argv[2] if len(argv) > 2 else "json"
     program = compile_file(ROUTER)
     linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
     workload = r4l.Workload.make(5, 300, frames, 64)
@@ -51,10 +55,10 @@ def main(argv: list[str]) -> None:
     print(f"{mode}: run seconds {[round(t, 3) for t in times]}, median "
           f"{statistics.median(times):.3f}, min {min(times):.3f}; {run.chip.now:,} cycles")
     if trace is not None:
-        report(trace, run)
+        report(trace, run, suffix)
 
 
-def report(trace: Any, run: CompiledRun) -> None:
+def report(trace: Any, run: CompiledRun, suffix: str) -> None:
     from npkit.sim import utilisation as util
     from npkit.sim.packet_trace import TraceOptions, write_packet_trace
 
@@ -67,7 +71,7 @@ def report(trace: Any, run: CompiledRun) -> None:
     counters = util.counter_events(raw, status["units"], status["bucket_cycles"], clock)
     with tempfile.TemporaryDirectory() as folder:
         for commands in (True, False):
-            result = write_packet_trace(Path(folder) / "t.json", journeys, clock,
+            result = write_packet_trace(Path(folder) / f"t.{suffix}", journeys, clock,
                                         trace.source_of, run.chip.config.me_label,
                                         TraceOptions(cap_bytes=CAP, commands=commands),
                                         status, counters)

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from npkit.base.errors import NpkitError
+
 from . import isa
 
 # Matches struct FrameEvent in frame_log.hpp (40 bytes, little-endian, natural alignment).
@@ -285,21 +287,11 @@ class TraceWriteResult:
 
 
 class _Writer:
-    """Trace-event JSON written as it goes, so the size is known before each frame."""
+    """Cycle -> microsecond conversion and the async-slice ids of one file."""
 
     def __init__(self, clock_hz: float) -> None:
         self.us = 1e6 / clock_hz
-        self.parts: list[str] = []
-        self.size = 0
         self.async_id = 0
-
-    def encode(self, event: dict[str, Any]) -> str:
-        return json.dumps(event, separators=(",", ":"))
-
-    def add(self, texts: list[str]) -> None:
-        for t in texts:
-            self.parts.append(t)
-            self.size += len(t) + 1
 
     def ts(self, cycle: int) -> float:
         return round(cycle * self.us, 6)
@@ -319,9 +311,30 @@ def _short_sources(source_of: SourceOf) -> SourceOf:
     return short
 
 
+def _context_limits(journeys: list[Journey]) -> dict[tuple[int, int, int], int]:
+    """(frame, me, ctx) -> the cycle the context's next frame starts: a frame's slice on a
+    context ends there at the latest, so slices on one track never overlap (a context may
+    put a handle for a frame after it took up the next one)."""
+    starts: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for j in journeys:
+        first: dict[tuple[int, int], int] = {}
+        for h in j.hops:
+            if h.me >= 0 and (h.me, h.ctx) not in first:
+                first[(h.me, h.ctx)] = h.cycle
+        for key, cycle in first.items():
+            starts.setdefault(key, []).append((cycle, j.frame))
+    limits = {}
+    for (me, ctx), items in starts.items():
+        items.sort()
+        for (_, frame), (later, _) in zip(items, items[1:], strict=False):
+            limits[(frame, me, ctx)] = later
+    return limits
+
+
 def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOptions,
-                  ) -> list[str]:
-    """The trace events of one journey (encoded)."""
+                  limits: dict[tuple[int, int, int], int] | None = None,
+                  ) -> list[dict[str, Any]]:
+    """The trace events of one journey (``limits``: ``_context_limits``)."""
     out: list[dict[str, Any]] = []
     title = f"frame {j.frame} (port {j.port} #{j.seq})"
     flow_steps: list[tuple[int, int, int]] = []   # (ts cycle, pid, tid) of each slice
@@ -338,12 +351,13 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
             spans.setdefault((h.me, h.ctx), []).append(h)
     for (me, ctx), hops in spans.items():
         start = min(h.cycle for h in hops)
-        stop = max(h.cycle for h in hops)
+        stop = min(max(h.cycle for h in hops) + 1,
+                   (limits or {}).get((j.frame, me, ctx), 1 << 62))
         lines = sorted({s for h in hops if h.pc >= 0
                         for s in [source_of(me, h.pc)] if s is not None})
         args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome, "lines": lines[:24]}
         out.append({"name": title, "ph": "X", "pid": PACKET_PID_BASE + me, "tid": ctx,
-                    "ts": w.ts(start), "dur": round(max(w.ts(stop) - w.ts(start), w.us), 6),
+                    "ts": w.ts(start), "dur": round(max(w.ts(stop) - w.ts(start), 0.0), 6),
                     "args": args})
         flow_steps.append((start, PACKET_PID_BASE + me, ctx))
         for h in hops:
@@ -381,7 +395,7 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
         if ph != "s":
             step["bp"] = "e"
         out.append(step)
-    return [w.encode(e) for e in out]
+    return out
 
 
 def _metadata(ports: Iterable[int], mes: Iterable[int],
@@ -415,26 +429,39 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
     options = options or TraceOptions()
     source_of = _short_sources(source_of)
     w = _Writer(clock_hz)
+    proto = Path(path).suffix in PROTO_SUFFIXES
+    if proto:
+        try:
+            from .perfetto_proto import ProtoEncoder  # needs the perfetto package
+        except ImportError as err:
+            raise NpkitError(f"{path}: Perfetto's protobuf format needs the perfetto package "
+                             f"(pip install perfetto): {err}; or write a .json trace") from None
+        encoder: _JsonEncoder | ProtoEncoder = ProtoEncoder()
+    else:
+        encoder = _JsonEncoder()
     kept = [j for _, j in sorted(frames.items())
             if options.keep is None or options.keep(j)]
-    extra = [w.encode(e) for e in (extra_events or [])]
     ports = {j.port for j in kept if j.port >= 0} | {j.out_port for j in kept
                                                        if j.out_port is not None}
     mes = {h.me for j in kept for h in j.hops if h.me >= 0}
-    head = [w.encode(e) for e in _metadata(ports, mes, me_name)]
+    head = encoder.encode(_metadata(ports, mes, me_name))
+    extra = encoder.encode(extra_events or [])
     reserve = 2048 + sum(len(t) + 1 for t in head + extra)  # metadata and the closing part
     if reserve > options.cap_bytes:
         raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any frame")
-    w.add(head)
-    w.add(extra)
+    parts = head + extra
+    size = reserve
+    limits = _context_limits(kept)
     written = 0
     truncated = False
     for j in kept:
-        texts = _frame_events(j, w, source_of, options)
-        if w.size + sum(len(t) + 1 for t in texts) + reserve > options.cap_bytes:
+        encoded = encoder.encode(_frame_events(j, w, source_of, options, limits))
+        more = sum(len(t) + 1 for t in encoded)
+        if size + more > options.cap_bytes:
             truncated = True
             break
-        w.add(texts)
+        parts += encoded
+        size += more
         written += 1
     status = log_status or {}
     other = {
@@ -448,11 +475,23 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
     if truncated:
         other["note"] = (f"size cap reached: {written} of {len(kept)} selected frames written; "
                          "narrow the selection (frame range, ports, sampling) to see the rest")
-    text = ('{"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":"))
-            + ',"traceEvents":[' + ",".join(w.parts) + "]}")
-    data = text.encode("utf-8")
+    data = encoder.finish(parts, other)
     Path(path).write_bytes(data)
     return TraceWriteResult(Path(path), written, len(kept), len(data), truncated)
+
+
+PROTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+
+
+class _JsonEncoder:
+    """Trace-event JSON: one text per event, joined into the object format at the end."""
+
+    def encode(self, events: list[dict[str, Any]]) -> list[str]:
+        return [json.dumps(e, separators=(",", ":")) for e in events]
+
+    def finish(self, parts: list[str], other: dict[str, Any]) -> bytes:
+        return ('{"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":"))
+                + ',"traceEvents":[' + ",".join(parts) + "]}").encode("utf-8")
 
 
 def iter_verdicts(frames: dict[int, Journey]) -> Iterator[tuple[Journey, TracePointInfo]]:

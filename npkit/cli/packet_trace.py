@@ -2,6 +2,7 @@
 (docs/debugging.md, "Per-packet traces"; docs/cli.md).
 
     --packet-trace FILE      each selected frame's journey, Chrome/Perfetto JSON with flows
+                             (FILE.pftrace: Perfetto's protobuf, needs the perfetto package)
     --trace-frames A:B       frames A..B-1 of each port (port sequence numbers, from 0)
     --trace-ports 0,1        only frames arriving on these ports
     --trace-sample N         every N-th frame of the range
@@ -59,7 +60,8 @@ def _size_option(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--packet-trace", type=click.Path(path_type=Path), callback=writable,
-                 help="write each selected frame's journey (Chrome/Perfetto JSON, flows)"),
+                 help="write each selected frame's journey (Chrome/Perfetto JSON with flows; "
+                      "a .pftrace name: Perfetto's protobuf, needs the perfetto package)"),
     click.option("--trace-frames", metavar="A:B",
                  help="packet trace: frames A..B-1 of each port (numbered from 0 per port)"),
     click.option("--trace-ports", metavar="P[,P]",
@@ -115,9 +117,16 @@ def start(run: Any, request: PacketTraceRequest) -> PacketTraceRun | None:
         return None
     from npkit.runtime.compiled import program_info
     from npkit.runtime.packet_trace import trace_program
-    from npkit.sim.packet_trace import Selection
+    from npkit.sim.packet_trace import PROTO_SUFFIXES, Selection
 
     selection = None
+    if request.path is not None and request.path.suffix in PROTO_SUFFIXES:
+        try:
+            import npkit.sim.perfetto_proto  # noqa: F401  (before the run, not after it)
+        except ImportError as err:
+            raise NpkitError(f"--packet-trace {request.path}: Perfetto's protobuf format "
+                             f"needs the perfetto package (pip install perfetto): {err}; "
+                             "or write a .json trace") from None
     if request.path is not None:
         first, last = parse_range(request.frames) if request.frames else (0, None)
         try:

@@ -86,3 +86,21 @@ def test_packet_trace_cap_and_bad_options(tmp_path: Path) -> None:
         assert code != 0 and message in out, out
     code, out = invoke("run", str(ROUTER), "--target", "native", "--packet-trace", str(trace))
     assert code == 1 and "only for the simulated chip" in out
+
+
+def test_pftrace_is_written_with_the_perfetto_package_and_refused_without(
+        tmp_path: Path) -> None:
+    _frames(tmp_path / "in.pcap")
+    trace = tmp_path / "packets.pftrace"
+    try:
+        import perfetto.protos.perfetto.trace.perfetto_trace_pb2  # noqa: F401
+        have = True
+    except ImportError:
+        have = False
+    code, out = invoke("run", str(ROUTER), "--routes", str(ROUTES),
+                       "--in", f"0={tmp_path / 'in.pcap'}", "--packet-trace", str(trace))
+    if have:
+        assert code == 0 and trace.stat().st_size > 1000, out
+    else:
+        assert code == 1 and "needs the perfetto package" in out and not trace.exists()
+        assert "stopped:" not in out      # refused before the run

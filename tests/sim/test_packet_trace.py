@@ -175,6 +175,7 @@ def _check_schema(doc: dict) -> Counter:
     phases: Counter = Counter()
     flows: dict[int, list[tuple[str, float]]] = {}
     open_async: dict[tuple[int, str], float] = {}
+    complete: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for e in doc["traceEvents"]:
         ph = e["ph"]
         phases[ph] += 1
@@ -185,6 +186,8 @@ def _check_schema(doc: dict) -> Counter:
         assert isinstance(e["ts"], float | int) and e["ts"] >= 0
         if ph == "X":
             assert e["dur"] >= 0 and isinstance(e["tid"], int)
+            complete.setdefault((e["pid"], e["tid"]), []).append(
+                (round(e["ts"] * 1e6), round((e["ts"] + e["dur"]) * 1e6)))
         elif ph in ("b", "e"):
             key = (e["id"], e["cat"])
             if ph == "b":
@@ -202,6 +205,14 @@ def _check_schema(doc: dict) -> Counter:
         else:
             raise AssertionError(f"unexpected phase {ph}")
     assert not open_async
+    for spans in complete.values():     # slices on one track nest or are disjoint
+        spans.sort(key=lambda se: (se[0], -se[1]))
+        stack: list[float] = []
+        for start, end in spans:
+            while stack and stack[-1] <= start:
+                stack.pop()
+            assert not stack or end <= stack[-1], (start, end, stack[-1])
+            stack.append(end)
     for steps in flows.values():
         kinds = [k for k, _ in steps]
         assert kinds[0] == "s" and kinds[-1] == "f" and set(kinds[1:-1]) <= {"t"}
