@@ -18,11 +18,13 @@ import numpy as np
 
 from npkit.compiler.mbl.sema import Program
 from npkit.compiler.me import compile_me
+from npkit.compiler.me.abi import LM_WINDOW_ABI
 
 from .linker import link
 from .manifest import Manifest, MemorySpec
 from .plan import CHANNEL_SHIFT
 from .platform import DEFAULT_PLATFORM, Platform, as_platform
+from .pool import entry_name, selects_pool
 from .program import ProgramInfo
 from .sram import placed
 from .writer import write_manifest
@@ -72,7 +74,10 @@ def chip_manifest(program: Program, platform: Platform | str = DEFAULT_PLATFORM,
     for `platform`, with the memories of `tables` (a filled NativeProgram) when given."""
     platform = as_platform(platform)
     program = placed(program, platform.chip_config())  # before compiling: the code has them
-    build = compile_me(program, entry)
+    name = entry_name(program, entry)
+    # MBL receive/transmit on a platform that links them: the pool's body (link/pool.py)
+    build = compile_me(program, name,
+                       LM_WINDOW_ABI if selects_pool(program, name, platform) else None)
     manifest = link(program, build, platform, build_dir=build_dir,
                     fwd_mes_per_port=fwd_mes_per_port)
     if tables is not None:

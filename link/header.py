@@ -26,7 +26,8 @@ def body_defines(body_uc: str, meta: MetaSetup) -> list[tuple[str, int | str]]:
     defines: list[tuple[str, int | str]] = [(f"META_CLEAR_{w}", 1) for w in sorted(meta.clear)]
     if meta.in_port_per_frame:
         defines.append(("META_IN_PORT_PER_FRAME", 1))
-    if "index0" in body_uc or "LM_ADDR_0" in body_uc:
+    code = "\n".join(t for t in body_uc.splitlines() if not t.startswith(".dbg_"))
+    if "index0" in code or "LM_ADDR_0" in code:    # (not a variable's name in debug info)
         defines.append(("BODY_USES_LM0", 1))
     if _entry_first(body_uc):
         defines.append(("BODY_ENTRY_FIRST", 1))
@@ -80,8 +81,6 @@ def layout_header(runtime: RuntimeLayout, window_bytes: int, reasons: int,
     if lay.buf_bytes != LAYOUT.buf_bytes:   # jumbo buffers (docs/link.md "Buffer size")
         defines += [("BUF_BYTES", lay.buf_bytes), ("BUF_SHIFT", lay.buf_shift),
                     ("BUF_MAX_FRAME", lay.buf_max_frame)]
-    if lay.cnt_tx_too_long:                 # tx_eth.uc drops what its TBUF cannot hold
-        defines += [("CNT_TX_TOO_LONG", lay.cnt_tx_too_long), ("TX_DROP_LONG", 1)]
     if runtime.fwd_mes_per_port != 2:       # 2: rx_eth.uc's own alternation (router4's)
         defines.append(("RX_RINGS_PER_PORT", runtime.fwd_mes_per_port))
     if len(runtime.rx_rings) == FOUR_PORTS:

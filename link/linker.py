@@ -229,13 +229,21 @@ def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PL
     control store is a CompileError at the entry's MBL declaration (the assembler's
     message would point into the generated body).  `pool_mes_per_port=N`: the compiled
     data path instead (docs/datapath.md; npkit.link.pool: the entry recompiled with the
-    window in local memory, N MEs per port receive, forward and transmit).
+    window in local memory, N MEs per port receive, forward and transmit).  A platform
+    with `[media] compiled = true` links a pipeline whose first stage receives in MBL
+    that way by default (its `pool_mes_per_port`, or `fwd_mes_per_port` when given).
     The program's SRAM memories go on the chip's channels (link/sram.py; the entry is
     compiled again when that moves them); SRAM memories that do not fit are a
     CompileError (`link-sram`) unless `big_channels` lets the flat layout run on 64 MB
     channels.  `buf_bytes`: the buffer size of the rings mapping (link_body)."""
     platform = as_platform(platform)
     program = placed(program, platform.chip_config(), big_channels=big_channels)
+    from .pool import selects_pool
+    if pool_mes_per_port is None and selects_pool(program, build.entry, platform):
+        # the platform links MBL receive/transmit as the pool (docs/link.md, "Platforms")
+        kinds = served_ports(program, build.entry, platform)
+        pool_mes_per_port = fwd_mes_per_port or platform.pool_mes(len(kinds),
+                                                                  rx_ports or len(kinds))
     if pool_mes_per_port is not None:
         if buf_bytes is not None:
             raise LinkError("buf_bytes: the buffer size is an option of the rings mapping; "
@@ -244,9 +252,10 @@ def link(program: Program, build: MEBuild, platform: Platform | str = DEFAULT_PL
         from npkit.compiler.me.abi import LM_WINDOW_ABI
 
         from .pool import link_pool
-        return link_pool(program, compile_me(program, build.entry, LM_WINDOW_ABI), platform,
-                         mes_per_port=pool_mes_per_port, build_dir=build_dir,
-                         rx_ports=rx_ports)
+        if build.body.header_lm_word is None or not same_sram_layout(program, build.program):
+            build = compile_me(program, build.entry, LM_WINDOW_ABI)
+        return link_pool(program, build, platform, mes_per_port=pool_mes_per_port,
+                         build_dir=build_dir, rx_ports=rx_ports)
     if not same_sram_layout(program, build.program):
         build = compile_me(program, build.entry)   # the ME code holds the addresses
     try:

@@ -66,9 +66,6 @@ class Layout:
     cnt_rx_no_buffer: int = 0x3030
     cnt_rx_too_long: int = 0x3038
     cnt_tx_race: int = 0x3040
-    # transmit drops of frames longer than a port's TBUF partition (0: not counted; the
-    # linker places it only for buffers larger than a partition, tx_eth.uc TX_DROP_LONG)
-    cnt_tx_too_long: int = 0
 
     # ---- derived ----
     def rx_ring(self, port: int, half: int) -> int:

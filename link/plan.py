@@ -272,11 +272,6 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
         exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
         cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],
         cnt_rx_too_long=counters["cnt_rx_too_long"], cnt_tx_race=counters["cnt_tx_race"])
-    if base.buf_bytes != LAYOUT.buf_bytes:      # tx_eth.uc's TX_DROP_LONG counters, last
-        tx_long = counters["drop_cnt_base"] + 4 * (len(program.reasons.ids) + 2)
-        if tx_long + 4 * ports > cfg.scratch_bytes:
-            raise LinkError("no scratch room for the transmit too-long counters")
-        layout = dataclasses.replace(layout, cnt_tx_too_long=tx_long)
     fwd_first = base.fwd_first_me if four else ONE_RX_FWD_FIRST_ME if one_rx else FWD_FIRST_ME
     fwd_end = fwd_first + receiving * per_port
     # tx_eth.uc: port = ME & 1 (2 ports); 4 ports: ME 12..15, hardware 0x14..0x17, & 3

@@ -14,8 +14,18 @@ A platform is a folder ``link/platforms/<name>/`` with a ``platform.toml`` (docs
     rx = "rx_eth.uc"
     tx = "tx_eth.uc"
     header = "router4.h"
+    compiled = true               # MBL receive/transmit stages link as the pool (below)
+    pool_mes_per_port = 8
     [memory]
     descriptor_align = 0x1000
+
+``[media] compiled = true``: a pipeline whose first stage is a receive stage (``frame_rx``
+of microblocks/media_rx.mbl) is linked as the compiled data path, the pool mapping of
+link/pool.py (``pool_mes_per_port`` MEs per input port, default ``mes`` // ports; all of
+them on a chip that receives one port), its receive and transmit the compiled MBL stages;
+a pipeline without a receive stage keeps the rings mapping with the hand-written ``rx`` /
+``tx`` (the hand baseline).  ``compiled = false`` (the default): a receive stage is a
+located ``link-media`` error.
 
 ``load_platform(name)`` reads one by name (or a path to a platform.toml);
 ``platform.with_ports(kinds)`` is the same platform with other port kinds (same count
@@ -54,6 +64,8 @@ class Media:
     rx: Path
     tx: Path
     header: Path
+    compiled: bool = False                 # MBL receive stages link as the pool
+    pool_mes_per_port: int | None = None   # None: the platform's MEs / its ports
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,15 @@ class Platform:
 
     def chip_config(self) -> ChipConfig:
         return ChipConfig.load(self.chip)
+
+    def pool_mes(self, ports: int, receiving: int) -> int:
+        """MEs per receiving port of the pool mapping on `ports` ports of which `receiving`
+        receive: the platform's `pool_mes_per_port` (at most its MEs shared by the
+        receiving ports), else all of them shared."""
+        share = self.mes // receiving
+        if self.media.pool_mes_per_port is None or receiving < ports:
+            return share
+        return min(self.media.pool_mes_per_port, share)
 
     def port_models(self) -> list[Port]:
         return [Port.from_kind(kind) for kind in self.ports]
@@ -103,15 +124,28 @@ def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None) 
     return value
 
 
+MEDIA_KEYS = {"folder", "rx", "tx", "header", "compiled", "pool_mes_per_port"}
+
+
 def _media(raw: Any, folder: Path, where: str) -> Media:
     if not isinstance(raw, dict) or not {"rx", "tx", "header"} <= set(raw):
         raise PlatformError(f"{where}: [media] needs rx, tx and header (.uc / .h file names)")
+    unknown = sorted(set(raw) - MEDIA_KEYS)
+    if unknown:
+        raise PlatformError(f"{where}: [media]: unknown key '{unknown[0]}' (allowed: "
+                            f"{', '.join(sorted(MEDIA_KEYS))})")
     base = (folder / str(raw.get("folder", "."))).resolve()
     files = {key: base / str(raw[key]) for key in ("rx", "tx", "header")}
     for key, path in files.items():
         if not path.is_file():
             raise PlatformError(f"{where}: [media] {key}: {path} not found")
-    return Media(base, files["rx"], files["tx"], files["header"])
+    compiled = raw.get("compiled", False)
+    if not isinstance(compiled, bool):
+        raise PlatformError(f"{where}: [media] compiled: expected true or false, "
+                            f"got {compiled!r}")
+    pool = (_int(raw, "pool_mes_per_port", f"{where}: [media]")
+            if "pool_mes_per_port" in raw else None)
+    return Media(base, files["rx"], files["tx"], files["header"], compiled, pool)
 
 
 def load_platform(name: str | Path = DEFAULT_PLATFORM) -> Platform:

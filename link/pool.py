@@ -14,7 +14,11 @@ bytes past the window (dram[rbuf_rd] in per RBUF element, dram[tbuf_wr] out); a 
 several elements is reassembled in it mpacket by mpacket, its header window read from its
 first element by the thread of its last (docs/datapath.md, "Mpackets").
 Exceptions reach the exception ring with their frame in a buffer, as with link()
-(CompiledRun.take_exceptions)."""
+(CompiledRun.take_exceptions).
+
+A pipeline whose first stage is a receive stage (MBL receive and transmit: frame_rx /
+frame_tx) runs only here; `selects_pool` says whether a platform links it so by default
+(`[media] compiled = true`, docs/link.md), which link() and chip_manifest() ask."""
 
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npkit.base.diagnostics import Diagnostic, SourceLocation
+from npkit.compiler.mbl.diagnostics import CompileError
 from npkit.compiler.mbl.sema import Program
 from npkit.compiler.mbl.types import (
     META_CODE,
@@ -40,7 +46,7 @@ from npkit.compiler.uc import assemble_file
 from .errors import LinkError
 from .manifest import ImageSpec, Manifest
 from .plan import BAD_PORT, NO_VERDICT, memory_map, plan_runtime, sram_channel_bytes
-from .platform import DEFAULT_PLATFORM, Platform, as_platform
+from .platform import DEFAULT_PLATFORM, Platform, as_platform, load_platform, platform_names
 from .program import ProgramInfo
 
 if TYPE_CHECKING:
@@ -96,11 +102,51 @@ def _stages(program: Program, entry: str) -> tuple[str, ...]:
     return tuple(edges) if edges else (entry,)
 
 
-def _receive_stage(program: Program, entry: str) -> bool:
-    """The entry's first stage (or the block itself) uses receive operations."""
+def receive_stage(program: Program, entry: str) -> SourceLocation | None:
+    """The location of the first receive operation of the entry's first stage (or of the
+    block itself); None when it has none."""
     pipeline = program.pipelines.get(entry)
     first = pipeline.stages[0].block if pipeline is not None else entry
-    return program.media_use.get(first, {}).get("rx") is not None
+    return program.media_use.get(first, {}).get("rx")
+
+
+def _receive_stage(program: Program, entry: str) -> bool:
+    return receive_stage(program, entry) is not None
+
+
+def entry_name(program: Program, entry: str | None) -> str:
+    """The entry compile_me takes for `entry` (None: the root file's only pipeline, else
+    its only block)."""
+    from npkit.compiler.me.front.prepare import choose_entry
+
+    return choose_entry(program, entry).name
+
+
+def selects_pool(program: Program, entry: str, platform: Platform) -> bool:
+    """Whether `platform` links `entry` as the pool with its MBL receive and transmit:
+    the platform's `[media] compiled = true` and a receive stage first (docs/link.md,
+    "Platforms").  A receive stage on a platform without it is a located `link-media`
+    CompileError: the rings mapping's hand-written receive cannot run it."""
+    where = receive_stage(program, entry)
+    if where is None:
+        return False
+    if not platform.media.compiled:
+        compiled = [n for n in platform_names() if load_platform(n).media.compiled]
+        raise CompileError([Diagnostic(
+            f"pipeline {entry} receives in MBL (its first stage is a receive stage), but "
+            f"platform {platform.name} links the hand-written receive and transmit "
+            f"({platform.media.rx.name}, {platform.media.tx.name})", where,
+            "link for a platform with `[media] compiled = true` (" + ", ".join(compiled)
+            + "), or leave the receive and transmit stages out", kind="link-media")],
+            _sources(where))
+    return True
+
+
+def _sources(where: SourceLocation) -> dict[str, str]:
+    try:
+        return {where.file: Path(where.file).read_text(encoding="utf-8")}
+    except OSError:
+        return {}
 
 
 def pool_header(defines: dict[str, int]) -> str:

@@ -184,9 +184,6 @@ class CompiledRun:
                            ("rx_too_long", lay.cnt_rx_too_long)):
             for p in range(len(self.linked.ports)):
                 out[f"{name}{p}"] = int(scratch[base // 4 + p])
-        if lay.cnt_tx_too_long:     # jumbo buffers: frames longer than a TBUF partition
-            for p in range(len(self.linked.ports)):
-                out[f"tx_too_long{p}"] = int(scratch[lay.cnt_tx_too_long // 4 + p])
         for p, c in enumerate(self.chip.counters()["ports"]):
             for key, value in c.items():
                 if key.startswith("rx_dropped"):

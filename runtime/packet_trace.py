@@ -117,8 +117,7 @@ def drop_counters(program: ProgramInfo) -> dict[int, str]:
     out = {program.drop_counter_base + 4 * i: name for i, name in program.drop_reasons.items()}
     layout = program.layout()
     for name, base in (("rx_no_buffer", layout.cnt_rx_no_buffer),
-                       ("rx_too_long", layout.cnt_rx_too_long),
-                       ("tx_too_long", layout.cnt_tx_too_long)):
+                       ("rx_too_long", layout.cnt_rx_too_long)):
         if base:
             for p in range(program.ports):
                 out.setdefault(base + 4 * p, name)

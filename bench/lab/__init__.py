@@ -10,4 +10,7 @@ Layers, each talking only down:
   they build streams, run trials on a ``Device`` and return plain result dataclasses.
 * ``report``  -- JSON results (whole configuration and seed) and the Markdown/HTML report.
 * ``sweep``   -- running the trials of a suite serially or as dask.distributed tasks.
+* ``verdict`` -- the line-rate verdict (docs/verdict.md): what each ME stage and memory
+  channel of a chip can carry, from the linked images, one frame on the idle chip and a
+  light-load profile; ``verdict_runs`` measures what it is checked against.
 """

@@ -235,6 +235,8 @@ DATA_PATH_TEXT = {
     "pool": "our compiled router in the compiled IXA-class data path, docs/datapath.md: "
             "every ME receives, forwards and transmits, the header from the receive buffer "
             "to the transmit buffer in registers",
+    "pool-mbl": "our compiled router in the compiled IXA-class data path with its receive "
+                "and transmit written in MBL (frame_rx / frame_tx), docs/datapath.md",
     "rings": "our compiled router between the hand-written receive and transmit microcode",
 }
 

@@ -67,8 +67,12 @@ ONE_RX_FWD_MES = 8  # forwarding MEs of a one-receive-port chip: measured, docs/
 # The data paths a chip that receives one port can run (docs/datapath.md): "rings" =
 # rx_eth.uc, a forwarding chain per ring, tx_eth.uc; "pool" = the compiled IXA-class path,
 # every ME receives, forwards and transmits (npkit.link.pool), POOL_MES of them: the
-# default (the NPF preset at line rate; "rings" tops out at 72 % at 40 B, docs/lab.md).
-DATA_PATHS = ("rings", "pool")
+# default (the NPF preset at line rate; "rings" tops out at 72 % at 40 B, docs/lab.md);
+# "pool-mbl" = the pool with the receive and transmit written in MBL (frame_rx / frame_tx:
+# the program's MBL_MEDIA variant) instead of pool.uc's own.
+DATA_PATHS = ("rings", "pool", "pool-mbl")
+# program file -> its variant with MBL receive and transmit stages, and that entry
+MBL_MEDIA = {"pos_router.mbl": ("media_pos_router.mbl", "media_pos_router")}
 POOL_MES = 16
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
@@ -87,6 +91,17 @@ class _OnlyMemory:
         return np.zeros(0, dtype=np.uint32)
 
 
+def _mbl_media(source: str | Path | None) -> dict[str, Any]:
+    """The source and entry of the program's variant with MBL receive and transmit."""
+    name = Path(source).name if source is not None else "router.mbl"
+    if name not in MBL_MEDIA:
+        raise LabConfigError(f"data path pool-mbl: {name} has no variant with MBL receive "
+                             f"and transmit (known: {', '.join(MBL_MEDIA)})")
+    file, entry = MBL_MEDIA[name]
+    return {"source": Path(source).with_name(file) if source is not None else file,
+            "entry": entry}
+
+
 class SystemChipDevice(CompiledChipDevice):
     """The compiled router on every chip of a system (``system``: a shipped name or a
     path), the tester on the system's external ports."""
@@ -99,9 +114,11 @@ class SystemChipDevice(CompiledChipDevice):
                  streamed: bool = True, **compiled: Any) -> None:
         # trials streamed (run_streamed: nothing held per frame) or held (run_traffic: the
         # Traffic and every received frame kept in the result, e.g. to write pcaps)
-        super().__init__(options, streamed=streamed, **compiled)
         if data_path not in DATA_PATHS:
             raise LabConfigError(f"data path {data_path!r}: use one of {', '.join(DATA_PATHS)}")
+        if data_path == "pool-mbl":
+            compiled = {**compiled, **_mbl_media(compiled.get("source"))}
+        super().__init__(options, streamed=streamed, **compiled)
         self.system = str(system)
         self.threads = threads
         self.data_path = data_path
@@ -161,7 +178,7 @@ class SystemChipDevice(CompiledChipDevice):
     def chip_mapping(self, chip: str) -> dict[str, Any]:
         """How ``chip``'s program is linked: its platform, receive ports, forwarding MEs."""
         one = self.receives_one_port(chip)
-        pool = one and self.data_path == "pool"
+        pool = one and self.data_path in ("pool", "pool-mbl")
         return {"platform": self.spec.chip(chip).platform, "rx_ports": 1 if one else None,
                 "fwd_mes_per_port": self.chip_fwd_mes if one else self.fwd_mes_per_port,
                 "pool_mes_per_port": POOL_MES if pool else None}
@@ -170,8 +187,20 @@ class SystemChipDevice(CompiledChipDevice):
     def me_build(self) -> Any:
         """The entry compiled for the MEs, once for every chip's link."""
         from npkit.compiler.me import compile_me
+        from npkit.compiler.me.abi import LM_WINDOW_ABI
 
-        return compile_me(self.program, self.entry)
+        # a receive stage compiles only for the pool's body (the window in local memory)
+        return compile_me(self.program, self.entry,
+                          LM_WINDOW_ABI if self.data_path == "pool-mbl" else None)
+
+    @cached_property
+    def linked(self) -> Any:
+        """As ``CompiledChipDevice.linked``, from ``me_build`` (for ``pool-mbl`` a receive
+        stage's body, which the platform links as the pool: docs/link.md)."""
+        from npkit.link import for_ports, link
+
+        return link(self.program, self.me_build, for_ports(tuple(self.options.port_kinds)),
+                    fwd_mes_per_port=self.fwd_mes_per_port)
 
     def chip_linked(self, chip: str) -> Any:
         """The program linked for ``chip`` (one link per distinct mapping)."""

@@ -127,4 +127,6 @@ def _intrinsic_nodes(call: A.Call, program: Program) -> int:
         return 4 * bits            # a select and an xor per input bit
     if call.func in ("crc32", "csum"):
         return bits // 2           # a few operations per byte / 16-bit word
+    if call.func == "pop_count":
+        return max(1, bits // 32)  # one count per word (and the adds)
     return 4

@@ -8,7 +8,7 @@ backend for microcode).  The context pointer is opaque: only the npu.* functions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llvmlite import ir
 
@@ -144,8 +144,32 @@ class _Scope:
         return None
 
 
+@dataclass(frozen=True)
+class TracedVariable:
+    """A variable the line-trace build reports (`lower(..., trace=LineTable())`)."""
+
+    name: str
+    decl: SourceLocation        # its `let` / parameter / `for`
+    width: int                  # bits (1 for bool)
+
+
+@dataclass
+class LineTable:
+    """What a line-trace build's hooks mean: statement id -> its location, variable id ->
+    the variable (npkit.compiler.mbl.linetrace reads the hooks' calls back through it)."""
+
+    statements: list[SourceLocation] = field(default_factory=list)
+    variables: list[TracedVariable] = field(default_factory=list)
+
+
+# The line-trace hooks: function pointers the host stores in these globals (never declared
+# in a normal build).  line(ctx, statement id); var(ctx, variable id, low 64, high 64 bits)
+TRACE_LINE, TRACE_VAR = "mbl.trace.line", "mbl.trace.var"
+
+
 class Lowerer:
-    def __init__(self, program: Program, name: str = "mbl") -> None:
+    def __init__(self, program: Program, name: str = "mbl",
+                 trace: LineTable | None = None, variables: bool = False) -> None:
         self.p = program
         self.module = ir.Module(name=name)
         self.npu = {n: ir.Function(self.module, t, n) for n, t in npu_signatures().items()}
@@ -163,6 +187,12 @@ class Lowerer:
         self.b: ir.IRBuilder | None = None
         self.ctx: ir.Value | None = None
         self.scope = _Scope()
+        self.trace = trace
+        self.variables = variables
+        # dbg.declare calls, made when the function is done: llvmlite numbers every
+        # instruction, so made in place they would renumber the values after them
+        self.declares: list[tuple[ir.AllocaInstr, str, SourceLocation, int]] = []
+        self.trace_ids: dict[int, int] = {}     # id(alloca) -> traced variable id
 
     # ---- driver ----
     def run(self) -> ir.Module:
@@ -247,7 +277,7 @@ class Lowerer:
             if isinstance(t, View):
                 self.scope.set(prm.name, PacketRef(t.layout, arg))
             else:
-                self.scope.set(prm.name, self.make_var(arg))
+                self.scope.set(prm.name, self.variable(prm.name, prm.span, arg))
         self.stmt(f.body)
         self.finish(fn)
 
@@ -269,6 +299,10 @@ class Lowerer:
                 self.b.ret_void()
             else:
                 self.b.unreachable()
+        for slot, name, span, width in self.declares:
+            self.b.position_after(slot)
+            self.debug.declare(self.b, slot, name, span, width)
+        self.declares = []
 
     def make_var(self, value: ir.Value) -> ir.AllocaInstr:
         """A local variable: an entry-block alloca (sroa turns it into SSA values)."""
@@ -276,6 +310,52 @@ class Lowerer:
             slot = self.b.alloca(value.type)
         self.b.store(value, slot)
         return slot
+
+    def variable(self, name: str, span: SourceLocation, value: ir.Value) -> ir.AllocaInstr:
+        """A named MBL variable: a local (make_var) described to the debugger."""
+        slot = self.make_var(value)
+        width = value.type.width
+        if self.variables:
+            self.declares.append((slot, name, span, width))
+        if self.trace is not None:
+            self.trace_ids[id(slot)] = len(self.trace.variables)
+            self.trace.variables.append(TracedVariable(
+                name, SourceLocation(span.file, span.line, span.column), width))
+        return slot
+
+    def trace_statement(self, s: A.Stmt) -> None:
+        """Line-trace build: report the statement about to run and the value of every
+        variable in scope (innermost declaration of each name)."""
+        assert self.trace is not None
+        i64 = ir.IntType(64)
+        hook_line = self.b.load(self.trace_hook(TRACE_LINE, [PTR, I32]))
+        self.b.call(hook_line, [self.ctx, ir.Constant(I32, len(self.trace.statements))])
+        self.trace.statements.append(s.span)
+        visible: dict[str, ir.AllocaInstr] = {}
+        for frame in self.scope.frames:
+            for name, slot in frame.items():
+                if isinstance(slot, ir.AllocaInstr) and id(slot) in self.trace_ids:
+                    visible.pop(name, None)
+                    visible[name] = slot
+        for slot in visible.values():
+            value = self.b.load(slot)
+            width = value.type.width
+            wide = self.b.zext(value, ir.IntType(128)) if width < 128 else value
+            low = self.b.trunc(wide, i64)
+            high = self.b.trunc(self.b.lshr(wide, ir.Constant(ir.IntType(128), 64)), i64)
+            self.b.call(self.b.load(self.trace_hook(TRACE_VAR, [PTR, I32, i64, i64])),
+                        [self.ctx, ir.Constant(I32, self.trace_ids[id(slot)]), low, high])
+
+    def trace_hook(self, name: str, params: list[ir.Type]) -> ir.GlobalVariable:
+        """The global holding hook `name`, a pointer to void(params), created once (the
+        host stores its callback there: no process-wide symbol)."""
+        try:
+            return self.module.get_global(name)
+        except KeyError:
+            fnptr = ir.FunctionType(VOID, params).as_pointer()
+            hook = ir.GlobalVariable(self.module, fnptr, name)
+            hook.initializer = ir.Constant(fnptr, None)
+            return hook
 
     def terminated(self) -> bool:
         return self.b.block.is_terminated
@@ -289,6 +369,8 @@ class Lowerer:
     def stmt(self, s: A.Stmt) -> None:
         self.fresh_block_if_terminated()
         with self.debug.at(self.b, s.span):
+            if self.trace is not None and not isinstance(s, A.Block):
+                self.trace_statement(s)
             getattr(self, "stmt_" + type(s).__name__.rstrip("_"))(s)
 
     def stmt_Block(self, s: A.Block) -> None:  # noqa: N802
@@ -305,7 +387,7 @@ class Lowerer:
         if isinstance(value, PacketRef | MemRef):
             self.scope.set(s.name, value)
         else:
-            self.scope.set(s.name, self.make_var(value))
+            self.scope.set(s.name, self.variable(s.name, s.span, value))
 
     def checked(self, s: A.Let) -> object:
         """`let x = fallible else stmt`: branch to the else statement on failure."""
@@ -408,7 +490,7 @@ class Lowerer:
     def stmt_For(self, s: A.For) -> None:  # noqa: N802
         lo = self.p.values[id(s.start)]
         hi = self.p.values[id(s.stop)]
-        var = self.make_var(ir.Constant(I32, lo))
+        var = self.variable(s.var, s.span, ir.Constant(I32, lo))
         head = self.b.function.append_basic_block("loop")
         body = self.b.function.append_basic_block("body")
         done = self.b.function.append_basic_block("done")
@@ -725,6 +807,11 @@ class Lowerer:
 
     intrinsic_hash48 = intrinsic_hash64 = intrinsic_hash128 = _hash
 
+    def intrinsic_pop_count(self, e: A.Call) -> ir.Value:
+        """llvm.ctpop: one instruction natively, the chip's pop_count per word on the ME."""
+        v = self.expr(e.args[0])
+        return self.b.call(self.module.declare_intrinsic("llvm.ctpop", [v.type]), [v])
+
     # ---- receive / transmit / buffer operations (docs/datapath.md) ----
     def is_media(self, e: A.MethodCall) -> bool:
         return isinstance(e.target, A.Name) and e.target.name in ("media", "buffer") \
@@ -782,6 +869,13 @@ class Lowerer:
         return None
 
 
-def lower(program: Program, name: str = "mbl") -> ir.Module:
-    """Lower a checked program (no errors) to an LLVM module with npu.* declarations."""
-    return Lowerer(program, name).run()
+def lower(program: Program, name: str = "mbl", trace: LineTable | None = None,
+          variables: bool = False) -> ir.Module:
+    """Lower a checked program (no errors) to an LLVM module with npu.* declarations.
+    With `trace` (only npkit.compiler.mbl.linetrace's build, never a target's): before every
+    statement the module calls the line-trace hooks, and `trace` fills with what their ids
+    mean.  With `variables` (the ME backend's build) each named variable gets a
+    `llvm.dbg.declare`: debug records, which change no code (tests/mbl/test_debuginfo.py)
+    but which MCJIT's DWARF writer refuses in a line-tables-only unit, so the native
+    target's build has none."""
+    return Lowerer(program, name, trace, variables).run()

@@ -19,7 +19,7 @@ from llvmlite import ir
 
 from npkit.base.errors import NpkitError
 
-from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, lower
+from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, LineTable, lower
 from .passes import new_target_machine, optimize
 from .sema import Program
 from .types import (
@@ -652,12 +652,13 @@ def prefetch_slice(program: Program, entry: str,
 
 
 def native_module(program: Program, entry: str, hash_unit: HashUnit | None = None,
-                  prefetch: bool = False,
-                  pool: BufferPool | None = None) -> tuple[ir.Module, str]:
+                  prefetch: bool = False, pool: BufferPool | None = None,
+                  trace: LineTable | None = None) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
     block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
-    (prefetch_slice, linked in separately)."""
-    module = lower(program)
+    (prefetch_slice, linked in separately); with `trace`, the line-trace build
+    (npkit.compiler.mbl.linetrace: hooks before every statement)."""
+    module = lower(program, trace=trace)
     _HostOps(module, hash_unit or HashUnit(), pool).build()
     kind = "pipeline" if entry in program.pipelines else "block"
     target = f"mbl.{kind}.{entry}"
@@ -684,7 +685,7 @@ class NativeProgram:
 
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
-                 buffers: BufferPool | None = None) -> None:
+                 buffers: BufferPool | None = None, trace: LineTable | None = None) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
@@ -692,9 +693,11 @@ class NativeProgram:
         if self.block not in program.blocks and self.block not in program.pipelines:
             raise NativeError(f"no block or pipeline named '{self.block}'")
         # a slice only pays where the program reads memories (arrays: trie walks)
-        prefetch = prefetch and any(m.kind == "array" for m in program.memories.values())
+        prefetch = prefetch and trace is None and \
+            any(m.kind == "array" for m in program.memories.values())
         self.pool = buffers or BufferPool()
-        module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool)
+        module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool,
+                                       trace)
         self.ir = optimize(module)
         if prefetch:
             self.ir.link_in(prefetch_slice(program, self.block, hash_unit))

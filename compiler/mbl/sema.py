@@ -47,7 +47,7 @@ VERDICTS = (A.Forward, A.Drop, A.Exception_, A.Next)
 
 # Intrinsics: name -> (fixed argument count or None for variadic).  Typing is in _intrinsic.
 INTRINSICS = {"csum": 1, "csum_update": 3, "crc32": None, "toeplitz": None, "hash48": 1,
-              "hash64": 1, "hash128": 1}
+              "hash64": 1, "hash128": 1, "pop_count": 1}
 
 
 @dataclass(frozen=True)
@@ -740,6 +740,18 @@ class Checker:
             for a in e.args:
                 self.coerce(a, self.expr(a, Bits(16)), Bits(16))
             return Bits(16)
+        if e.func == "pop_count":
+            a = e.args[0]
+            t = self.expr(a, None)
+            if isinstance(t, Literal):
+                return self.err("needs-width", "pop_count needs a width", a.span,
+                                "cast the literal: `5 as bit<32>`")
+            if isinstance(t, Bits):
+                return t        # the count of a bit<N> fits in bit<N>
+            if not isinstance(t, Error):
+                self.err("type-mismatch", f"pop_count takes a bit<N> value, not {t.show()}",
+                         a.span)
+            return Error()
         if e.func.startswith("hash"):
             w = int(e.func[4:])
             a = e.args[0]

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from ..mbl.sema import Program
 from . import MEBuild, compile_me
-from .abi import LABEL_PREFIX
-from .front import to_wir
+from .abi import LABEL_PREFIX, LM_WINDOW_ABI
+from .front.prepare import choose_entry
 from .report import BodyStats, analyze_body
 
 
 def entry_names(program: Program, entry: str | None) -> list[str]:
     """The entry to compile, then (for a pipeline) its stages' blocks."""
-    build_entry = entry or to_wir(program, None).name
+    build_entry = entry or choose_entry(program, None).name
     names = [build_entry]
     pipeline = next((p for p in program.pipelines.values() if p.name == build_entry), None)
     if pipeline is not None:
@@ -27,12 +27,22 @@ def loop_trips(build: MEBuild) -> dict[str, int]:
             if b.max_trips} | build.body.loop_trips
 
 
+def _receives(program: Program, name: str) -> bool:
+    """The pipeline's first stage (or the block itself) is a receive stage."""
+    pipeline = program.pipelines.get(name)
+    first = pipeline.stages[0].block if pipeline is not None else name
+    return program.media_use.get(first, {}).get("rx") is not None
+
+
 def block_stats(program: Program, entry: str | None) -> dict[str, BodyStats]:
     """Per name of entry_names: the compiled body's instructions, worst path, memory
-    commands, registers and estimated packets per second per ME."""
+    commands, registers and estimated packets per second per ME.  An entry that receives
+    in MBL compiles, stages included, as the pool runs it (LM_WINDOW_ABI: docs/link.md)."""
     stats = {}
-    for name in entry_names(program, entry):
-        build = compile_me(program, name)
+    names = entry_names(program, entry)
+    abi = LM_WINDOW_ABI if _receives(program, names[0]) else None
+    for name in names:
+        build = compile_me(program, name, abi)
         stats[name] = analyze_body(build.body.uc, filename=f"{name}.uc",
                                    loop_trips=loop_trips(build))
     return stats

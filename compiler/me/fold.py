@@ -73,6 +73,11 @@ def funnel_shift(hi: int, lo: int, amount: int) -> int:
     return ((hi << 32 | lo) >> amount) & MASK32
 
 
+def pop_count(value: int) -> int:
+    """`wir.PopCount`: the number of set bits of a 32-bit word."""
+    return (value & MASK32).bit_count()
+
+
 def ones_sum(values: Sequence[int]) -> int:
     """`wir.OnesSum`: the 32-bit ones-complement sum, every carry out of bit 31 added back
     in at bit 0 (0 only when every value is 0)."""

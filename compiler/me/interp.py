@@ -167,6 +167,9 @@ class _Run:
             raise self.fail(f"funnel shift amount {i.amount} (1..31)")
         self.set(i.dst, fold.funnel_shift(self.val(i.hi), self.val(i.lo), i.amount))
 
+    def op_PopCount(self, i: wir.PopCount) -> None:
+        self.set(i.dst, fold.pop_count(self.val(i.src)))
+
     def op_OnesSum(self, i: wir.OnesSum) -> None:
         if not 2 <= len(i.srcs) <= 16:
             raise self.fail(f"{len(i.srcs)} sources of a ones-complement sum (2..16)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npkit.base.diagnostics import SourceLocation
+from npkit.compiler.uc.image import Variable
 
 MASK32 = 0xFFFF_FFFF
 
@@ -46,9 +47,24 @@ def opnd(o: Operand) -> str:
     return str(o) if isinstance(o, Reg) else hex(o)
 
 
+@dataclass(frozen=True)
+class VarBind:
+    """Debug info: from the instruction carrying it on, MBL variable `var` is `args` (each a
+    value's words, most significant first; a constant word is an int) combined by the DWARF
+    expression `expr` (empty: args[0]); `args` None: optimized out from here.  No use of
+    its registers: a pass may delete their definitions (then the value is lost)."""
+
+    var: Variable
+    args: tuple[tuple[Operand, ...], ...] | None
+    expr: tuple[str | int, ...] = ()
+
+
 @dataclass
 class Instr:
     loc: Loc | None = field(default=None, kw_only=True)
+    # variable bindings that take effect just before this instruction (debug info only:
+    # never compared, never a use)
+    dbg: tuple[VarBind, ...] = field(default=(), kw_only=True, compare=False, repr=False)
 
     def defs(self) -> tuple[Reg, ...]:
         return ()
@@ -115,6 +131,23 @@ class OnesSum(Instr):
 
     def __str__(self) -> str:
         return f"{self.dst} = onessum {', '.join(map(opnd, self.srcs))}"
+
+
+@dataclass
+class PopCount(Instr):
+    """dst = the number of set bits of src (the chip's `pop_count`)."""
+
+    dst: Reg
+    src: Operand
+
+    def defs(self):
+        return (self.dst,)
+
+    def uses(self):
+        return (self.src,)
+
+    def __str__(self) -> str:
+        return f"{self.dst} = popcount {opnd(self.src)}"
 
 
 @dataclass

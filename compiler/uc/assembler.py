@@ -23,7 +23,7 @@ from pathlib import Path
 from npkit.base.diagnostics import Diagnostic, SourceLocation
 from npkit.sim import isa
 
-from . import banks
+from . import banks, debugvars
 from .errors import AsmError
 from .expr import ExprError, evaluate
 from .forms import FORMS, Operands, immed_encoding, mnemonic_fields
@@ -83,11 +83,14 @@ def _assemble(sources: SourceSet, control_store_words: int) -> Image:
     if not asm.check_size(control_store_words):
         asm.encode()
         asm.check_defers()
+    variables = asm.debug_variables() if sources.debug_marks else ([], [])
     if sources.diagnostics:
         file_order = {name: i for i, name in enumerate(sources.texts)}
         raise AsmError(sorted(sources.diagnostics,
                               key=lambda d: _order(file_order, d)), sources.source_texts())
-    return asm.image()
+    image = asm.image()
+    image.variables, image.var_ranges = variables
+    return image
 
 
 def _order(file_order: dict[str, int], d: Diagnostic) -> tuple[int, int, int]:
@@ -578,6 +581,21 @@ class _Assembler:
         return Image(mes=self.mes or (0,), ctx_mode=self.ctx_mode, words=self.words(),
                      symbols=dict(self.table.labels), lines=lines, registers=registers,
                      signals=signals)
+
+    def debug_variables(self):
+        """MBL variables from the `.dbg_*` directives (debugvars.py)."""
+        words = sum(instr.nwords for instr in self.instrs)
+        index = {id(line): k for k, line in enumerate(self.sources.lines)}
+        pc_of_line = [words] * (len(self.sources.lines) + 1)
+        for instr in reversed(self.instrs):
+            pc_of_line[index[id(instr.stmt.line)]] = instr.address
+        for k in range(len(self.sources.lines) - 1, -1, -1):
+            pc_of_line[k] = min(pc_of_line[k], pc_of_line[k + 1])
+        file_end = {line.file: pc_of_line[k + 1] for k, line in enumerate(self.sources.lines)}
+        return debugvars.collect(
+            self.sources.debug_marks, pc_of_line, file_end,
+            lambda m, message: self.sources.error(m.file, m.lineno, 1, message,
+                                                  "see compiler/uc/debugvars.py"))
 
 
 DIRECTIVE_HINTS = {

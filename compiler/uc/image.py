@@ -10,7 +10,14 @@ File format (version 1) — a UTF-8 JSON object:
      "signals": {"rd_done": 1, ...},          # signal names -> number
      "files": ["main.uc", "inc.uc"],          # source files, referenced by index
      "lines": [[0, 12, 5], ...],              # per word: file index, line, column
+     "variables": [...], "var_ranges": [...], # optional: MBL variables (below)
      "checksum": "sha256:<hex>"}              # over the canonical JSON of all other keys
+
+MBL variables (only in images of compiled MBL; the keys are absent otherwise):
+"variables" lists `Variable`s as [name, scope, file index, line, column, width, inlined]
+(inlined: null or [file index, line, column]); "var_ranges" lists [variable index, first pc,
+end pc, location] (location: null for optimized out, else {"args": [[part, ...], ...],
+"expr": [...]}, see `VarLocation`).
 
 The checksum is SHA-256 of ``json.dumps(rest, sort_keys=True, separators=(",", ":"))``
 where ``rest`` is the object without its ``checksum`` key.
@@ -21,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +46,150 @@ CTX_MODES = (4, 8)
 ME_COUNT = 16
 
 
+@dataclass(frozen=True)
+class Variable:
+    """An MBL variable (one inlined instance of it): what the compiler's debug info names."""
+
+    name: str
+    scope: str                          # the function or block it is declared in
+    decl: SourceLocation                # its let / var / for / parameter
+    width: int                          # bits (bool: 1)
+    inlined_at: SourceLocation | None = None   # its function's call site, if inlined
+    scope_end: int = 0                  # last line of its lexical block (decl's file)
+
+    def in_scope(self, loc: SourceLocation | None) -> bool:
+        return loc is not None and loc.file == self.decl.file and \
+            self.decl.line <= loc.line <= max(self.scope_end, self.decl.line)
+
+
+# DWARF expression operators a location may use (LLVM's salvaged values, e.g. a variable
+# that is `(b0 << 24 | b1 << 16 | ...)` of bytes still in registers)
+_BINARY = {"DW_OP_plus": lambda a, b: a + b, "DW_OP_minus": lambda a, b: a - b,
+           "DW_OP_mul": lambda a, b: a * b, "DW_OP_and": lambda a, b: a & b,
+           "DW_OP_or": lambda a, b: a | b, "DW_OP_xor": lambda a, b: a ^ b,
+           "DW_OP_shl": lambda a, b: a << b, "DW_OP_shr": lambda a, b: a >> b}
+_OPERANDS = {"DW_OP_LLVM_arg": 1, "DW_OP_constu": 1, "DW_OP_plus_uconst": 1,
+             "DW_OP_LLVM_convert": 2, "DW_OP_stack_value": 0, "DW_OP_not": 0,
+             "DW_OP_neg": 0, **{op: 0 for op in _BINARY}}
+
+
+def expression_supported(expr: tuple[str | int, ...]) -> bool:
+    """Every operator of expr is one `VarLocation.value` evaluates."""
+    k = 0
+    while k < len(expr):
+        op = expr[k]
+        if op not in _OPERANDS:
+            return False
+        k += 1 + _OPERANDS[op]  # type: ignore[index]
+    return k == len(expr)
+
+
+def substitute_arg(expr: tuple[str | int, ...], k: int,
+                   ops: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """expr with `ops` applied to argument k wherever it is pushed (a value rebuilt from
+    another: `DW_OP_LLVM_arg k` -> `DW_OP_LLVM_arg k, ops...`)."""
+    out: list[str | int] = []
+    i = 0
+    while i < len(expr):
+        op = expr[i]
+        n = _OPERANDS[op]  # type: ignore[index]
+        out.extend(expr[i:i + 1 + n])
+        if op == "DW_OP_LLVM_arg" and expr[i + 1] == k:
+            out.extend(ops)
+        i += 1 + n
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class VarLocation:
+    """Where a variable's value is: `args` (each a value in 32-bit words, most significant
+    first: "a3", "b7" GPRs, "$3" / "$$3" transfer registers, "*l$index0[k]" /
+    "*l$index1[k]" local memory at LM_ADDR_0/1 + k, "0x1f" constants, all of the context
+    looked at), combined by the DWARF expression `expr` (empty: the value is args[0])."""
+
+    args: tuple[tuple[str, ...], ...]
+    expr: tuple[str | int, ...] = ()
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for a in self.args for p in a)
+
+    def value(self, read: Callable[[str], int], width: int) -> int:
+        """The value, `read(part)` giving each register or local-memory word."""
+        def word(part: str) -> int:
+            return int(part, 16) if part.startswith("0x") else read(part) & 0xFFFF_FFFF
+
+        args = []
+        for arg in self.args:
+            v = 0
+            for part in arg:
+                v = v << 32 | word(part)
+            args.append(v)
+        stack = [] if any(op == "DW_OP_LLVM_arg" for op in self.expr) else [args[0]]
+        k = 0
+        while k < len(self.expr):
+            op = self.expr[k]
+            n = _OPERANDS[op]  # type: ignore[index]
+            operands = self.expr[k + 1:k + 1 + n]
+            k += 1 + n
+            if op == "DW_OP_LLVM_arg":
+                stack.append(args[int(operands[0])])
+            elif op == "DW_OP_constu":
+                stack.append(int(operands[0]))
+            elif op == "DW_OP_plus_uconst":
+                stack.append(stack.pop() + int(operands[0]))
+            elif op == "DW_OP_LLVM_convert":
+                stack.append(stack.pop() & ((1 << int(operands[0])) - 1))
+            elif op == "DW_OP_not":
+                stack.append(~stack.pop())
+            elif op == "DW_OP_neg":
+                stack.append(-stack.pop())
+            elif op in _BINARY:
+                b, a = stack.pop(), stack.pop()
+                stack.append(_BINARY[op](a, b))    # type: ignore[index]
+        return stack[-1] & ((1 << width) - 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"args": [list(a) for a in self.args], "expr": list(self.expr)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VarLocation:
+        expr = tuple(x if isinstance(x, str) else int(x) for x in data["expr"])
+        if not expression_supported(expr):
+            raise ValueError(f"unsupported variable location expression {expr}")
+        return cls(tuple(tuple(str(p) for p in a) for a in data["args"]), expr)
+
+
+@dataclass(frozen=True)
+class VarRange:
+    """Variable `var` (an index into Image.variables) is at `location` for pcs
+    first .. end - 1 (None: optimized out there)."""
+
+    var: int
+    first: int
+    end: int
+    location: VarLocation | None
+
+
+@dataclass(frozen=True)
+class VariableAt:
+    """One variable at one pc: where its value is (None: optimized out)."""
+
+    variable: Variable
+    location: VarLocation | None
+
+    @property
+    def parts(self) -> tuple[str, ...] | None:
+        return None if self.location is None else self.location.parts
+
+    def value(self, read: Callable[[str], int]) -> int | None:
+        """The value, `read(part)` giving the 32-bit word of each register / LM part (the
+        context's own); None when optimized out."""
+        if self.location is None:
+            return None
+        return self.location.value(read, self.variable.width)
+
+
 @dataclass
 class Image:
     """Microcode for one or more MEs (all listed MEs run the same code)."""
@@ -49,6 +201,19 @@ class Image:
     lines: list[SourceLocation] = field(default_factory=list)
     registers: dict[str, str] = field(default_factory=dict)  # name -> "a3", "$2", "$$0"
     signals: dict[str, int] = field(default_factory=dict)  # name -> 1..15
+    variables: list[Variable] = field(default_factory=list)   # MBL variables (compiled code)
+    var_ranges: list[VarRange] = field(default_factory=list)
+
+    def variables_at(self, pc: int) -> list[VariableAt]:
+        """The MBL variables in scope at the source line of `pc` (before the instruction at
+        pc runs), each with where its value is, or None where it is optimized out."""
+        loc = self.lines[pc] if 0 <= pc < len(self.lines) else None
+        where: dict[int, VarLocation | None] = {}
+        for r in self.var_ranges:
+            if r.first <= pc < r.end:
+                where[r.var] = r.location
+        return [VariableAt(v, where.get(k)) for k, v in enumerate(self.variables)
+                if v.in_scope(loc)]
 
     def source_of(self, pc: int) -> str | None:
         """The source location "file:line:col" of the instruction at ``pc``, or None."""
@@ -85,6 +250,20 @@ class Image:
             "files": files,
             "lines": lines,
         }
+        if self.variables:
+            def file_index(name: str) -> int:
+                if name not in index:
+                    index[name] = len(files)
+                    files.append(name)
+                return index[name]
+
+            body["variables"] = [
+                [v.name, v.scope, file_index(v.decl.file), v.decl.line, v.decl.column, v.width,
+                 None if v.inlined_at is None else [file_index(v.inlined_at.file),
+                                                    v.inlined_at.line, v.inlined_at.column],
+                 v.scope_end] for v in self.variables]
+            body["var_ranges"] = [[r.var, r.first, r.end, None if r.location is None
+                                   else r.location.to_json()] for r in self.var_ranges]
         body["checksum"] = _checksum(body)
         return body
 
@@ -196,7 +375,18 @@ def _image_from_body(data: dict[str, Any]) -> Image:
         if not isinstance(w, str) or not re.fullmatch(r"0x[0-9a-fA-F]{1,10}", w):
             raise TypeError(f"word {w!r} is not a hex string 0x + 10 digits")
         words.append(int(w, 16))
+    variables = [Variable(str(name), str(scope), SourceLocation(files[int(f)], int(ln), int(col)),
+                          int(width), None if at is None else
+                          SourceLocation(files[int(at[0])], int(at[1]), int(at[2])), int(end))
+                 for name, scope, f, ln, col, width, at, end in data.get("variables", [])]
+    ranges = [VarRange(int(v), int(first), int(end),
+                       None if loc is None else VarLocation.from_json(loc))
+              for v, first, end, loc in data.get("var_ranges", [])]
+    if any(not 0 <= r.var < len(variables) for r in ranges):
+        raise ValueError("a variable range names no variable")
     return Image(
+        variables=variables,
+        var_ranges=ranges,
         mes=tuple(int(m) for m in data["mes"]),
         ctx_mode=int(data["ctx_mode"]),
         words=words,

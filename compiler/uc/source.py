@@ -15,6 +15,8 @@ from pathlib import Path
 from npkit.base.diagnostics import Diagnostic, SourceLocation
 from npkit.sim import isa
 
+from .debugvars import Mark
+
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _DEFINE_WORD = re.compile(r"(?<![\w$#.*])[A-Za-z_]\w*(?![\w$#])")
 _LABEL = re.compile(rf"\s*({IDENT})#?\s*:(?!:)")
@@ -86,6 +88,8 @@ class SourceSet:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     texts: dict[str, list[str]] = field(default_factory=dict)
     lines: list[Line] = field(default_factory=list)
+    # `.dbg_var` / `.dbg_loc` lines (MBL variables: debugvars.py), placed by the assembler
+    debug_marks: list[Mark] = field(default_factory=list)
 
     def error(self, file: str, line: int, col: int, message: str, hint: str = "") -> None:
         self.diagnostics.append(Diagnostic(message, SourceLocation(file, line, col), hint))
@@ -172,6 +176,10 @@ class Reader:
                 continue
             if re.match(r"\s*\.loc\b", text):
                 fixed_loc = self._loc_directive(name, lineno, text, fixed_loc)
+                continue
+            if stripped.startswith(".dbg_"):
+                self.sources.debug_marks.append(Mark(len(self.sources.lines), name, lineno,
+                                                     text))
                 continue
             if fixed_loc is not None:
                 self.sources.lines.append(Line(name, lineno, text, fixed_loc[0], fixed_loc[1],

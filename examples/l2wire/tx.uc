@@ -9,9 +9,10 @@
 //      TX_SEQUENCE (elements transmitted so far), re-read only when the TBUF looks full;
 //   4. copies the frame DRAM -> TBUF (dram[tbuf_wr]: all its elements in flight at once,
 //      up to 7 + the last one, wrapping in the port's TBUF partition);
-//   5. validates the frame (msf[write] of its TBUF control word) and returns the buffer to
-//      its freelist (sram[enqueue]) -- the frame is in the TBUF, the DRAM copy is not
-//      needed any more.
+//   5. validates the frame (msf[write] of one TBUF control word per element, SOP on the
+//      first, EOP on the last: docs/media.md, "Transmit") and returns the buffer to its
+//      freelist (sram[enqueue]) -- the frame is in the TBUF, the DRAM copy is not needed
+//      any more.
 // Both ordered sections visit the threads round robin, so frames leave in ring order.
 
 #include "l2wire.h"
@@ -46,7 +47,7 @@
 #define k_buffer a2       // buffer address = k_buffer + (handle << BUF_SHIFT)
 #define mask16 a3         // 0xFFFF
 #define chan_mask a4      // CHANNEL_MASK
-#define c127 a5
+#define sop_eop a5        // TX_SOP | TX_EOP
 #define part_first a6     // first TBUF element of the port's partition
 #define ctl_base a7       // MSF_TBUF_CTL_BASE
 #define seq_addr a8       // MSF_TX_SEQUENCE_BASE + 4 * port
@@ -72,6 +73,12 @@
 #define port b12
 #define ret b13           // where the last command returns to
 #define idx b14           // jump-table entry
+#define port_se a15       // the frame's output port << 16 (metadata LW3) | SOP | EOP
+#define head b15          // the next control word without its length: port << 16 (| SOP)
+
+// TBUF control word flags (docs/media.md, "Transmit")
+#define TX_SOP 0x1000000
+#define TX_EOP 0x2000000
 
 // ================================================================ init
 init:
@@ -95,7 +102,7 @@ init:
     immed32[k_buffer, K_BUFFER]
     immed[mask16, 0xFFFF]
     immed32[chan_mask, CHANNEL_MASK]
-    immed[c127, 127]
+    immed32[sop_eop, (TX_SOP | TX_EOP)]
     immed[c64, 64]
     immed[c128, 128]
     immed[c128b, 128]
@@ -147,10 +154,11 @@ get:
     alu[dbuf, dbuf, +, t_a]
     alu[t_a, mask16, AND, $2]           // LW2 freelist queue
     alu[qaddr, qaddr, OR, t_a]
-    alu[t_a, mask16, AND, $3]           // LW3 output port
-    alu_shf[$5, len, OR, t_a, <<16]     // control word: length | port << 16
-    alu[nelem, len, +, c127]
-    alu_shf[nelem, --, B, nelem, >>ELEMENT_SHIFT]
+    alu[t_b, mask16, AND, $3]           // LW3 output port
+    alu_shf[port_se, sop_eop, OR, t_b, <<16]
+    alu[$5, port_se, OR, len]           // a one-element frame's control word
+    alu[nelem, len, -, 1]               // ceil(len / 128)
+    alu_shf[nelem, 1, +, nelem, >>ELEMENT_SHIFT]
 
     // ordered TBUF allocation
     ctx_arb[SIG_TOK_ALLOC]
@@ -175,7 +183,32 @@ alloc:
     dram[tbuf_wr, --, dbuf, tbuf, 8], sig_done[SIG_LAST]
 wait0:
     ctx_arb[SIG_LAST]
+// every byte is in: one control word per element, in ring order, each after the one before
+// it (faster than the line sends an element); len is the last element's bytes (1..128)
 valid:
+    alu[--, nelem, -, 1]
+    beq[ctl_one#]
+    immed32[head, TX_EOP]
+    alu[head, port_se, XOR, head]       // port << 16 | SOP
+ctl_next:
+    alu_shf[ctl_addr, ctl_base, +, elem, <<2]
+    alu[nelem, nelem, -, 1]
+    beq[ctl_last#]
+    alu[$5, c128, OR, head]              // a full element
+    msf[write, $5, ctl_addr, 0, 1], ctx_swap[SIG_CTL]
+    immed32[head, (TX_SOP | TX_EOP)]
+    alu[head, port_se, XOR, head]       // later elements: port << 16, no SOP
+    alu[elem, elem, +, 1]
+    alu_shf[t_a, --, B, elem, <<ELEMENT_SHIFT]
+    alu[--, t_a, -, tbuf_end]
+    bne[ctl_next#]
+    br[ctl_next#], defer[1]
+    alu[elem, --, B, part_first]        // past the end of the port's partition
+ctl_last:
+    immed32[t_a, TX_EOP]
+    alu[t_a, t_a, OR, head]
+    alu[$5, t_a, OR, len]               // the last element: its bytes, EOP
+ctl_one:
     msf[write, $5, ctl_addr, 0, 1], sig_done[SIG_CTL]
     alu[$6, --, B, handle]
     sram[enqueue, $6, qaddr, 0], sig_done[SIG_ENQ]

@@ -48,6 +48,8 @@
 #include "pool.h"
 
 #define FRAME_MAX 56                    // $0..$13: the window
+#define TX_SOP 0x1000000                // TBUF control word flags (docs/media.md, "Transmit")
+#define TX_EOP 0x2000000
 #define VERDICT_TOO_LONG 7              // not verdicts of the body: this dispatch's own
 #define VERDICT_NO_BUFFER 6
 #define VERDICT_UNCOUNTED 15
@@ -447,6 +449,13 @@ no_buffer:
 
 body_exit:
 #ifdef RX_STAGE
+    // the REG turn first, if the body still holds it (a verdict inside the receive stage:
+    // media.consume(), a drop): the stage's state is written (its scratch commands are
+    // issued, and the scratch unit keeps their order); what follows is this mpacket's
+    // own (its stores past the window, its element), awaited outside the turn
+    load_addr[ret, rx_turn_passed#]
+    br[rx_turn_pass#]
+rx_turn_passed:
     alu[t_a, --, B, *l$index1[LM_SOP]]        // an mpacket's element held for the body
     beq[rx_element_free#]
     br_bclr[t_a, 31, rx_element_stored#]      // bit 31: the body's last buffer.store is
@@ -492,9 +501,6 @@ rx_element_done:
     msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, t_a]
     immed[*l$index1[LM_SOP], 0]
 rx_element_free:
-    load_addr[ret, rx_turn_passed#]           // the REG turn, if the body still holds it
-    br[rx_turn_pass#]
-rx_turn_passed:
 #endif
     alu[--, *l$index1[META_VERDICT], -, VERDICT_FORWARD]
     bne[not_forward#]
@@ -547,8 +553,9 @@ space:
     immed32[t_b, MSF_TBUF_BASE]
     alu_shf[t_b, t_b, +, t_a, <<ELEMENT_SHIFT]
     msf[write, $0, t_b, 0, 14], ctx_swap[SIG_TX]
-    alu_shf[t_b, --, B, st1, <<16]
-    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
+    immed32[t_b, (TX_SOP | TX_EOP)]
+    alu_shf[t_b, t_b, OR, st1, <<16]
+    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: SOP | EOP | port << 16 | length
     immed32[t_b, MSF_TBUF_CTL_BASE]
     alu_shf[t_b, t_b, +, t_a, <<2]
     msf[write, $14, t_b, 0, 1], ctx_swap[SIG_TX]
@@ -939,13 +946,37 @@ tx_wait1:
     ctx_arb[1]
 tx_wait0:
     ctx_arb[10, SIG_TX]                       // the last element, and the window's msf[write]
-    // valid once every byte is in the TBUF; the buffer goes back after the control word
-    // (its bytes are in the TBUF), so the line does not wait for the sram[enqueue]
-    alu_shf[t_b, --, B, st1, <<16]
-    alu[$14, t_b, OR, *l$index1[META_LEN]]    // control word: port << 16 | length
-    immed32[t_b, MSF_TBUF_CTL_BASE]
-    alu_shf[t_b, t_b, +, t_a, <<2]
-    msf[write, $14, t_b, 0, 1], sig_done[SIG_TX]
+    // valid once every byte is in the TBUF: one control word per element (docs/media.md,
+    // "Transmit"), SOP on the first, EOP on the last, in ring order, each after the one
+    // before it (faster than the line sends an element, so the frame leaves as if validated
+    // at once); the buffer goes back after the last word (its bytes are in the TBUF), so the
+    // line does not wait for the sram[enqueue].  b6: the word without its length, a9: k,
+    // b8: element k in the partition, a8: the partition's first element
+    immed32[b6, TX_SOP]
+    alu_shf[b6, b6, OR, st1, <<16]
+    immed[a9, 0]
+    alu[b8, --, B, a11]
+    alu_shf[a8, --, B, st1, <<TBUF_PART_SHIFT]
+tx_ctl:
+    alu[a6, a8, +, b8]
+    immed32[b3, MSF_TBUF_CTL_BASE]
+    alu_shf[b3, b3, +, a6, <<2]
+    alu[--, a9, -, b11]
+    beq[tx_ctl_last#]
+    alu[$14, a5, OR, b6]                      // a full element (a5 = ELEMENT_BYTES)
+    msf[write, $14, b3, 0, 1], ctx_swap[SIG_TX]
+    alu_shf[b6, --, B, st1, <<16]             // later elements: no SOP
+    alu[a9, a9, +, 1]
+    alu[b8, b8, +, 1]
+    br[tx_ctl#], defer[1]
+    alu[b8, b8, AND, (TBUF_PART_ELEMENTS - 1)]
+tx_ctl_last:
+    alu_shf[b2, --, B, b11, <<ELEMENT_SHIFT]
+    alu[b2, *l$index1[META_LEN], -, b2]       // the last element's bytes
+    immed32[a10, TX_EOP]
+    alu[a4, a10, OR, b2]
+    alu[$14, a4, OR, b6]
+    msf[write, $14, b3, 0, 1], sig_done[SIG_TX]
     alu[$13, --, B, b5]
     alu[a1, --, B, *l$index1[META_IN_PORT]]
     alu[a1, a1, +, RX_FL_CHANNEL]

@@ -162,9 +162,6 @@
 #ifndef CNT_TX_RACE
 #define CNT_TX_RACE 0x3040            // + 4 * port: TX ring emptied between test and get
 #endif
-#ifndef CNT_TX_TOO_LONG
-#define CNT_TX_TOO_LONG 0             // + 4 * port: frame longer than the port's TBUF
-#endif                                // partition, dropped (TX_DROP_LONG only; 0: none)
 #define CNT_WORDS 18
 
 // ---------------------------------------------------------------- SRAM tables

@@ -12,15 +12,16 @@
 //      TX_SEQUENCE (elements transmitted so far), re-read only when the TBUF looks full;
 //   4. copies the frame DRAM -> TBUF (dram[tbuf_wr]: all its elements in flight at once,
 //      up to 7 + the last one, wrapping in the port's TBUF partition);
-//   5. validates the frame (msf[write] of its TBUF control word) and returns the buffer to
-//      its freelist (sram[enqueue]) -- the frame is in the TBUF, the DRAM copy is not
-//      needed any more.
+//   5. validates the frame element by element (msf[write] of one TBUF control word per
+//      element, SOP on the first, EOP on the last: docs/media.md, "Transmit") and returns
+//      the buffer to its freelist (sram[enqueue]) -- the frame is in the TBUF, the DRAM copy
+//      is not needed any more.
 // Both ordered sections visit the threads round robin, so frames leave in ring order.
-// TX_DROP_LONG (npkit.link, buffers larger than the port's TBUF partition): a frame longer
-// than the partition is dropped and counted (CNT_TX_TOO_LONG + 4 * port), its buffer back on
-// its freelist.  The hardware would stream it through the partition mpacket by mpacket
-// (one control word per element); the media model takes one control word per frame of at
-// most the partition (docs/media.md, "Transmit"), so it cannot be sent there.
+// A frame longer than the port's TBUF partition (jumbo buffers) streams through it: in its
+// ALLOC turn the thread claims all its elements' sequence numbers at once, then copies the
+// frame in batches of 7 elements, each as soon as TX_SEQUENCE shows its elements free, and
+// makes each batch valid when it is in; the MSF frees each element when its bytes have
+// left, as the HRM's TBUF does.
 
 #include "router4.h"
 
@@ -78,7 +79,7 @@
 #define elem b4           // first TBUF element of the frame
 #define t_b b5
 #define qaddr b6          // Q-array address of the buffer's freelist
-#define ctl_addr b7       // MSF_TBUF_CTL_BASE + 4 * elem
+#define seq b7            // a streamed frame: sequence number of its next element to copy
 #define ring b8           // scratch ring = TX_RING_BASE + (ME & 1)
 #define tbuf_end b9       // TBUF byte address just past the port's partition
 #define tbuf_start b10    // TBUF byte address of the port's partition
@@ -86,7 +87,13 @@
 #define port b12
 #define ret b13           // where the last command returns to
 #define idx b14           // jump-table entry
-#define port_hi a15       // port << 16: the port field of the TBUF control word
+#define port_se a15       // port << 16 | SOP | EOP: a one-element frame's control word
+                          // without its length
+#define head b15          // the next control word without its length: port << 16 (| SOP)
+
+// TBUF control word flags (docs/media.md, "Transmit"; the layout of receive status word 0)
+#define TX_SOP 0x1000000
+#define TX_EOP 0x2000000
 
 // ================================================================ init
 init:
@@ -94,7 +101,8 @@ init:
     immed[t_b, 0]                       // ME number << 3 | context
     alu_shf[port, MEDIA_PORT_MASK, AND, t_b, >>3]   // transmit port = ME & MEDIA_PORT_MASK
     alu[ring, port, +, TX_RING_BASE]
-    alu_shf[port_hi, --, B, port, <<16]
+    immed32[port_se, (TX_SOP | TX_EOP)]
+    alu_shf[port_se, port_se, OR, port, <<16]
     alu_shf[part_first, --, B, port, <<TBUF_PART_SHIFT]     // port * TBUF_PART_ELEMENTS
     alu_shf[tbuf_start, --, B, port, <<(TBUF_PART_SHIFT + ELEMENT_SHIFT)]
     immed[t_a, (TBUF_PART_ELEMENTS << ELEMENT_SHIFT)]
@@ -166,7 +174,7 @@ get:
     alu[dbuf, dbuf, +, t_a]
     alu[t_a, mask16, AND, $2]           // LW2 freelist queue
     alu[qaddr, qaddr, OR, t_a]
-    alu[$5, len, OR, port_hi]           // control word: length | port << 16
+    alu[$5, len, OR, port_se]           // a one-element frame's control word
     alu[nelem, len, +, c127]
     alu_shf[nelem, --, B, nelem, >>ELEMENT_SHIFT]
 
@@ -181,20 +189,36 @@ alloc:
     alu[*l$index0[0], nelem, +, *l$index0[0]]
     local_csr_wr[SAME_ME_SIGNAL, tok_alloc_next]
     alu[elem, elem, +, part_first]
-    alu_shf[ctl_addr, ctl_base, +, elem, <<2]
     alu_shf[tbuf, --, B, elem, <<ELEMENT_SHIFT]
 
     // DRAM -> TBUF: full 128-byte elements with one 16-quadword command each, then the
     // rest (1..128 bytes) with one command rounded up to 16 bytes; every command of the
     // frame in flight at once (up to 7 + 1, then the next batch); a frame may wrap at the
     // end of the port's TBUF partition.  Minimum-size frames go straight through.
+    // elem: the next element whose control word is due; nelem: control words still due;
+    // t_a: elements free for the next batch (all of them here: the frame fits)
     alu[--, c64, -, len]
-    blt[copy0#]
+    blt[copy_first#]
     dram[tbuf_wr, --, dbuf, tbuf, 8], sig_done[SIG_LAST]
 wait0:
     ctx_arb[SIG_LAST]
+// every byte is in: the control words still due, one per element in ring order, each
+// after the one before it (faster than the line sends an element); len is the last
+// element's bytes (1..128).  A one-element frame's word is $5 from the top.
 valid:
-    msf[write, $5, ctl_addr, 0, 1], sig_done[SIG_CTL]
+    alu[--, nelem, -, 1]
+    beq[ctl_one#]
+    alu[idx, nelem, -, 1]               // the full elements before the last
+    load_addr[ret, ctl_last#]
+    br[ctl_words#]
+ctl_last:
+    immed32[t_a, TX_EOP]
+    alu[t_a, t_a, OR, head]
+    alu[$5, t_a, OR, len]               // the last element: its bytes, EOP
+ctl_one:
+    alu_shf[t_b, ctl_base, +, elem, <<2]
+    msf[write, $5, t_b, 0, 1], sig_done[SIG_CTL]
+tx_done:
     alu[$6, --, B, handle]
     sram[enqueue, $6, qaddr, 0], sig_done[SIG_ENQ]
     br[tx_loop#]
@@ -212,6 +236,10 @@ test_ring3:
     br[get#]
 #endif
 
+copy_first:
+    immed32[t_a, 0x7FFF]                // the frame fits: no space check between batches
+    immed32[head, TX_EOP]
+    alu[head, port_se, XOR, head]       // the first control word: port << 16 | SOP
 copy0:
     alu[--, c128, -, len]
     bge[last0#]                       // 128 bytes or fewer left: the exact-size last command
@@ -276,9 +304,49 @@ copy6:
     alu[--, tbuf, -, tbuf_end]
     beq[wrap6#]
 next_batch:
-    // more than 7 full elements: let this batch land, then copy the next one
+    // more than 7 full elements: let this batch land, make its elements valid (all but
+    // one when only one more element follows, so that valid always has the last two),
+    // then copy the next batch when its elements are free
     ctx_arb[SIG_DMA0, SIG_DMA1, SIG_DMA2, SIG_DMA3, SIG_DMA4, SIG_DMA5, SIG_DMA6]
-    br[copy0#]
+    alu[idx, nelem, -, 2]
+    alu[--, idx, -, 7]
+    ble[batch_words#]
+    immed[idx, 7]
+batch_words:
+    load_addr[ret, batch_done#]
+    br[ctl_words#]
+batch_done:
+    alu[seq, seq, +, 7]
+    alu[t_a, t_a, -, 7]
+// a streamed frame: wait until the next 7 elements are free (t_a: free elements from seq
+// on, TX_SEQUENCE + TBUF_PART_ELEMENTS - seq when last read); the last batch waits for 7
+// as well, which needs TBUF_PART_ELEMENTS >= 8 (at most 8 ports)
+space_check:
+    alu[--, t_a, -, 7]
+    bge[copy0#]
+    msf[read, $4, seq_addr, 0, 1], ctx_swap[SIG_SEQ]
+    alu[t_a, $4, -, seq]
+    br[space_check#], defer[1]
+    alu[t_a, t_a, +, TBUF_PART_ELEMENTS]
+
+// idx full-element control words from element elem (wrapping in the partition), the
+// first with head (SOP on the frame's first element), then back to ret
+ctl_words:
+    alu[$5, c128, OR, head]
+    alu_shf[t_b, ctl_base, +, elem, <<2]
+    msf[write, $5, t_b, 0, 1], ctx_swap[SIG_CTL]
+    immed32[head, (TX_SOP | TX_EOP)]
+    alu[head, port_se, XOR, head]       // later elements: port << 16, no SOP
+    alu[nelem, nelem, -, 1]
+    alu[elem, elem, +, 1]
+    alu[t_b, elem, -, part_first]
+    alu[--, TBUF_PART_ELEMENTS, -, t_b]
+    bne[ctl_in_partition#]
+    alu[elem, --, B, part_first]        // past the end of the port's partition
+ctl_in_partition:
+    alu[idx, idx, -, 1]
+    bne[ctl_words#]
+    rtn[ret]
 
 wrap0:                                // past the end of the port's TBUF partition
     br[copy1#], defer[1]
@@ -369,12 +437,11 @@ wait6:
     br[valid#]
 
 // The TBUF has no room for this frame yet: learn how far the port has got and retry,
-// keeping the allocation token (later frames must wait behind this one anyway).
+// keeping the allocation token (later frames must wait behind this one anyway).  A frame
+// that never fits streams through the partition instead.
 tbuf_full:
-#ifdef TX_DROP_LONG
     alu[--, TBUF_PART_ELEMENTS, -, nelem]
-    blt[too_long#]                      // it never fits: drop it
-#endif
+    blt[stream#]
     msf[read, $4, seq_addr, 0, 1], ctx_swap[SIG_SEQ]
     alu[*l$index0[1], --, B, $4]
     br[alloc#]
@@ -390,21 +457,18 @@ skip_alloc:
     local_csr_wr[SAME_ME_SIGNAL, tok_alloc_next]
     br[tx_loop#]
 
-#ifdef TX_DROP_LONG
-// A frame longer than the port's TBUF partition (see the top): pass the allocation turn,
-// count it, give its buffer back.  No control word is written, so the SIG_CTL the next
-// frame waits for is signalled here.
-too_long:
+// A frame longer than the port's TBUF partition: claim the sequence numbers of all its
+// elements in the ALLOC turn, then copy it as any frame, in batches of 7 elements, each
+// batch when TX_SEQUENCE shows its elements free, each batch's elements made valid when
+// its copies are in (next_batch): the frame streams through the partition.
+stream:
+    alu[seq, --, B, *l$index0[0]]
+    alu[*l$index0[0], nelem, +, *l$index0[0]]
     local_csr_wr[SAME_ME_SIGNAL, tok_alloc_next]
-    immed[t_a, CNT_TX_TOO_LONG]
-    alu_shf[t_a, t_a, +, port, <<2]
-    scratch[incr, --, t_a, 0]
-    local_csr_rd[ACTIVE_CTX_STS]
-    immed[t_b, 0]
-    alu[t_b, t_b, AND, 7]
-    alu[t_b, t_b, OR, (SIG_CTL << 3)]
-    local_csr_wr[SAME_ME_SIGNAL, t_b]
-    alu[$6, --, B, handle]
-    sram[enqueue, $6, qaddr, 0], sig_done[SIG_ENQ]
-    br[tx_loop#]
-#endif
+    alu[elem, TBUF_PART_MASK, AND, seq]
+    alu[elem, elem, +, part_first]
+    alu_shf[tbuf, --, B, elem, <<ELEMENT_SHIFT]
+    immed32[head, TX_EOP]
+    alu[head, port_se, XOR, head]       // the first control word: port << 16 | SOP
+    br[space_check#], defer[1]
+    immed[t_a, 0]

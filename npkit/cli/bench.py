@@ -5,9 +5,13 @@
                         [--scheduler local|ADDRESS] [--workers N]
     npkit bench npf [--preset ixp2800-npf] [--quick] [--out DIR] [--seed N]
                     [--system dual-ixp2800-npf|single-ixp2800|FILE] [--threads N]
-                    [--data-path pool|rings]
+                    [--data-path pool|pool-mbl|rings]
                     [--scheduler local|ADDRESS] [--workers N]
+    npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
+                        [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
+    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--fwd-mes N]
+                        [--family 4|6] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
 """
@@ -208,27 +212,95 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
                    "(single-ixp2800: both ports on one chip)")
 @click.option("--threads", type=click.IntRange(1, 64), default=2, show_default=True,
               help="host threads for the chips of a system (the same results as 1)")
-@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]),
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "pool-mbl", "rings"]),
               help="the chips' data path: pool (the compiled IXA-class path, "
                    "docs/datapath.md; the default on a system whose chips receive one port "
-                   "each) or rings (receive ME, forwarding chains, transmit ME; the single "
-                   "chip's)")
+                   "each), pool-mbl (the same with the receive and transmit written in MBL: "
+                   "examples/pos_router/media_pos_router.mbl) or rings (receive ME, "
+                   "forwarding chains, transmit ME; the single chip's)")
+@click.option("--trial-us", type=finite(min=1, max=1e6),
+              help="simulated µs per case trial (default: the preset's, 10,000 for the full "
+                   "preset); the convergence search keeps its own lengths, and trials under "
+                   "10 ms are reported as short")
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
-        workers: int, system: str, threads: int, data_path: str | None) -> None:
+        workers: int, system: str, threads: int, data_path: str | None,
+        trial_us: float | None) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
     from npkit.bench.lab import npf as suite
     from npkit.bench.lab.report import write_report
 
+    changes: dict[str, Any] = {}
+    if trial_us is not None:
+        changes["trial_ps"] = round(trial_us * 1e6)
     setup = suite.preset(preset, quick, seed=seed, system=system, threads=threads,
-                         data_path=data_path)
+                         data_path=data_path, **changes)
     total = len(suite.cases(suite.chip_device(setup), setup.config))
     where = _where(scheduler, workers)
     with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
         result = suite.run_preset(preset, quick, seed, where, done, system=system,
-                                  threads=threads, data_path=data_path)
+                                  threads=threads, data_path=data_path, **changes)
     files = write_report(result, out_dir, _command())
     click.echo(f"results: {files.json}\nreport:  {files.markdown}"
                + (f" (+ {files.html.name})" if files.html else ""))
+
+
+@bench.command()
+@click.option("--quick", is_flag=True, help="short chip trials, fewer native runs: minutes")
+@click.option("--apps", default="l2fwd,router", show_default=True, help="l2fwd,router")
+@click.option("--sizes", help="frame sizes in bytes (FCS included), e.g. 64,512,1518")
+@click.option("--parts", default="chip,native,affinity", show_default=True,
+              help="chip,native,affinity")
+@click.option("--trial-us", type=finite(min=1, max=1e6), help="simulated µs per chip trial")
+@click.option("--flows", help="flow counts of the affinity experiment, e.g. 10000,100000")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="native workers on all cores (default: the host's CPU count)")
+@click.option("--commit", default="", help="the commit measured, written into the report")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              default=Path("lab-results/compare"), show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True)
+def compare(quick: bool, apps: str, sizes: str | None, parts: str, trial_us: float | None,
+            flows: str | None, workers: int | None, commit: str, out_dir: Path,
+            seed: int) -> None:
+    """x86 vs NPU: l2fwd and the IPv4 router natively (1 core, all cores) and on the
+    simulated IXP2800, beside the published figures; flow affinity under RSS and Flow
+    Director (docs/lab.md)."""
+    from npkit.bench.lab import compare as suite
+    from npkit.bench.lab.compare_report import write_compare
+
+    changes: dict[str, Any] = {"seed": seed, "apps": _names(apps, "--apps"),
+                               "parts": _names(parts, "--parts")}
+    if sizes:
+        changes["sizes"] = _sizes(sizes)
+    if trial_us is not None:
+        changes["trial_ps"] = round(trial_us * 1e6)
+    if flows:
+        changes["flows"] = tuple(int(f) for f in _names(flows, "--flows"))
+    if workers is not None:
+        changes["workers"] = workers
+    config = suite.preset(quick, **changes)
+    def show(label: str) -> None:  # one progress line on stderr
+        click.echo(f"\r\x1b[K{label}", nl=False, err=True)
+
+    result = suite.run_compare(config, show, commit)
+    click.echo("\r\x1b[K", nl=False, err=True)
+    files = write_compare(result, out_dir, _command())
+    for p in result.chip:
+        pct = "–" if p.throughput_percent is None else f"{p.throughput_percent:.1f} %"
+        click.echo(f"  chip {p.app:>6} {p.frame_bytes:>5} B: {pct} of line rate")
+    for r in result.native:
+        click.echo(f"  host {r.app:>6} {r.frame_bytes:>5} B: {r.mpps_one:.2f} Mpps on 1 core, "
+                   f"{r.mpps_all:.2f} on {r.workers}")
+    click.echo(f"results: {files.json}\nreport:  {files.markdown}")
+
+
+def _names(text: str, option: str) -> tuple[str, ...]:
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not names:
+        raise click.BadParameter(f"{text!r}: give a comma-separated list", param_hint=option)
+    if option == "--flows" and not all(n.isdigit() and int(n) > 0 for n in names):
+        raise click.BadParameter(f"{text!r}: flow counts such as 10000,100000",
+                                 param_hint=option)
+    return names
 
 
 @bench.command()
@@ -257,3 +329,27 @@ def report(results: Path, out_dir: Path | None) -> None:
         raise NpkitError(f"{results}: not a complete lab results file "
                          f"({type(exc).__name__}: {str(exc)[:200]})") from None
     click.echo(f"report: {files.markdown}")
+
+
+@bench.command()
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]), default="pool",
+              show_default=True, help="the chip's data path (docs/datapath.md)")
+@click.option("--sizes", default="40,64,128", show_default=True,
+              help="IP packet sizes in bytes (IP header included), e.g. 40,64,128")
+@click.option("--fwd-mes", type=click.IntRange(1, 8),
+              help="forwarding MEs of the rings mapping (default 8)")
+@click.option("--family", type=click.Choice(["4", "6"]), default="4", show_default=True,
+              help="IPv4 or IPv6 packets")
+@click.option("--json", "json_output", is_flag=True, help="the figures as JSON")
+def verdict(data_path: str, sizes: str, fwd_mes: int | None, family: str,
+            json_output: bool) -> None:
+    """The line-rate verdict (docs/verdict.md): per resource of a chip of the NPF system
+    (dual-ixp2800-npf, the ixp2800-npf preset's tables), what it can carry at each IPv4
+    size, the predicted throughput and the first bottleneck."""
+    from npkit.bench.lab.verdict import render, run_verdict, to_json
+
+    if fwd_mes is not None and data_path != "rings":
+        raise click.BadParameter("only with --data-path rings (the pool has no forwarding "
+                                 "stage of its own)", param_hint="--fwd-mes")
+    verdicts = run_verdict(data_path, _sizes(sizes), fwd_mes=fwd_mes, family=int(family))
+    click.echo(to_json(verdicts) if json_output else render(verdicts), nl=not json_output)

@@ -46,8 +46,8 @@ enum class FrameEventKind : uint8_t {
   RingPut = 6,     // a: ring, b: first word
   RingGet = 7,     // a: ring, b: first word
   TbufWrite = 8,   // a: TBUF element
-  TbufValid = 9,   // control word written: a: TBUF element, b: the control word
-  Departure = 10,  // a: port, b: TBUF element, cycle: first bit, end: last bit
+  TbufValid = 9,   // an element's control word written: a: TBUF element, b: the word
+  Departure = 10,  // a: port, b: its last (EOP) TBUF element, cycle: first bit, end: last bit
   TracePoint = 11, // a context carrying the frame retired the instruction at pc
 };
 
@@ -168,10 +168,12 @@ class FrameLog {
     e.a = static_cast<uint32_t>(element);
     e.b = word;
   }
-  void departure(int port, int element, uint64_t first_bit, uint64_t last_bit) {
+  // TBUF element `element` has left the wire; `eop`: it ended its frame, which left from
+  // first_bit to last_bit (the model sends a frame element by element)
+  void departure(int port, int element, uint64_t first_bit, uint64_t last_bit, bool eop) {
     const uint32_t id = tbuf_frame_[static_cast<size_t>(element)];
     tbuf_frame_[static_cast<size_t>(element)] = kNone;
-    if (!followed(id)) return;
+    if (!eop || !followed(id)) return;
     FrameEvent& e = push(FrameEventKind::Departure, id, first_bit);
     e.end = last_bit;
     e.a = static_cast<uint32_t>(port);

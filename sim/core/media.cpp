@@ -229,8 +229,8 @@ Media::Event Media::earliest() const {
   // Same cycle: departures first (they free TBUF), then arrivals by port, then autopushes.
   for (int i = 0; i < num_ports(); ++i) {
     const Port& p = ports_[i];
-    if (p.tx_busy && p.tx_current.last_bit_cycle < best.time) {
-      best = {p.tx_current.last_bit_cycle, EventKind::kTxDeparture, i};
+    if (p.tx_busy && p.tx_busy_end < best.time) {
+      best = {p.tx_busy_end, EventKind::kTxDeparture, i};
     }
   }
   for (int i = 0; i < num_ports(); ++i) {
@@ -265,7 +265,8 @@ bool Media::idle() const {
   if (!autopushes_.empty()) return false;
   for (int i = 0; i < num_ports(); ++i) {
     const PortCounters& c = counters_[i];
-    if (!ports_[i].rx_pending.empty() || c.rbuf_elements_in_use || c.tbuf_elements_queued) {
+    if (!ports_[i].rx_pending.empty() || c.rbuf_elements_in_use || c.tbuf_elements_queued ||
+        ports_[i].tx_in_frame) {
       return false;
     }
   }
@@ -578,13 +579,28 @@ void Media::write(uint32_t addr, const uint32_t* in, int nwords, uint64_t t) {
 }
 
 // ------------------------------------------------------------------------ transmit
+// The HRM's TBUF (IXP2800 HRM, chapter 8, the MSF's transmit side): the MSF sends a port's
+// TBUF elements in order, one mpacket per element, each made valid by its own control word
+// (SOP/EOP and the bytes it holds), and frees each element -- TX_SEQUENCE counts it -- when
+// its bytes have left, so a frame longer than the partition streams through it.
+
+// An element may not be written while its control word is waiting or its bytes are on the
+// wire.
+bool Media::tx_element_busy(const Port& p, int rel) const {
+  return p.tx_slots[rel].valid || (p.tx_busy && p.tx_busy_element == rel);
+}
+
 void Media::write_control(uint32_t element, uint32_t word, uint64_t t) {
   auto where = [&] {
     return "msf[write] TBUF control word " + hex(word) + " for element " + std::to_string(element);
   };
   const uint32_t length = word & tx_control::kLengthMask;
   const uint32_t port = (word >> tx_control::kPortShift) & tx_control::kPortMask;
-  if (word >> 24) throw MediaFault(where() + ": bits 31..24 must be 0 (length | port << 16)");
+  const bool sop = (word & tx_control::kSop) != 0;
+  const bool eop = (word & tx_control::kEop) != 0;
+  if (word >> tx_control::kReservedShift) {
+    throw MediaFault(where() + ": bits 31..26 must be 0 (length | port << 16 | SOP << 24 | EOP << 25)");
+  }
   if (port >= static_cast<uint32_t>(num_ports())) {
     throw MediaFault(where() + ": no port " + std::to_string(port));
   }
@@ -595,75 +611,108 @@ void Media::write_control(uint32_t element, uint32_t word, uint64_t t) {
                      "'s TBUF partition (elements " + std::to_string(p.tx_first) + ".." +
                      std::to_string(p.tx_first + tx_elements_ - 1) + ")");
   }
-  const int eb = cfg_.element_bytes;
-  const int count = (static_cast<int>(length) + eb - 1) / eb;
-  if (length == 0 || count > tx_elements_) {
-    throw MediaFault(where() + ": length " + std::to_string(length) + " does not fit the partition (1.." +
-                     std::to_string(tx_elements_ * eb) + " bytes)");
+  const uint32_t eb = static_cast<uint32_t>(cfg_.element_bytes);
+  if (length == 0 || length > eb) {
+    throw MediaFault(where() + ": length " + std::to_string(length) + " is not 1.." + std::to_string(eb) +
+                     ": a control word names the bytes of its own element (one word per element, "
+                     "SOP on the first, EOP on the last)");
   }
-  for (int j = 0; j < count; ++j) {
-    if (p.tx_slots[(rel + j) % tx_elements_].claimed) {
-      throw MediaFault(where() + ": element " + std::to_string(p.tx_first + (rel + j) % tx_elements_) +
-                       " still belongs to a frame that has not been transmitted");
-    }
+  if (!eop && length != eb) {
+    throw MediaFault(where() + ": an element without EOP must be full (" + std::to_string(eb) +
+                     " bytes); only the frame's last element (EOP) may be shorter");
   }
-  for (int j = 0; j < count; ++j) p.tx_slots[(rel + j) % tx_elements_].claimed = true;
+  if (tx_element_busy(p, rel)) {
+    throw MediaFault(where() + ": element " + std::to_string(element) +
+                     " is still queued or being transmitted; wait until TX_SEQUENCE shows it free");
+  }
+  // Frame boundaries: an element starts a frame (SOP) exactly when the element before it in
+  // the ring's order ended one (EOP).  Checked against whichever neighbour is already known,
+  // so every pair is checked when its second element is written.
+  const int prev = (rel + tx_elements_ - 1) % tx_elements_;
+  const int next = (rel + 1) % tx_elements_;
+  // (at the transmitter's next position the element before it is the one it took last)
+  const bool prev_known = rel == p.tx_next || p.tx_slots[prev].valid;
+  const bool prev_eop = rel == p.tx_next ? p.tx_last_eop : p.tx_slots[prev].eop;
+  if (prev_known && prev_eop != sop) {
+    throw MediaFault(where() + (sop ? ": SOP, but the element before it does not end a frame (no EOP)"
+                                    : ": no SOP, but the element before it ends a frame (EOP)"));
+  }
+  if (next != p.tx_next && p.tx_slots[next].valid && p.tx_slots[next].sop != eop) {
+    throw MediaFault(where() + (eop ? ": EOP, but the element after it does not start a frame (no SOP)"
+                                    : ": no EOP, but the element after it starts a frame (SOP)"));
+  }
   TxSlot& slot = p.tx_slots[rel];
   slot.valid = true;
+  slot.sop = sop;
+  slot.eop = eop;
   slot.length = static_cast<int>(length);
   slot.valid_cycle = t;
   if (log_) [[unlikely]] log_->tbuf_valid(p.tx_first + rel, word, t);
-  counters_[port].tbuf_elements_queued += count;
+  counters_[port].tbuf_elements_queued += 1;
   try_start_tx(p, static_cast<int>(port));
 }
 
-// Start the next frame if the transmitter is free and the next element is valid: the frame
-// leaves after the previous one (back to back) and not before its control word was written.
+// Send the next element if the line is free and its control word is valid.  A frame's first
+// mpacket (SOP) starts after the previous frame (back to back) and not before its word was
+// written; a later mpacket follows the one before it, or -- underrun -- starts when its word
+// is written: the MSF waits for the element (Decision, U: a framer whose FIFO runs dry would
+// abort the frame on the wire; the model keeps the frame whole and counts tx_underruns).
+// The port's per-frame overhead is counted after the EOP mpacket, so with every element in
+// time a frame of L bytes takes (L + overhead) x 8 / rate, as a whole frame did.
 void Media::try_start_tx(Port& p, int port_index) {
+  if (p.tx_busy) return;
   TxSlot& slot = p.tx_slots[p.tx_next];
-  if (p.tx_busy || !slot.valid) return;
-  const int eb = cfg_.element_bytes;
-  const int count = (slot.length + eb - 1) / eb;
-  u128 start = std::max(p.tx_line_free, static_cast<u128>(slot.valid_cycle) * p.clock.den);
-  u128 end = start + wire_units(p, static_cast<size_t>(slot.length));
+  if (!slot.valid) return;
+  const u128 written = static_cast<u128>(slot.valid_cycle) * p.clock.den;
+  const u128 start = std::max(p.tx_line_free, written);
+  if (slot.sop) {
+    p.tx_in_frame = true;
+    p.tx_current = TxFrame{};
+    p.tx_current.port = port_index;
+    p.tx_current.first_bit_cycle = cycle_ceil(p, start);
+  } else if (written > p.tx_line_free) {
+    ++counters_[port_index].tx_underruns;
+  }
+  const size_t length = static_cast<size_t>(slot.length);
+  if (p.tx_current.bytes.size() + length > tx_control::kMaxFrame) {
+    throw MediaFault("TBUF port " + std::to_string(port_index) + ": a frame longer than " +
+                     std::to_string(tx_control::kMaxFrame) + " bytes (no EOP in time)");
+  }
+  u128 end = start + static_cast<u128>(length) * 8u * p.clock.num;
+  if (slot.eop) end += static_cast<u128>(p.cfg.overhead_bytes) * 8u * p.clock.num;
+  // the bytes are taken from the TBUF when the element's transmission starts
+  const uint8_t* bytes = tbuf_.data() + static_cast<size_t>(p.tx_first + p.tx_next) * cfg_.element_bytes;
+  p.tx_current.bytes.insert(p.tx_current.bytes.end(), bytes, bytes + length);
   p.tx_line_free = end;
   p.tx_busy = true;
-  p.tx_current_first = p.tx_next;
-  p.tx_current_count = count;
-  p.tx_current.port = port_index;
-  p.tx_current.first_bit_cycle = cycle_ceil(p, start);
-  p.tx_current.last_bit_cycle = cycle_ceil(p, end);
-  p.tx_current.bytes.resize(static_cast<size_t>(slot.length));
-  const size_t partition = static_cast<size_t>(tx_elements_) * eb;
-  {  // copy out of the TBUF, wrapping within the partition
-    const size_t base = static_cast<size_t>(p.tx_first) * eb;
-    const size_t off = static_cast<size_t>(p.tx_next) * eb;
-    const size_t n = p.tx_current.bytes.size();
-    const size_t first_part = std::min(n, partition - off);
-    std::memcpy(p.tx_current.bytes.data(), tbuf_.data() + base + off, first_part);
-    std::memcpy(p.tx_current.bytes.data() + first_part, tbuf_.data() + base, n - first_part);
-  }
+  p.tx_busy_element = p.tx_next;
+  p.tx_busy_end = cycle_ceil(p, end);
+  p.tx_last_eop = slot.eop;
+  p.tx_next = (p.tx_next + 1) % tx_elements_;
   slot.valid = false;
 }
 
+// The mpacket on the wire has left: its element is free (TX_SEQUENCE counts it); at EOP the
+// frame is done.
 void Media::depart(Port& p, int port_index) {
-  if (log_) [[unlikely]]
-    log_->departure(port_index, p.tx_first + p.tx_current_first, p.tx_current.first_bit_cycle,
-                    p.tx_current.last_bit_cycle);
-  for (int j = 0; j < p.tx_current_count; ++j) {
-    p.tx_slots[(p.tx_current_first + j) % tx_elements_].claimed = false;
-  }
   PortCounters& c = counters_[port_index];
-  c.tx_frames += 1;
-  tx_frames_total_ += 1;
-  c.tx_bytes += p.tx_current.bytes.size();
-  c.tx_elements += p.tx_current_count;
-  c.tbuf_elements_queued -= p.tx_current_count;
-  p.tx_sequence += static_cast<uint32_t>(p.tx_current_count);
-  p.tx_next = (p.tx_current_first + p.tx_current_count) % tx_elements_;
   p.tx_busy = false;
-  tx_done_.push_back(std::move(p.tx_current));
-  p.tx_current = TxFrame{};
+  p.tx_sequence += 1;
+  c.tx_elements += 1;
+  c.tbuf_elements_queued -= 1;
+  // the frame log: an element leaves (its tag goes), a frame at its EOP element
+  if (log_) [[unlikely]]
+    log_->departure(port_index, p.tx_first + p.tx_busy_element, p.tx_current.first_bit_cycle,
+                    p.tx_busy_end, p.tx_last_eop);
+  if (p.tx_last_eop) {  // the element on the wire was the last one taken
+    p.tx_in_frame = false;
+    p.tx_current.last_bit_cycle = p.tx_busy_end;
+    c.tx_frames += 1;
+    tx_frames_total_ += 1;
+    c.tx_bytes += p.tx_current.bytes.size();
+    tx_done_.push_back(std::move(p.tx_current));
+    p.tx_current = TxFrame{};
+  }
   try_start_tx(p, port_index);
 }
 

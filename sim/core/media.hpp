@@ -59,6 +59,7 @@ struct PortCounters {
   uint64_t rbuf_elements_in_use = 0;    // gauge: RBUF elements not yet freed (leak check)
   uint64_t tbuf_elements_queued = 0;    // gauge: TBUF elements valid or being transmitted
   uint64_t tx_elements = 0;             // TX elements transmitted (TX_SEQUENCE without wrap)
+  uint64_t tx_underruns = 0;            // mpackets of a started frame not valid in time
 };
 
 class MediaFault : public std::runtime_error {
@@ -86,11 +87,17 @@ inline constexpr int kCountShift = 16;           // word 1 bits 23..16: 1 (eleme
                                                  // word 1 is an RBUF_ELEMENT_DONE value as is)
 }  // namespace rx_status
 
-// TBUF control word (docs/architecture.md, "Transmit"): bits 15..0 length, 23..16 port.
+// TBUF control word, one per element (mpacket) as in the HRM's TBUF (docs/media.md,
+// "Transmit"): bits 15..0 the bytes in this element, 23..16 port, 24 SOP, 25 EOP -- the
+// layout of receive status word 0, so a forwarded mpacket's status can be reused as is.
 namespace tx_control {
 inline constexpr uint32_t kLengthMask = 0xFFFF;
 inline constexpr int kPortShift = 16;
 inline constexpr uint32_t kPortMask = 0xFF;
+inline constexpr uint32_t kSop = 1u << 24;
+inline constexpr uint32_t kEop = 1u << 25;
+inline constexpr int kReservedShift = 26;  // bits 31..26 must be 0
+inline constexpr uint32_t kMaxFrame = 0xFFFF;  // a frame's bytes (SOP..EOP), as on receive
 }  // namespace tx_control
 
 class Media {
@@ -173,9 +180,9 @@ class Media {
     }
   };
   struct TxSlot {
-    bool valid = false;    // a control word is waiting here (frame not started)
-    bool claimed = false;  // element belongs to a queued or departing frame
-    int length = 0;
+    bool valid = false;  // a control word is waiting here (element not yet taken)
+    bool sop = false, eop = false;
+    int length = 0;      // bytes in this element
     uint64_t valid_cycle = 0;
   };
   struct Port {
@@ -187,15 +194,19 @@ class Media {
     int rx_partition = 0;     // RBUF partition the port receives into
     uint64_t rx_waiting = 0;  // mpackets waiting for a receive thread
     bool rx_stalled = false;  // the next mpacket waits for a free element (flow control)
-    // transmit
+    // transmit: the partition is a ring of elements sent strictly in order, one mpacket each
     int tx_first = 0;  // first global TBUF element of the partition
     int tx_next = 0;   // next relative element to transmit
     uint32_t tx_sequence = 0;
-    u128 tx_line_free = 0;
+    u128 tx_line_free = 0;  // end of the last mpacket on the wire (units)
     std::vector<TxSlot> tx_slots;
-    bool tx_busy = false;
-    TxFrame tx_current;
-    int tx_current_first = 0, tx_current_count = 0;
+    bool tx_busy = false;         // an mpacket is on the wire
+    int tx_busy_element = 0;      // ... in this relative element
+    uint64_t tx_busy_end = 0;     // cycle its last byte (EOP: the frame's last bit) has left
+    bool tx_in_frame = false;     // SOP taken, EOP not yet
+    bool tx_last_eop = true;      // the element last taken (the one on the wire, if any) was
+                                  // an EOP, or none was taken yet
+    TxFrame tx_current;           // the frame being sent (bytes so far)
   };
   enum class RbufState : uint8_t { kFree, kWaiting, kHanded };
   enum class EventKind { kNone, kTxDeparture, kRxArrival, kAutopush };
@@ -211,6 +222,7 @@ class Media {
   void depart(Port& p, int port_index);
   void deliver_autopush();
   void try_start_tx(Port& p, int port_index);
+  bool tx_element_busy(const Port& p, int rel) const;
   void pair(const WaitingMpacket& m, const RxThread& thread);
   uint64_t mpacket_time(const Port& p, const PendingRx& f) const;
   void register_thread(int me, int ctx, int list, uint32_t value, uint64_t t);

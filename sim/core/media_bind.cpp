@@ -96,6 +96,7 @@ py::dict counters_dict(const PortCounters& c) {
   d["tx_frames"] = c.tx_frames;
   d["tx_bytes"] = c.tx_bytes;
   d["tx_elements"] = c.tx_elements;
+  d["tx_underruns"] = c.tx_underruns;
   d["rbuf_high_water_elements"] = c.rbuf_high_water_elements;
   d["rx_waiting_high_water"] = c.rx_waiting_high_water;
   d["rbuf_elements_in_use"] = c.rbuf_elements_in_use;

@@ -172,6 +172,7 @@ py::list port_counters(Chip& chip) {
     d["rbuf_elements_in_use"] = p.rbuf_elements_in_use;
     d["tbuf_elements_queued"] = p.tbuf_elements_queued;
     d["tx_elements"] = p.tx_elements;
+    d["tx_underruns"] = p.tx_underruns;
     ports.append(d);
   }
   return ports;

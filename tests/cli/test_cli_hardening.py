@@ -94,6 +94,7 @@ def test_huge_numbers_are_refused_by_name(pcap, option):
     ("demo", "--load", "nan"), ("router", "run", "--count", str(10**12)),
     ("bench", "rfc2544", "--trial-us", "nan"), ("bench", "rfc2544", "--trial-us", "inf"),
     ("bench", "rfc2544", "--sizes", "99999999"),
+    ("bench", "npf", "--trial-us", "nan"), ("bench", "npf", "--trial-us", "0"),
 ])
 def test_nan_inf_and_huge_option_values_are_refused(args):
     code, out = invoke(*args)

@@ -3,10 +3,10 @@ port's MTU needs them (examples/router/control.toml: port 1 has MTU 9000), so fr
 9,014 bytes are received whole; what leaves the chip is compared with the native target's
 frames (the reference model of router.mbl) frame for frame.
 
-Transmit is bounded by the media model: it takes one TBUF control word per frame, at most
-the port's partition (8 KB TBUF / 4 ports = 2,048 bytes; docs/media.md "Transmit"), so
-tx_eth.uc drops a longer frame and counts it (`tx_too_long`) where the hardware would
-stream it through the partition mpacket by mpacket.  The tests pin that too."""
+A frame longer than the port's TBUF partition (8 KB TBUF / 4 ports = 2,048 bytes) streams
+through it as on the hardware: one control word per element, each element freed when its
+bytes have left (docs/media.md "Transmit"); tx_eth.uc copies such a frame in batches as
+TX_SEQUENCE shows the elements free.  Frames up to 9,014 bytes leave as natively."""
 
 from __future__ import annotations
 
@@ -87,28 +87,33 @@ def test_the_pool_mapping_refuses_the_option() -> None:
 @pytest.fixture(scope="module")
 def toward_port1() -> tuple[rt.RouterResult, rt.RouterResult, object]:
     """Port 0 -> port 1 (MTU 9000): frames that fit the TBUF partition, longer ones, frames
-    after those (the transmit ME goes on) and a DF packet over the MTU (Fragmentation
-    Needed)."""
-    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014, 100, 1514]   # after the drops too
-    frames = [udp4(n, 0, HOST0[1], UPSTREAM[1]) for n in sizes]
+    after those (the transmit ME goes on), a 9,018-byte frame (its packet over the MTU:
+    fragments, the first 9,010 bytes, sent by the XScale through the same transmit ME)
+    and the same with DF (Fragmentation Needed)."""
+    sizes = [1514, 1920, 1921, 2048, 2049, 4000, 9014, 100, 1514, 9018]
+    frames = [udp4(n, 0, HOST0[1], UPSTREAM[1]) for n in sizes]   # 9,018: fragmented
     frames.append(udp4(9018, 0, HOST0[1], UPSTREAM[1], df=True))
     return both_targets(frames, 0)
 
 
-def test_frames_up_to_the_tbuf_partition_leave_as_natively(toward_port1) -> None:
-    native, chip, _ = toward_port1
-    fits = [f for f in native.frames(1) if len(f) <= TBUF_PARTITION]
-    assert [len(f) for f in fits] == [1514, 1920, 1921, 2048, 100, 1514]
-    assert chip.frames(1) == fits
-    assert "rx_too_long0" not in chip.counters["receive_drops"]
-
-
-def test_longer_frames_are_dropped_at_transmit_and_counted(toward_port1) -> None:
+def test_every_frame_leaves_as_natively(toward_port1) -> None:
     native, chip, router = toward_port1
-    longer = [f for f in native.frames(1) if len(f) > TBUF_PARTITION]
-    assert sorted(len(f) for f in longer) == [2049, 4000, 9014]
-    assert chip.counters["receive_drops"].get("tx_too_long1") == len(longer)
-    assert not rt.buffer_leaks(router), "every dropped frame's buffer is back"
+    assert [len(f) for f in native.frames(1)] == [1514, 1920, 1921, 2048, 2049, 4000, 9014,
+                                                  100, 1514, 9010, 60]
+    assert chip.frames(1) == native.frames(1)
+    assert not chip.counters["receive_drops"]
+    assert not rt.buffer_leaks(router), "every frame's buffer is back"
+
+
+def test_longer_frames_stream_through_the_partition(toward_port1) -> None:
+    """The 2,049-, 4,000-, 9,014- and 9,010-byte frames took 17, 32, 71 and 71 TBUF
+    elements of a 16-element partition: TX_SEQUENCE counts every element once, none is
+    left queued."""
+    native, _, router = toward_port1
+    port1 = router.chip.counters()["ports"][1]
+    elements = sum(-(-len(f) // 128) for f in native.frames(1))
+    assert (port1["tx_frames"], port1["tx_elements"]) == (len(native.frames(1)), elements)
+    assert port1["tbuf_elements_queued"] == 0
 
 
 def test_too_big_for_the_jumbo_mtu_answers_as_natively(toward_port1) -> None:
@@ -152,7 +157,6 @@ def test_the_linked_buffers_are_the_jumbo_ones(toward_port1) -> None:
     _, _, router = toward_port1
     lay = router.linked.program.layout()
     assert (lay.buf_bytes, lay.buf_shift, lay.buf_max_frame) == (16384, 9, 16256)
-    assert lay.cnt_tx_too_long > 0
     for spec in router.loaded.freelists:
         assert spec.buffer_bytes == 16384
         for i in (0, spec.count - 1):     # the microcode's handle -> buffer formula
@@ -161,9 +165,9 @@ def test_the_linked_buffers_are_the_jumbo_ones(toward_port1) -> None:
 
 def test_back_to_back_mixed_sizes_keep_order_and_buffers() -> None:
     """Frames at line rate (all at time 0: the wire spaces them), 55 of the 120 longer
-    than the TBUF partition: the transmit ME's 8 threads drop those in turn and send the
-    rest in order.  A fixed run length (written before run_until_drained waited for the
-    frames still on a port's wire; test below)."""
+    than the TBUF partition: the transmit ME's 8 threads stream those through it and send
+    every frame in order.  A fixed run length (written before run_until_drained waited for
+    the frames still on a port's wire; test below)."""
     import random
 
     rng = random.Random(1)
@@ -174,16 +178,17 @@ def test_back_to_back_mixed_sizes_keep_order_and_buffers() -> None:
     wire_s = sum(n + 20 for n in sizes) * 8 / 10e9
     cycles = int(2 * wire_s * router.chip.config.clock_hz) + 400_000
     chip = rt.run_chip(router, timed, cycles=cycles)
-    assert chip.frames(1) == [f for f in native.frames(1) if len(f) <= TBUF_PARTITION]
-    assert chip.counters["receive_drops"] == {"tx_too_long1": sum(n > TBUF_PARTITION
-                                                                 for n in sizes)}
+    assert sum(n > TBUF_PARTITION for n in sizes) == 55
+    assert chip.frames(1) == native.frames(1)
+    assert not chip.counters["receive_drops"]
     assert not rt.buffer_leaks(router)
 
 
 def test_a_run_until_drained_waits_for_frames_still_on_the_wire() -> None:
     """Frames handed to a port all at once queue on its wire (300 of up to 9,014 bytes: ms of
     line time); the run ends only when every one of them has arrived and left or been
-    dropped -- it once stopped while most were still queued, with a buffer out."""
+    dropped -- it once stopped while most were still queued, with a buffer out; the long
+    ones stream through the TBUF partition."""
     from npkit.runtime.loader import leak_check
 
     sizes = [1514, 2000, 64, 9014, 512, 1200] * 50
@@ -191,8 +196,8 @@ def test_a_run_until_drained_waits_for_frames_still_on_the_wire() -> None:
     router = rt.build_chip_router(rt.load_config(rt.DEFAULT_CONFIG, "chip"), rt.DEFAULT_CONFIG)
     result = rt.run_chip(router, [rt.TimedFrame(0.0, 0, f) for f in frames])
     ports = router.chip.counters()["ports"]
-    long = sum(1 for s in sizes if s > TBUF_PARTITION)
     assert ports[0]["rx_frames"] + ports[0]["rx_dropped_rbuf_full"] == len(frames)
-    assert result.counters["receive_drops"] == {"tx_too_long1": long}
-    assert len(result.out[1]) == len(frames) - long
+    assert not result.counters["receive_drops"]
+    assert len(result.out[1]) == ports[0]["rx_frames"]
+    assert ports[1]["tx_frames"] == ports[0]["rx_frames"]
     assert all(r.ok for r in leak_check(router.loaded)), leak_check(router.loaded)

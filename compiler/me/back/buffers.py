@@ -81,6 +81,92 @@ def deferrable_attaches(fn: wir.Function) -> set[int]:
             if isinstance(i, wir.BufAttach) and clear(b, k + 1)}
 
 
+TURN_WRITES = 2                 # scratch writes of the receive stage left in flight at once
+
+
+def _turn_write(i: wir.Instr) -> bool:
+    return isinstance(i, wir.MemWrite) and i.space == wir.SCRATCH and len(i.srcs) == 1
+
+
+def turn_write_blocks(fn: wir.Function, turn_blocks: set[str]) -> set[str]:
+    """The receive stage's blocks only a path still in the turn reaches (none reached again
+    after RxTurnDone): their one-word scratch writes are awaited after the turn has passed
+    (BufferSelection.select_turn_write).  Empty when no such block writes scratch."""
+    blocks = {b.label: b for b in fn.blocks}
+    after: set[str] = set()
+    work = [s for b in fn.blocks if any(isinstance(i, wir.RxTurnDone) for i in b.instrs)
+            for s in b.successors()]
+    while work:
+        label = work.pop()
+        if label not in after:
+            after.add(label)
+            work += blocks[label].successors()
+    only = turn_blocks - after
+    if not any(_turn_write(i) for label in only for i in blocks[label].instrs):
+        return set()
+    return only
+
+
+def turn_write_step(pending: frozenset[int], slots: tuple[int, ...]) -> tuple[int, bool]:
+    """The slot (its signal) of the next turn write when `pending` are in flight, and
+    whether the write waits for that slot's write first (all slots busy)."""
+    free = [sig for sig in slots if sig not in pending]
+    return (free[0], False) if free else (min(pending), True)
+
+
+def _turn_writes_before_pass(b: wir.Block) -> int:
+    count = 0
+    for i in b.instrs:
+        if isinstance(i, wir.RxTurnDone):
+            break
+        count += _turn_write(i)
+    return count
+
+
+def plan_turn_writes(fn: wir.Function, only: set[str], slots: tuple[int, ...]
+                     ) -> dict[str, tuple[frozenset[int], frozenset[int]]] | None:
+    """Per block of `only`: the turn writes in flight when it starts and those still in
+    flight when it leaves for a successor (it waits for the others before its branch), the
+    same on every edge, so every wait is unconditional: a block after several predecessors
+    starts with what all of them leave in flight.  A block that passes the turn or returns
+    waits for all of them.  None when the blocks do not settle (the stage is not selected
+    with turn writes then)."""
+    blocks = {b.label: b for b in fn.blocks}
+    preds: dict[str, list[str]] = {label: [] for label in blocks}
+    for b in fn.blocks:
+        for succ in b.successors():
+            preds[succ].append(b.label)
+    entry = fn.blocks[0].label
+    ends = {label for label in only if any(isinstance(i, wir.RxTurnDone | wir.Ret)
+                                           for i in blocks[label].instrs)}
+    all_slots = frozenset(slots)
+    start = {label: frozenset() if label == entry else all_slots for label in only}
+    leave: dict[str, frozenset[int]] = {}
+    for _ in range(4 * len(only) + 4):
+        for label in only:
+            pending = start[label]
+            for _k in range(_turn_writes_before_pass(blocks[label])):
+                sig, _wait = turn_write_step(pending, slots)
+                pending = pending | {sig}
+            if label in ends:
+                pending = frozenset()
+            for succ in blocks[label].successors():
+                pending &= start.get(succ, frozenset())
+            leave[label] = pending
+        settled = True
+        for label in only:
+            if label == entry:
+                continue
+            new = all_slots
+            for p in preds[label]:
+                new &= leave.get(p, frozenset())
+            if new != start[label]:
+                start[label], settled = new, False
+        if settled:
+            return {label: (start[label], leave[label]) for label in only}
+    return None
+
+
 def _window_copy() -> list[str]:
     return [f"alu[*l$index0[{2 + w}], --, B, $${w}]" for w in range(WINDOW_WORDS)]
 
@@ -251,6 +337,88 @@ class BufferSelection:
              pairs=((2, 7), (2, 8), (4, 3), (10, 11), (2, 5)), sets_cc=True)
 
 
+    def reserve_turn_writes(self) -> tuple[int, ...]:
+        """Signals and transfer registers (TURN_WRITES of each) kept for the receive stage's
+        scratch writes that stay in flight past its turn, and their plan (plan_turn_writes);
+        none when it has none."""
+        free = [sig for sig in self.abi.signals if sig not in self.slot_signals]
+        if not self.turn_write_blocks or len(free) <= TURN_WRITES:
+            return ()
+        sigs = tuple(free[-TURN_WRITES:])
+        plan = plan_turn_writes(self.fn, self.turn_write_blocks, sigs)
+        if plan is None:
+            return ()
+        self.turn_plan = plan
+        self.slot_signals |= set(sigs)
+        self.signals_used |= set(sigs)
+        self.xfer_limit -= TURN_WRITES
+        self.turn_xfer = {sig: self.xfer_limit + k for k, sig in enumerate(sigs)}
+        return sigs
+
+
+    def start_turn_writes(self, label: str) -> None:
+        """At a block's start: the turn writes in flight (the plan's)."""
+        plan = self.turn_plan.get(label) if self.turn_write_slots else None
+        self.turn_pending = plan[0] if plan else frozenset()
+
+
+    def select_turn_write(self, ins: wir.MemWrite) -> bool:
+        """A one-word scratch write of the receive stage, in its turn: issued there and
+        awaited only after the turn has passed (drain_turn_writes at RxTurnDone).  Its
+        order against the port's next mpacket is the scratch unit's: that mpacket's
+        stage reads the word only after taking the turn, so after this write was issued,
+        and the scratch unit performs a thread's commands in the order they were issued
+        (the same assumption as pool.uc's body_exit, which passes the turn before waiting
+        for the stage's scratch commands).  Each write takes one of TURN_WRITES slots
+        (signal, transfer register), waiting first when all are in flight; which are in
+        flight is known at compile time on every path (plan_turn_writes), so no wait is
+        conditional.  False: not such a write (selected as any other)."""
+        if (not self.spinning or self.current_label not in self.turn_plan
+                or not self.turn_write_slots or ins.space != wir.SCRATCH
+                or len(ins.srcs) != 1):
+            return False
+        sig, wait = turn_write_step(self.turn_pending, self.turn_write_slots)
+        x = self.turn_xfer[sig]
+        a, b = self.address(ins.space, ins.addr)
+        if wait:
+            self.op("\n".join(self.wait_lines(sig)), [])
+        self.move(f"${x}", ins.srcs[0])
+        self.op(f"scratch[write, ${x}, {{0}}, {{1}}, 1], sig_done[{sig}]", [a, b],
+                uses=(0, 1), pairs=((0, 1),), kind="mem", signals=(sig,))
+        self.turn_pending = self.turn_pending | {sig}
+        return True
+
+
+    def drain_turn_writes(self, keep: frozenset[int] = frozenset()) -> None:
+        """Wait for the receive stage's scratch writes in flight but `keep`: by polling while
+        the turn is held (before a branch, a return inside the stage), else by sleeping."""
+        waits = sorted(self.turn_pending - keep)
+        if waits and self.spinning:
+            self.op("\n".join(line for sig in waits for line in self.wait_lines(sig)), [])
+        elif waits:
+            self.op(f"ctx_arb[{', '.join(map(str, waits))}]", [], kind="wait",
+                    signals=tuple(waits))
+        self.turn_pending = self.turn_pending & keep
+
+
+    def leave_turn_block(self, branch: wir.Instr) -> None:
+        """Before a turn block's branch: wait for what its successors do not expect in
+        flight.  A jump to the block that passes the turn (its first instruction) passes it
+        here already, then sleeps for them: the turn need not wait (the later pass finds
+        the turn gone; pool.uc's rx_turn_pass passes once)."""
+        plan = self.turn_plan.get(self.current_label) if self.turn_write_slots else None
+        if plan is None or not self.spinning:
+            return
+        target = self.fn.block(branch.target) if isinstance(branch, wir.Jump) else None
+        if (self.turn_pending - plan[1] and target is not None and target.instrs
+                and isinstance(target.instrs[0], wir.RxTurnDone)):
+            self.spinning = False
+            back = self.label("rxturn")
+            self.op("\n".join([f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_LABEL}#]",
+                               f"{back}#:"]), [])
+        self.drain_turn_writes(plan[1])
+
+
     def reserve_attach_signal(self) -> int | None:
         """A body signal kept for deferred window reads (none are issued otherwise): every
         other command of the body uses another, so the read may stay in flight across blocks."""
@@ -341,6 +509,7 @@ class BufferSelection:
         lines = [f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_LABEL}#]", f"{back}#:"]
         if self.attach_signal is None:
             self.op("\n".join(lines), [])
+            self.drain_turn_writes()
             return
         t, done = self._new("more", gpr_only=True), self.label("rxwin")
         lines += [f"alu[{{0}}, --, B, *l$index1[{META_TBUF_MORE}]]",   # a window read in flight
@@ -348,3 +517,4 @@ class BufferSelection:
                   "alu_shf[{0}, --, B, {0}, <<1]", "alu_shf[{0}, --, B, {0}, >>1]",
                   f"alu[*l$index1[{META_TBUF_MORE}], --, B, {{0}}]", f"{done}#:"]
         self.op("\n".join(lines), [t], defs=(0,), sets_cc=True)
+        self.drain_turn_writes()

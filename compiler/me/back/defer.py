@@ -91,6 +91,8 @@ def _fill_block(b: MBlock, names: dict) -> None:
         if _movable(ins) and independent and not (cc_needed and ins.sets_cc):
             moved.insert(0, ins)
             del b.instrs[i]
+            if ins.dbg:     # a binding stays where it was: before the next instruction
+                b.instrs[i].dbg, ins.dbg = ins.dbg + b.instrs[i].dbg, ()
             bi -= 1
         else:
             skipped.append(ins)

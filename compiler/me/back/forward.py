@@ -13,7 +13,8 @@ them first: the header write-back, memory writes), which a metadata word cannot 
 
 from __future__ import annotations
 
-from .mir import MBlock, MFunction, MInstr, VReg
+from .mir import MBlock, MFunction, MInstr, VReg, remove_keeping_debug
+from .varlocs import substitute
 
 PRODUCERS = ("alu[", "alu_shf[", "dbl_shf[", "ld_field_w_clr[")
 
@@ -47,7 +48,9 @@ def forward_copy_destinations(fn: MFunction) -> int:
                                                                    dest, preds):
                 continue
             producer.ops[0] = dest
-            b.instrs.remove(copy)
+            remove_keeping_debug(b.instrs, copy)
+            if dest.startswith("*l$"):      # a metadata word: the variable can be read there
+                substitute(fn, v, dest)
             removed += 1
     return removed
 

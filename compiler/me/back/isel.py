@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 
 from .. import wir
 from ..abi import LABEL_PREFIX, META_DRAM_ADDR, BodyABI
-from ..fold import compare, evaluate_bin, funnel_shift
+from ..fold import compare, evaluate_bin, funnel_shift, pop_count
 from ..wir import MASK32, Loc
 from . import buffers
 from .bytetests import ByteField, byte_test, fixed_operands
 from .errors import unsupported
 from .hdrwrite import plan_header_writes
-from .mir import MBlock, MFunction, MInstr, MOpnd, VReg
+from .mir import MBind, MBlock, MFunction, MInstr, MOpnd, VReg
 from .options import DEFAULT_OPTIONS, BackOptions
 from .prefetch import Collect, Drain, Prefetch, Slot
+from .salvage import resolve_binds
 
 IMM_MAX = 63
 XFER_REGS = 16
@@ -111,11 +112,18 @@ class Selector(buffers.BufferSelection):
         self.turn_blocks = buffers.blocks_in_turn(fn)
         self.spinning = False
         self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
+        # the receive stage's scratch writes awaited after its turn (buffers.py)
+        self.turn_write_blocks = buffers.turn_write_blocks(fn, self.turn_blocks)
+        self.turn_plan: dict[str, tuple[frozenset[int], frozenset[int]]] = {}
+        self.turn_xfer: dict[int, int] = {}
+        self.turn_pending: frozenset[int] = frozenset()
+        self.turn_write_slots = self.reserve_turn_writes()
         self.header_in_lm = abi.header_lm_word is not None
         self.vregs: dict[int, VReg] = {}
         self.next_vreg = 0
         self.labels = self._block_labels()
         self.def_loc: dict[VReg, Loc | None] = {}
+        self.pending_dbg: tuple[MBind, ...] = ()   # variable bindings for the next instruction
         self.label_count = 0
         self.counts_def, self.counts_use = self._count_defs_uses()
         self.hdr_written = sorted({i.word for b in fn.blocks for i in b.instrs
@@ -199,6 +207,20 @@ class Selector(buffers.BufferSelection):
             self.vregs[r.id] = self._new(r.hint)
         return self.vregs[r.id]
 
+    def _bind(self, b: wir.VarBind) -> MBind:
+        """A variable binding with isel's operands: the fixed operand read in place (`$$3`,
+        `*l$index1[5]`), else the WIR register until `_resolve_binds` (making VRegs here
+        would renumber them, and the allocator's order depends on the numbers)."""
+        if b.args is None:
+            return MBind(b.var, None)
+        return MBind(b.var, tuple(tuple(
+            o if isinstance(o, int) else self.fixed.get(o.id) or o for o in arg)  # type: ignore[misc]
+            for arg in b.args), b.expr)
+
+    def _resolve_binds(self, blocks: list[MBlock]) -> None:
+        """WIR registers in bindings -> their VRegs, or rebuilt from others (salvage.py)."""
+        resolve_binds(self.fn, self.vregs, self.fixed, blocks)
+
     def label(self, what: str) -> str:
         """A fresh label inside a macro (never one of the block labels)."""
         blocks = set(self.labels.values())
@@ -211,6 +233,8 @@ class Selector(buffers.BufferSelection):
     def emit(self, ins: MInstr) -> None:
         if ins.loc is None:
             ins.loc = self.loc
+        if self.pending_dbg:
+            ins.dbg, self.pending_dbg = self.pending_dbg + ins.dbg, ()
         for v in ins.vdefs():
             self.def_loc.setdefault(v, ins.loc)
         self.state.instrs.append(ins)
@@ -380,6 +404,7 @@ class Selector(buffers.BufferSelection):
             following = (self.fn.blocks[index + 1].label if index + 1 < len(self.fn.blocks)
                          else None)
             blocks.append(self._block(b, following))
+        self._resolve_binds(blocks)
         return MFunction(self.fn.name, blocks, self.fn.window_bytes,
                          tuple(sorted(self.signals_used)))
 
@@ -426,15 +451,21 @@ class Selector(buffers.BufferSelection):
         self.state = BlockState()
         self.current_label = b.label
         self.spinning = b.label in self.turn_blocks
+        self.start_turn_writes(b.label)
         folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
             self.loc, self.index = ins.loc, index
+            self.pending_dbg += tuple(self._bind(x) for x in ins.dbg)
             if index in folds.skip:
                 continue
             if isinstance(ins, wir.Jump | wir.Branch):
                 self.flush()
+                self.leave_turn_block(ins)
             self._instr(ins, folds, following)
         self.flush()
+        if self.pending_dbg and self.state.instrs:
+            self.state.instrs[-1].dbg += self.pending_dbg
+        self.pending_dbg = ()
         succs = tuple(self.labels[s] for s in b.successors())
         if isinstance(b.instrs[-1], wir.Ret):
             succs = ()
@@ -624,6 +655,13 @@ class Selector(buffers.BufferSelection):
         self.op(f"dbl_shf[{{0}}, {{1}}, {{2}}, >>{ins.amount}]", [d, hi, lo], defs=(0,),
                 uses=(1, 2), pairs=((1, 2),))
 
+    def _sel_PopCount(self, ins: wir.PopCount, folds: Folds, _: str | None) -> None:
+        d = self._dst(ins.dst)
+        if isinstance(ins.src, int):
+            self.load_const(d, pop_count(ins.src))
+            return
+        self.op("pop_count[{0}, {1}]", [d, self.value(ins.src)], defs=(0,), uses=(1,))
+
     def _sel_OnesSum(self, ins: wir.OnesSum, folds: Folds, _: str | None) -> None:
         """A `+carry` chain, then the last carry added back twice (the second catches the
         carry a sum of 0xFFFFFFFF + 1 makes); one macro so nothing clobbers the carry."""
@@ -767,6 +805,8 @@ class Selector(buffers.BufferSelection):
     def _sel_MemWrite(self, ins: wir.MemWrite, folds: Folds, _: str | None) -> None:
         if ins.space == wir.LOCAL:
             self._local(ins.addr, None, list(ins.srcs))
+            return
+        if self.select_turn_write(ins):
             return
         n = len(ins.srcs)
         a, b = self.address(ins.space, ins.addr)
@@ -914,6 +954,8 @@ class Selector(buffers.BufferSelection):
     def _sel_Ret(self, ins: wir.Ret, folds: Folds, following: str | None) -> None:
         self._write_back(self.plan.written_at_ret.get(self.current_label, frozenset()))
         self.flush()            # one wait: the write-back and whatever is still in flight
+        if self.spinning:
+            self.drain_turn_writes()
         self.emit(MInstr("br[body_exit#]", [], kind="branch", targets=("body_exit#",)))
 
     def _halfword_branch(self, pred: str, word: wir.Reg | int, c: int, target: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .mir import MFunction, MInstr, VReg
+from .mir import MFunction, VReg, drop_keeping_debug
 
 
 @dataclass
@@ -52,18 +52,19 @@ def remove_dead_code(fn: MFunction) -> int:
         count = 0
         for b in fn.blocks:
             live = set(info.live_out[b.label])
-            keep: list[MInstr] = []
+            dead: set[int] = set()
             for ins in reversed(b.instrs):
                 defs = ins.vdefs()
                 if (ins.kind == "op" and not ins.is_macro and defs
                         and len(defs) == len(ins.defs) and not set(defs) & live
                         and "local_csr" not in ins.template):
                     count += 1
+                    dead.add(id(ins))
                     continue
                 live -= set(defs)
                 live |= set(ins.vuses())
-                keep.append(ins)
-            b.instrs = keep[::-1]
+            if dead:
+                b.instrs = drop_keeping_debug(b.instrs, lambda i, dead=dead: id(i) in dead)
         removed += count
         if not count:
             return removed

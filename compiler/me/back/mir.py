@@ -9,7 +9,10 @@ once registers are allocated.  Operands are `VReg`s or fixed operand text (`$3`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from npkit.compiler.uc.image import Variable
 
 from ..wir import Loc
 
@@ -31,6 +34,43 @@ class VReg:
 
 MOpnd = VReg | str
 
+
+@dataclass(frozen=True)
+class MBind:
+    """A variable binding in machine IR (wir.VarBind with operands as isel chose them: a
+    VReg, a fixed operand such as `$$3` or `*l$index1[5]`, or an int constant word);
+    args None: optimized out from here."""
+
+    var: Variable
+    args: tuple[tuple[VReg | str | int, ...], ...] | None
+    expr: tuple[str | int, ...] = ()
+
+
+def drop_keeping_debug(instrs: list[MInstr], drop: Callable[[MInstr], bool]) -> list[MInstr]:
+    """instrs without those `drop` selects; the variable bindings of a dropped instruction
+    go to the next one kept (after the last: to the last kept)."""
+    keep: list[MInstr] = []
+    carry: tuple[MBind, ...] = ()
+    for ins in instrs:
+        if drop(ins):
+            carry += ins.dbg
+            continue
+        if carry:
+            ins.dbg, carry = carry + ins.dbg, ()
+        keep.append(ins)
+    if carry and keep:
+        keep[-1].dbg += carry
+    return keep
+
+
+def remove_keeping_debug(instrs: list[MInstr], ins: MInstr) -> None:
+    """instrs.remove(ins), its variable bindings going to the instruction after it."""
+    at = next(k for k, i in enumerate(instrs) if i is ins)
+    del instrs[at]
+    if ins.dbg and instrs:
+        target = instrs[min(at, len(instrs) - 1)]
+        target.dbg = ins.dbg + target.dbg
+
 # kinds: "op" (ALU-class, falls through), "mem" (issues a unit command), "wait" (ctx_arb),
 # "branch" (ends a block: conditional and/or unconditional jumps), "exit"
 @dataclass(eq=False)
@@ -49,6 +89,8 @@ class MInstr:
     loc: Loc | None = None
     copy: bool = False              # `alu[d, --, B, s]`: a candidate for coalescing
     defer: int = 0                  # branch: defer slots filled after it
+    # debug info: variable bindings taking effect just before it (varlocs.py); never a use
+    dbg: tuple[MBind, ...] = ()
 
     @property
     def is_macro(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .mir import MFunction, MInstr, VReg
+from .mir import MFunction, MInstr, VReg, drop_keeping_debug
 
 ZERO_SIGN_BRANCHES = ("beq[", "bne[", "bmi[", "bpl[")
 GPR = re.compile(r"[ab]\d+$")
@@ -22,6 +22,7 @@ def drop_redundant_tests(fn: MFunction, names: dict[VReg, str]) -> int:
     removed = 0
     for b in fn.blocks:
         keep: list[MInstr] = []
+        dropped: set[int] = set()
         for k, ins in enumerate(b.instrs):
             following = b.instrs[k + 1] if k + 1 < len(b.instrs) else None
             if keep and _is_test(ins) and following is not None and \
@@ -29,9 +30,11 @@ def drop_redundant_tests(fn: MFunction, names: dict[VReg, str]) -> int:
                     _writes(keep[-1], _name(ins.ops[2], names), names):
                 keep[-1].sets_cc = True     # the branch reads its flags: keep it before
                 removed += 1
+                dropped.add(id(ins))
                 continue
             keep.append(ins)
-        b.instrs = keep
+        if dropped:
+            b.instrs = drop_keeping_debug(b.instrs, lambda i, dropped=dropped: id(i) in dropped)
     return removed
 
 

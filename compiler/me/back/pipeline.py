@@ -32,6 +32,7 @@ from .prefetch import Slot, hoist_reads
 from .regalloc import Allocation, allocate, drop_coalesced_copies
 from .sink import sink_to_uses
 from .thread import thread_constant_jumps
+from .varlocs import coalesced, locate
 from .xfer import read_transfer_operands
 
 Trace = Callable[[str, str], None]
@@ -50,6 +51,7 @@ class Compilation:
     mfn: MFunction | None = None        # isel on: the machine IR
     def_loc: dict[VReg, wir.Loc | None] = field(default_factory=dict)
     alloc: Allocation | None = None     # regalloc on: the registers
+    coalesced: dict[VReg, VReg] = field(default_factory=dict)   # copies given one place
     uc: str = ""                        # emit: the body fragment
     instructions: int = 0
 
@@ -114,10 +116,12 @@ def _mir(c: Compilation) -> MFunction:
 
 def _regalloc(c: Compilation) -> None:
     c.alloc = allocate(_mir(c), c.abi, c.def_loc)
+    c.coalesced = coalesced(_mir(c), c.names)     # for the variables' locations (debug)
 
 
 def _emit(c: Compilation) -> None:
-    c.uc, c.instructions = emit(_mir(c), c.names)
+    views = locate(_mir(c), c.names, c.coalesced)
+    c.uc, c.instructions = emit(_mir(c), c.names, views)
 
 
 PASSES: tuple[Pass, ...] = (

@@ -276,7 +276,8 @@ def _sources(fn: wir.Function, defs: dict[int, list[tuple[str, int]]],
     while todo:
         for label, i in defs.get(todo.pop(), []):
             ins = fn.block(label).instrs[i]
-            if isinstance(ins, wir.Bin | wir.Fsh | wir.Cmp | wir.Select | wir.Copy):
+            if isinstance(ins, wir.Bin | wir.Fsh | wir.PopCount | wir.Cmp
+                                | wir.Select | wir.Copy):
                 for u in ins.uses():
                     if isinstance(u, wir.Reg) and u.id not in seen:
                         seen.add(u.id)

@@ -22,7 +22,7 @@ from ..abi import BodyABI
 from ..wir import Loc
 from .errors import compile_error
 from .liveness import liveness
-from .mir import MFunction, MInstr, VReg
+from .mir import MFunction, MInstr, VReg, drop_keeping_debug
 
 HUB_PAIRS = 6
 
@@ -209,4 +209,4 @@ def drop_coalesced_copies(fn: MFunction, names: dict[VReg, str]) -> None:
         return not place.startswith("$") and place == (
             names.get(s, s) if isinstance(s, VReg) else s)
     for b in fn.blocks:
-        b.instrs = [i for i in b.instrs if not (i.copy and same(i))]
+        b.instrs = drop_keeping_debug(b.instrs, lambda i: i.copy and same(i))

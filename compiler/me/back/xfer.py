@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 
 from .liveness import liveness
-from .mir import MBlock, MFunction, MInstr, VReg
+from .mir import MBlock, MFunction, MInstr, VReg, remove_keeping_debug
+from .varlocs import substitute
 
 XFER_IN = re.compile(r"\$\d+$")
 NAMES_XFER_IN = re.compile(r"(?<![$\w])\$\d")
@@ -52,7 +53,8 @@ def read_transfer_operands(fn: MFunction) -> int:
         xfer = copy.ops[1]
         for u in users:
             u.ops = [xfer if o is v else o for o in u.ops]
-        home.instrs.remove(copy)
+        remove_keeping_debug(home.instrs, copy)
+        substitute(fn, v, xfer)             # a variable's value is in `$k` too
         removed += 1
     return removed
 

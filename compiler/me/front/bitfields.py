@@ -246,11 +246,13 @@ def combine(fn: wir.Function) -> None:
             same_as = next((u for u in i.uses() if isinstance(u, Reg)
                             and state.of(u) == p), None)
             if same_as is not None and not isinstance(i, wir.Copy):
-                out.append(wir.Copy(dst, same_as, loc=i.loc))
+                out.append(wir.Copy(dst, same_as, loc=i.loc, dbg=i.dbg))
                 continue
             if plan is None or not _worth(i, plan):
                 out.append(i)
                 continue
             new = _emit(fn, dst, plan, state.regs, i.loc)
+            if new and not _same(i, new):
+                new[0].dbg = i.dbg + new[0].dbg     # variables before i: before its code
             out.extend([i] if _same(i, new) else new)
         block.instrs = out

@@ -15,6 +15,7 @@ class Builder:
         self.fn = fn
         self.cur: wir.Block | None = None
         self.loc: wir.Loc | None = None
+        self.pending_dbg: tuple[wir.VarBind, ...] = ()     # for the next instruction
         self._labels: set[str] = {b.label for b in fn.blocks}
 
     # ---- blocks ----
@@ -38,6 +39,8 @@ class Builder:
     def emit(self, instr: wir.Instr) -> wir.Instr:
         assert self.cur is not None
         instr.loc = self.loc
+        if self.pending_dbg:
+            instr.dbg, self.pending_dbg = self.pending_dbg + instr.dbg, ()
         self.cur.instrs.append(instr)
         return instr
 
@@ -58,6 +61,13 @@ class Builder:
             return lo
         r = self.reg()
         self.emit(wir.Fsh(r, hi, lo, amount))
+        return r
+
+    def pop_count(self, src: Operand) -> Operand:
+        if isinstance(src, int):
+            return fold.pop_count(src)
+        r = self.reg()
+        self.emit(wir.PopCount(r, src))
         return r
 
     def cmp(self, pred: str, a: Operand, b: Operand) -> Operand:

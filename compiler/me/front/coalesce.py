@@ -98,7 +98,8 @@ class _Coalesce:
             if not self.base_ready(base, g.block, start[1]):
                 continue
             self.grow(g, low, high, start[1])
-            copies = [wir.Copy(d, g.read.dsts[k - low + n], loc=read.loc)
+            copies = [wir.Copy(d, g.read.dsts[k - low + n], loc=read.loc,
+                               dbg=read.dbg if n == 0 else ())
                       for n, d in enumerate(read.dsts)]
             at = block.instrs.index(read)
             block.instrs[at:at + 1] = copies
@@ -117,7 +118,7 @@ class _Coalesce:
             else:
                 addr = self.fn.new_reg()
                 g.block.instrs.insert(at, wir.Bin(addr, "add", g.base, low, loc=old.loc))
-        new = wir.MemRead(tuple(dsts), old.space, addr, loc=old.loc)
+        new = wir.MemRead(tuple(dsts), old.space, addr, loc=old.loc, dbg=old.dbg)
         g.block.instrs[g.block.instrs.index(old)] = new
         g.read, g.low = new, low
 

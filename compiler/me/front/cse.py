@@ -31,6 +31,8 @@ def pure_key(i: wir.Instr) -> Hashable | None:
         return ("bin", i.op, a, b)
     if isinstance(i, wir.Fsh):
         return ("fsh", _opkey(i.hi), _opkey(i.lo), i.amount)
+    if isinstance(i, wir.PopCount):
+        return ("popcount", _opkey(i.src))
     if isinstance(i, wir.Cmp):
         return ("cmp", i.pred, _opkey(i.a), _opkey(i.b))
     if isinstance(i, wir.Select):

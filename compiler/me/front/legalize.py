@@ -5,7 +5,11 @@ and npu.* calls are expanded (intrinsics.py)."""
 
 from __future__ import annotations
 
+import re
+
+from npkit.compiler.mbl.debuginfo import VarValue
 from npkit.compiler.mbl.diagnostics import CompileError
+from npkit.compiler.uc.image import expression_supported
 
 from .. import wir
 from ..wir import Operand, Reg
@@ -17,6 +21,8 @@ from .read import BasicBlock, Const, Instr, Label, LFunction, Value
 from .words import Words
 
 BIN_WORDWISE = {"and", "or", "xor"}
+# an operand of a variable record: "i32 %x", "i16 -5", "i1 true" (poison, undef, ptr: no)
+_RECORD_OPERAND = re.compile(r'^i(\d+) (%"[^"]*"|%[-\w$.]+|-?\d+|true|false)$')
 
 
 def successors(block: BasicBlock) -> list[str]:
@@ -87,6 +93,30 @@ class Legalizer:
         else:
             self.values[name] = words
 
+    def var_bind(self, record: VarValue) -> wir.VarBind:
+        """A variable record as WIR words (args None: a value not kept, e.g. poison)."""
+        args = []
+        for text in record.operands:
+            words = self.record_words(text)
+            if words is None or not expression_supported(record.expr):
+                return wir.VarBind(record.variable, None)
+            args.append(words)
+        return wir.VarBind(record.variable, tuple(args), record.expr)
+
+    def record_words(self, text: str) -> Words | None:
+        m = _RECORD_OPERAND.match(text)
+        if m is None:
+            return None
+        width, value = int(m.group(1)), m.group(2)
+        if value.startswith("%"):
+            name = value[2:-1] if value.startswith('%"') else value[1:]
+            return self.values.get(name) if name not in self.pending else None
+        constant = {"true": 1, "false": 0}.get(value)
+        if constant is None and re.fullmatch(r"-?\d+", value):
+            constant = int(value)
+        return None if constant is None else \
+            W.const_words(constant & ((1 << width) - 1), width)
+
     def error(self, message: str) -> CompileError:
         return unsupported(message, self.b.loc, self.sources)
 
@@ -106,6 +136,7 @@ class Legalizer:
             for ins in bb.instrs:
                 if ins.opcode != "phi":
                     self.b.loc = ins.loc
+                    self.b.pending_dbg += tuple(self.var_bind(v) for v in ins.dbg)
                     self.instr(bb, ins)
         self.b.loc = None
         return self.out
@@ -268,6 +299,12 @@ class Legalizer:
                 result, bound = W.add(self.b, a, c, ins.width), W.const_words(-1, ins.width)
                 clamp = W.compare(self.b, "ult", result, a, ins.width)
             return tuple(self.b.select(clamp, p, q) for p, q in zip(bound, result, strict=True))
+        if base == "ctpop":     # the chip's pop_count on each word, the counts summed
+            counts = [self.b.pop_count(w) for w in self.get(ins.operands[0])]
+            total = counts[0]
+            for c in counts[1:]:
+                total = self.b.bin("add", total, c)
+            return W.const_words(0, ins.width)[:-1] + (total,)   # count <= width: canonical
         raise self.error(f"the LLVM intrinsic {name} is not supported by the ME backend")
 
     # ---- control flow ----

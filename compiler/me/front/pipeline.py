@@ -49,7 +49,7 @@ def run_passes(program: Program, entry: str | None, window_max: int, *,
 
     prepared = prepare(program, entry, receive)
     show("prepare", lambda: str(prepared.function))
-    lfn = read_function(prepared.function, prepared.locate)
+    lfn = read_function(prepared.function, prepared.locate, prepared.values)
     show("read", lambda: str(prepared.function))
     fn = legalize(lfn, prepared.entry.name, window_max, program.sources, prepared.entry.loc)
     show("legalize", lambda: str(fn))

@@ -5,14 +5,16 @@ indexes become constants)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from npkit.base.diagnostics import SourceLocation
 from npkit.compiler.mbl import ast as A
-from npkit.compiler.mbl.debuginfo import DebugLocations
+from npkit.compiler.mbl.debuginfo import DebugLocations, VarValue, scope_ends
 from npkit.compiler.mbl.lower import lower
 from npkit.compiler.mbl.passes import optimize, target_machine
 from npkit.compiler.mbl.sema import Program
@@ -100,6 +102,7 @@ class Prepared:
     function: llvm.ValueRef
     entry: Entry
     locate: Callable[[llvm.ValueRef], wir.Loc | None]
+    values: Callable[[llvm.ValueRef], list[VarValue]] = lambda _: []   # variable records
 
 
 def prepare(program: Program, entry: str | None = None, receive: bool = False) -> Prepared:
@@ -109,7 +112,7 @@ def prepare(program: Program, entry: str | None = None, receive: bool = False) -
     the stage)."""
     chosen = choose_entry(program, entry)
     rx_where = _reject_receive_stages(program, chosen, allow=receive)
-    module = lower(program)
+    module = lower(program, variables=True)   # dbg.declare: MBL variables (debuginfo.py)
     if rx_where is not None and chosen.kind == "pipeline":
         _mark_receive_stage_end(module, program, chosen.name)
     if chosen.kind == "pipeline":
@@ -117,7 +120,23 @@ def prepare(program: Program, entry: str | None = None, receive: bool = False) -
             module.get_global(f"mbl.block.{stage.block}").attributes.add("alwaysinline")
     ref = optimize(module)
     unroll(ref)
-    return Prepared(ref, ref.get_function(chosen.symbol), chosen, _locator(ref))
+    locations = DebugLocations(ref)
+    ends = scope_ends(d for m in program.modules for d in m.decls)
+
+    def values(instr: llvm.ValueRef) -> list[VarValue]:
+        """The records before instr, each variable with its declaration's column and the
+        end of its lexical scope (from the AST)."""
+        out = []
+        for v in locations.values_of(instr):
+            decl = v.variable.decl
+            column, end = ends.get((decl.file, decl.line, v.variable.name),
+                                   (decl.column, decl.line))
+            out.append(dataclasses.replace(v, variable=dataclasses.replace(
+                v.variable, decl=SourceLocation(decl.file, decl.line, column),
+                scope_end=end)))
+        return out
+
+    return Prepared(ref, ref.get_function(chosen.symbol), chosen, locations.loc_of, values)
 
 
 def _reject_receive_stages(program: Program, chosen, allow: bool = False):
@@ -162,6 +181,3 @@ def _mark_receive_stage_end(module: ir.Module, program: Program, pipeline: str) 
     raise AssertionError(f"{pipeline}: no call of its first stage {first.block}")
 
 
-def _locator(ref: llvm.ModuleRef) -> Callable[[llvm.ValueRef], wir.Loc | None]:
-    """MBL locations from the !dbg metadata the lowering emits."""
-    return DebugLocations(ref).loc_of

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
-from npkit.compiler.mbl.debuginfo import instruction_texts
+from npkit.compiler.mbl.debuginfo import VarValue, instruction_texts
 
 from .. import wir
 
@@ -54,6 +54,7 @@ class Instr:
     cases: list[tuple[int, str]] = field(default_factory=list)   # switch: (value, label)
     incoming: list[str] = field(default_factory=list)            # phi: predecessor labels
     text: str = ""
+    dbg: list[VarValue] = field(default_factory=list)   # variable records just before it
 
     @property
     def callee(self) -> str:
@@ -124,11 +125,17 @@ def _read_instr(ins: llvm.ValueRef, locate: Callable[[llvm.ValueRef], wir.Loc | 
 
 
 def read_function(fn: llvm.ValueRef,
-                  locate: Callable[[llvm.ValueRef], wir.Loc | None] = lambda _: None
+                  locate: Callable[[llvm.ValueRef], wir.Loc | None] = lambda _: None,
+                  values: Callable[[llvm.ValueRef], list[VarValue]] = lambda _: []
                   ) -> LFunction:
     """The function's blocks in layout order; every value and block must be named (run the
-    instruction namer first)."""
+    instruction namer first).  `values`: the variable records before an instruction."""
     texts = dict(instruction_texts(fn))  # the function printed once, not per instruction
-    blocks = [BasicBlock(b.name, [_read_instr(i, locate, texts[i]) for i in b.instructions])
-              for b in fn.blocks]
+    blocks = []
+    for b in fn.blocks:
+        instrs = []
+        for i in b.instructions:
+            instrs.append(_read_instr(i, locate, texts[i]))
+            instrs[-1].dbg = values(i)
+        blocks.append(BasicBlock(b.name, instrs))
     return LFunction(fn.name, blocks)

@@ -26,7 +26,21 @@ def map_uses(instr: wir.Instr, f: Callable[[Operand], Operand]) -> bool:
         if new != old or _differs(new, old):
             setattr(instr, field.name, new)
             changed = True
+    if instr.dbg:   # variables follow their values (no change to report: not a use)
+        instr.dbg = tuple(b if b.args is None else dataclasses.replace(
+            b, args=tuple(tuple(f(o) for o in a) for a in b.args)) for b in instr.dbg)
     return changed
+
+
+def keep_debug(instrs: list[wir.Instr], removed: set[int]) -> None:
+    """Before instructions are removed (positions `removed` in instrs), their variable
+    bindings move to the next instruction that stays (a block's last always stays)."""
+    carry: tuple[wir.VarBind, ...] = ()
+    for k, i in enumerate(instrs):
+        if k in removed:
+            carry += i.dbg
+        elif carry:
+            i.dbg, carry = carry + i.dbg, ()
 
 
 def _differs(new, old) -> bool:

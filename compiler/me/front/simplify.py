@@ -9,10 +9,10 @@ replaced."""
 from __future__ import annotations
 
 from .. import wir
-from ..fold import compare, fold_bin, funnel_shift
+from ..fold import compare, fold_bin, funnel_shift, pop_count
 from ..wir import Operand, Reg
 from . import cfg
-from .rewrite import is_pure, map_uses
+from .rewrite import is_pure, keep_debug, map_uses
 
 INVERSE = {"eq": "ne", "ne": "eq", "ult": "uge", "uge": "ult", "ugt": "ule", "ule": "ugt",
            "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt"}
@@ -47,6 +47,9 @@ def _fold_instr(i: wir.Instr) -> wir.Instr | None:
             value = int(compare(i.pred, i.a, i.b))
         elif i.a == i.b:
             value = int(i.pred in ("eq", "ule", "uge", "sle", "sge"))
+    elif isinstance(i, wir.PopCount):
+        if isinstance(i.src, int):
+            value = pop_count(i.src)
     elif isinstance(i, wir.Select):
         if isinstance(i.cond, int):
             value = i.a if i.cond else i.b
@@ -63,6 +66,7 @@ def fold(fn: wir.Function) -> bool:
         for k, i in enumerate(b.instrs):
             new = _fold_instr(i)
             if new is not None:
+                new.dbg = i.dbg
                 b.instrs[k] = new
                 changed = True
     return changed
@@ -136,17 +140,19 @@ def dead_code(fn: wir.Function) -> bool:
         removed = False
         for b in fn.blocks:
             keep = []
-            for i in b.instrs:
+            dropped: set[int] = set()
+            for k, i in enumerate(b.instrs):
                 if isinstance(i, wir.MemAdd) and i.dst is not None and uses[i.dst.id] == 0:
                     i.dst = None
                     removed = True
-                if is_pure(i) and all(uses[d.id] == 0 for d in i.defs()):
+                if is_pure(i) and all(uses[d.id] == 0 for d in i.defs()) or \
+                        isinstance(i, wir.Copy) and i.dst == i.src:
                     removed = True
-                    continue
-                if isinstance(i, wir.Copy) and i.dst == i.src:
-                    removed = True
+                    dropped.add(k)
                     continue
                 keep.append(i)
+            if dropped:
+                keep_debug(b.instrs, dropped)
             b.instrs = keep
         if not removed:
             return changed

@@ -38,9 +38,10 @@ def test_frame_rx_compiles_to_the_pool_s_buffer_commands(media_build) -> None:
     assert len(re.findall(r"jump\[\w+, ", uc)) == 2
     # buffer.attach: the window (56 bytes) from the buffer into local memory
     assert len(re.findall(r"dram\[read, \$\$0, \w+, 0, 7\]", uc)) == 1
-    # the receive stage's end: one call of the dispatch's turn routine
-    assert uc.count(f"br[{RX_TURN_LABEL}#]") == 1
-    assert len(re.findall(rf"load_addr\[{RX_TURN_RET}, ", uc)) == 1
+    # the receive stage's end: a call of the dispatch's turn routine, and on the paths that
+    # jump there with scratch writes in flight an earlier call (test below)
+    calls = uc.count(f"br[{RX_TURN_LABEL}#]")
+    assert calls >= 1 and len(re.findall(rf"load_addr\[{RX_TURN_RET}, ", uc)) == calls
     # the window stays in local memory: $$ only between the attach's read and the copies
     assert set(re.findall(r"\$\$\d+", uc)) == {f"$${k}" for k in range(14)}
     assert not re.search(r"alu\[\$\$", uc)
@@ -57,6 +58,23 @@ def test_the_receive_stage_polls_its_waits_in_the_turn(media_build) -> None:
     plain = compile_me(compile_file(REPO / "examples" / "pos_router" / "pos_router.mbl"),
                        None, LM_WINDOW_ABI).body.uc
     assert "br_!signal" not in plain
+
+
+def test_the_receive_stage_s_scratch_writes_are_awaited_after_its_turn(media_build) -> None:
+    """frame_rx's writes of its per-port state (rx_frame, rx_bytes) are issued in the turn
+    and waited for once the turn has passed (buffers.select_turn_write): the first mpacket's
+    two, a middle one's, the last one's and a too long frame's each by a sleeping wait right
+    after a call of the turn routine, never by a poll in the turn (only the rare stale-frame
+    path, whose write precedes the buffer.alloc, waits in the turn)."""
+    uc = media_build.body.uc
+    writes = re.findall(r"scratch\[write, \$\d+, \w+, \w+, 1\], sig_done\[(\d+)\]", uc)
+    after_pass = re.findall(rf"br\[{RX_TURN_LABEL}#\]\n(b_rxturn\d+)#:\n\s*ctx_arb\[([\d, ]+)\]",
+                            uc)
+    slept = {int(sig) for _, sigs in after_pass for sig in sigs.split(", ")}
+    assert len(after_pass) == 4 and {int(sig) for sig in writes} == slept
+    assert any(sigs == f"{min(slept)}, {max(slept)}" for _, sigs in after_pass)   # the SOP's
+    polled = [sig for sig in slept if f"br_!signal[{sig}, " in uc]
+    assert len(polled) == 1 and len(re.findall(rf"br_!signal\[{polled[0]}, ", uc)) == 1
 
 
 def test_the_body_assembles_and_keeps_to_the_pool_abi(media_build) -> None:

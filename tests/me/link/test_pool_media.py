@@ -337,10 +337,12 @@ def test_a_frame_longer_than_a_buffer_is_dropped_as_natively() -> None:
 
 
 def test_the_receive_rate_on_the_npf_chip() -> None:
-    """The same on the NPF system's chip: one receiving port, a pool of all 16 MEs."""
+    """The same on the NPF system's chip: one receiving port, a pool of all 16 MEs.  A
+    one-element frame holds the receive turn for a few instructions only (frame_rx touches
+    no per-port state for it): 44-byte frames at line rate lose nothing."""
     drops = {}
     for name, make, loads in (("44 B", lambda: [routed(44, k, 0) for k in range(400)],
-                               (0.6, 0.8)),
+                               (0.8, 1.0)),
                               ("mix", lambda: offered_frames(FRAMES, 0), (0.4, 0.5))):
         offered = {0: make()}
         for load in loads:
@@ -352,4 +354,4 @@ def test_the_receive_rate_on_the_npf_chip() -> None:
             assert all(r.ok for r in leak_check(run.loaded)) and rbuf_in_use(run) == 0
     print("\nRBUF drops, one port, 16 MEs (400 44-byte frames, 160 of the mix):",
           {f"{name} at {load:.0%}": n for (name, load), n in drops.items()})
-    assert drops["44 B", 0.6] == 0 and drops["mix", 0.4] == 0
+    assert drops["44 B", 1.0] == 0 and drops["mix", 0.4] == 0

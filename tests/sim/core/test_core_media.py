@@ -42,8 +42,9 @@ def wire_program(quadwords: int) -> list[int]:
         alu(A(3), NONE, "B", A(2), "<<", 7),          # x element_bytes (128)
         mem("dram", "rbuf_rd", None, B(1), A(3), count=quadwords, sig=SIG_DMA, swap=True),
         mem("dram", "tbuf_wr", None, B(1), B(5), count=quadwords, sig=SIG_DMA, swap=True),
-        alu(A(4), X(0), "AND", B(2)),                 # length
-        alu(X(2), NONE, "B", A(4)),                   # control word: length, port 0
+        # control word: the receive status word 0 as it is (length | port << 16 | SOP |
+        # EOP): a one-element frame's TBUF control word has the same layout
+        alu(X(2), NONE, "B", X(0)),
         mem("msf", "write", 2, B(3), NONE, sig=SIG_MSF, swap=True),
         mem("msf", "read", 4, A(3), NONE, count=2, sig=SIG_MSF, swap=True),  # RBUF bytes
         mem("msf", "fast_wr", None, B(4), X(1), sig=SIG_MSF, swap=True),   # free elements

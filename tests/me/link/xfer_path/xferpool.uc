@@ -73,7 +73,8 @@ init:
     alu_shf[port, 1, AND, t_b, >>4]           // ME 0, 1 -> port 0; ME 2, 3 -> port 1
     alu[outp, port, XOR, 1]
     alu[fl_csr, port, +, MSF_RX_THREAD_FREELIST_BASE]
-    alu_shf[out_hi, --, B, outp, <<16]
+    immed32[out_hi, 0x3000000]                // SOP | EOP: every frame is one TBUF element
+    alu_shf[out_hi, out_hi, OR, outp, <<16]   // (one control word per element, docs/media.md)
     alu_shf[part_first, --, B, outp, <<5]
     immed32[seq_addr, MSF_TX_SEQUENCE_BASE]
     alu_shf[seq_addr, seq_addr, +, outp, <<2]

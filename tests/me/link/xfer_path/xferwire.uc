@@ -44,7 +44,7 @@
 #define tbuf_base a7      // MSF_TBUF_BASE
 #define part_first a8     // first TBUF element of the output port's partition
 #define cnt_too_long a9
-#define out_hi a10        // output port << 16
+#define out_hi a10        // output port << 16 | SOP | EOP
 #define t_a a11
 // bank B
 #define st0 b0
@@ -65,7 +65,8 @@ init:
     alu_shf[port, 1, AND, t_b, >>3]           // port = ME & 1
     alu[fl_csr, port, +, MSF_RX_THREAD_FREELIST_BASE]
     alu[outp, port, XOR, 1]
-    alu_shf[out_hi, --, B, outp, <<16]
+    immed32[out_hi, 0x3000000]                // SOP | EOP: every frame is one TBUF element
+    alu_shf[out_hi, out_hi, OR, outp, <<16]   // (one control word per element, docs/media.md)
     alu_shf[part_first, --, B, outp, <<5]     // output port * TBUF_PART_ELEMENTS
     immed32[seq_addr, MSF_TX_SEQUENCE_BASE]
     alu_shf[seq_addr, seq_addr, +, outp, <<2]
@@ -135,7 +136,7 @@ rx_loop:
     alu[$11, --, B, $11]
     alu[$12, --, B, $12]
     alu[$13, --, B, $13]
-    alu[$14, out_hi, OR, len]                 // control word: length | port << 16
+    alu[$14, out_hi, OR, len]                 // control word: length | port << 16 | SOP | EOP
     ctx_arb[SIG_TOK_ALLOC]
 alloc:
     alu[t_b, 1, +, *l$index0[0]]              // allocated after this frame
