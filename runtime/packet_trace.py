@@ -21,6 +21,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from npkit.compiler.mbl.types import META_CODE, META_VERDICT
@@ -109,6 +110,41 @@ class ProgramTrace:
         image = self.chip.image_on(me)
         source = getattr(image, "source_of", None)
         return source(pc) if callable(source) else None
+
+    def block_of(self, me: int, pc: int) -> str | None:
+        """The MBL block (or function, inlined there) whose text holds the instruction's
+        line; None for microcode (.uc) lines."""
+        return block_of_source(self.source_of(me, pc), self._texts)
+
+    def __post_init__(self) -> None:
+        self._texts: dict[str, list[str] | None] = {}
+
+
+_BLOCK = re.compile(r"^\s*(?:block|fn)\s+([A-Za-z_]\w*)")
+
+
+def block_of_source(source: str | None, texts: dict[str, list[str] | None]) -> str | None:
+    """``file.mbl:line:col`` -> the name of the ``block``/``fn`` declared last at or above
+    the line (MBL declares both at the top level), read from the file (cached in texts)."""
+    if source is None:
+        return None
+    m = re.match(r"^(.+\.mbl):(\d+):\d+$", source)
+    if not m:
+        return None
+    path, line = m[1], int(m[2])
+    if path not in texts:
+        try:
+            texts[path] = Path(path).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            texts[path] = None
+    lines = texts[path]
+    if lines is None:
+        return None
+    for k in range(min(line, len(lines)) - 1, -1, -1):
+        found = _BLOCK.match(lines[k])
+        if found:
+            return found[1]
+    return None
 
 
 def drop_counters(program: ProgramInfo) -> dict[int, str]:

@@ -275,6 +275,7 @@ class TraceOptions:
     cap_bytes: int = 10_000_000
     commands: bool = True          # the commands a carrying context issued (async slices)
     keep: Callable[[Journey], bool] | None = None   # frame filter (flow, verdict ...)
+    block_of: SourceOf | None = None   # (me, pc) -> the MBL block (or fn) of the line
 
 
 @dataclass
@@ -356,6 +357,9 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
         lines = sorted({s for h in hops if h.pc >= 0
                         for s in [source_of(me, h.pc)] if s is not None})
         args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome, "lines": lines[:24]}
+        if options.block_of is not None:
+            args["blocks"] = sorted({b for h in hops if h.pc >= 0
+                                     for b in [options.block_of(me, h.pc)] if b is not None})
         out.append({"name": title, "ph": "X", "pid": PACKET_PID_BASE + me, "tid": ctx,
                     "ts": w.ts(start), "dur": round(max(w.ts(stop) - w.ts(start), 0.0), 6),
                     "args": args})
@@ -377,7 +381,9 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
                 out.append({"name": label, "ph": "i", "s": "t", "pid": PACKET_PID_BASE + me,
                             "tid": ctx, "ts": w.ts(h.cycle),
                             "args": {"frame": j.frame, "verdict": label, "pc": h.pc,
-                                     "source": source_of(me, h.pc)}})
+                                     "source": source_of(me, h.pc),
+                                     "block": options.block_of(me, h.pc)
+                                     if options.block_of is not None else None}})
     if j.rbuf_drop:
         out.append({"name": "drop: rbuf_full", "ph": "i", "s": "t", "pid": MEDIA_PID,
                     "tid": 2 * j.port, "ts": w.ts(j.last_bit), "args": {"frame": j.frame}})

@@ -182,9 +182,11 @@ def finish(trace: PacketTraceRun | None, chip: Any, console: Console) -> None:
         console.print(f"utilisation chart: {request.utilisation}")
     if request.path is None:
         return
+    block_of = None
     if trace.program is not None:
         frames = trace.program.journeys()
         source_of = trace.program.source_of
+        block_of = trace.program.block_of
     else:
         frames = journeys(log.events(), units)
 
@@ -197,7 +199,8 @@ def finish(trace: PacketTraceRun | None, chip: Any, console: Console) -> None:
     result = write_packet_trace(request.path, frames, chip.config.clock_hz, source_of,
                                 chip.config.me_label,
                                 TraceOptions(cap_bytes=request.cap or 10_000_000,
-                                             commands=request.commands, keep=keep),
+                                             commands=request.commands, keep=keep,
+                                             block_of=block_of),
                                 status, counters)
     outcomes = ", ".join(f"{n:,} {k}" for k, n in describe(frames).items())
     console.print(f"packet trace: {request.path} ({result.frames:,} of "

@@ -44,6 +44,7 @@ def test_packet_trace_and_utilisation(tmp_path: Path) -> None:
     verdicts = [e["args"] for e in events if e["ph"] == "i" and "verdict" in e["args"]]
     assert sorted(v["verdict"] for v in verdicts) == ["exception"] * 3 + ["forward"] * 9
     assert all(v["source"].startswith("ipv4_fwd.mbl:") for v in verdicts)
+    assert {v["block"] for v in verdicts} == {"ipv4_fwd"}
     assert any(e["ph"] == "C" for e in events)
 
 

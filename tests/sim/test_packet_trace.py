@@ -73,6 +73,7 @@ class Traced:
                  frames: dict[int, list[bytes]]) -> None:
         self.trace, self.result, self.run, self.frames = trace, result, run, frames
         self.journeys = trace.journeys()
+        self.blocks = set(compile_file(ROUTER).blocks)
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +166,8 @@ def test_every_verdict_names_its_mbl_line(traced: Traced) -> None:
         assert word[j.verdict.label] in text, (j.verdict.label, text)
         if j.drop_reason is not None:
             assert f"drop({j.drop_reason})" in text
+        # the block the line is in, by the line's text, is a block of the program
+        assert traced.trace.block_of(j.verdict_at.me, j.verdict_at.pc) in traced.blocks
         verdicts += 1
     assert verdicts == 10_000 - received > 5000
 
