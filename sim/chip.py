@@ -23,6 +23,7 @@ import numpy as np
 from npkit.base.errors import NpkitError
 
 from .config import ChipConfig, ConfigError
+from .packet_trace import FrameLog, Selection
 from .packets import RxFrame, Sink, Source, TxFrame
 from .trace import Span, spans_from_core, write_trace
 
@@ -217,6 +218,7 @@ class Chip:
         self._tx = _TxCount()
         self._spans: list[Span] = []
         self._tracing = False
+        self._frame_log: FrameLog | None = None
         self._arrived_cache: dict[int, int] = {}
         self._make_tx_frame = _tx_frame_maker()
         if trace:
@@ -651,10 +653,31 @@ class Chip:
     def enable_trace(self, on: bool = True) -> None:
         self._tracing = on
         self._core.set_trace(on)
+        if on and self._frame_log is None:  # names the sleeping spans by the unit awaited
+            self._frame_log = FrameLog(self._core, None, waits=True)
 
     def _collect_trace(self) -> None:
         if self._tracing:
             self._spans.extend(spans_from_core(self._core.take_trace()))
+        if self._frame_log is not None:
+            self._frame_log.collect()
+
+    def enable_frame_log(self, selection: Selection | None = None,
+                         bucket_shift: int = 10) -> FrameLog:
+        """Attach the core's per-frame event log (docs/debugging.md, "Per-packet traces"):
+        the frames ``selection`` picks are followed; None records only the utilisation
+        probe.  Observation only: no simulated result changes.  Replaces an earlier log."""
+        self._frame_log = FrameLog(self._core, selection, bucket_shift, waits=self._tracing)
+        return self._frame_log
+
+    def disable_frame_log(self) -> None:
+        """Detach the frame log (its trace points become plain instructions again)."""
+        self._core.disable_frame_log()
+        self._frame_log = None
+
+    @property
+    def frame_log(self) -> FrameLog | None:
+        return self._frame_log
 
     @property
     def spans(self) -> list[Span]:
@@ -667,8 +690,13 @@ class Chip:
             raise RuntimeError("no trace recorded: create the Chip with trace=True or call "
                                "enable_trace() before run()")
         self._collect_trace()
-        return write_trace(path, self._spans, self.config.clock_hz,
-                           self.config.me_label)
+        spans = self._spans
+        log = self._frame_log
+        if log is not None:  # "sleeping" -> "sleeping: sram1" where the log knows the unit
+            spans = [s if s.state != "sleeping" or (unit := log.wait_unit(s.me, s.ctx, s.end))
+                     is None else Span(s.me, s.ctx, f"sleeping: {unit}", s.start, s.end)
+                     for s in spans]
+        return write_trace(path, spans, self.config.clock_hz, self.config.me_label)
 
 
 class _Run:

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from npkit.base.errors import NpkitError
 from npkit.report import for_display, print_counters, print_leaks
 
+from . import packet_trace
 from .app import CYCLES, SEED, writable
 
 
@@ -43,6 +44,22 @@ class RunRequest:
     quiet_cycles: int = 200_000
     contexts: bool = False
     coverage: Path | None = None
+    # per-packet traces and the utilisation view (packet_trace.py)
+    packet_trace: Path | None = None
+    trace_frames: str | None = None
+    trace_ports: str | None = None
+    trace_sample: int = 1
+    trace_verdict: str | None = None
+    trace_flow: str | None = None
+    trace_cap: int | None = 10_000_000
+    trace_commands: bool = True
+    utilisation: Path | None = None
+
+    def packet_trace_request(self) -> packet_trace.PacketTraceRequest:
+        return packet_trace.PacketTraceRequest(
+            self.packet_trace, self.trace_frames, self.trace_ports, self.trace_sample,
+            self.trace_verdict, self.trace_flow, self.trace_cap, self.utilisation,
+            self.trace_commands)
 
 
 RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
@@ -59,6 +76,7 @@ RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
                  help="write line coverage of the MBL sources and microcode (lcov) here"),
     click.option("--quiet-cycles", type=CYCLES, default=200_000, show_default=True,
                  help="stop once inputs are drained and nothing moved for this long"),
+    *packet_trace.OPTIONS,
 ]
 
 
@@ -115,7 +133,8 @@ def _check_me_overrides(request: RunRequest, manifest: Any) -> None:
                              f"{name!r} in this run (images: {shown})")
 
 
-def _attach_files(run: Any, request: RunRequest) -> list[Any]:
+def _attach_files(run: Any, request: RunRequest,
+                  wrap: Callable[[int, Any], Any] = lambda port, source: source) -> list[Any]:
     from npkit.sim import PcapSink, PcapSource
 
     ports = len(run.chip.config.ports)
@@ -124,7 +143,7 @@ def _attach_files(run: Any, request: RunRequest) -> list[Any]:
             raise NpkitError(f"port {port} does not exist: the chip has ports "
                                    f"0..{ports - 1}")
     for port, path in request.inputs.items():
-        run.chip.attach_source(port, PcapSource(path, pace=request.pace))
+        run.chip.attach_source(port, wrap(port, PcapSource(path, pace=request.pace)))
     sinks = []
     for port, path in request.outputs.items():
         sink = PcapSink(path)
@@ -172,9 +191,10 @@ def execute_run(request: RunRequest, console: Console, *, manifest: Any = None,
     run = loaded_run(request, manifest)
     if request.coverage is not None:
         run.chip.enable_coverage()
-    sinks = _attach_files(run, request)
+    traced = packet_trace.start(run, request.packet_trace_request())
+    sinks = _attach_files(run, request, lambda p, s: packet_trace.wrap_source(traced, p, s))
     for port, source in (sources or {}).items():
-        run.chip.attach_source(port, source)
+        run.chip.attach_source(port, packet_trace.wrap_source(traced, port, source))
     if sink_wrap is not None:
         for port in range(len(run.chip.config.ports)):
             wrapped = sink_wrap(port, run.chip.sink(port))
@@ -197,6 +217,7 @@ def execute_run(request: RunRequest, console: Console, *, manifest: Any = None,
         for sink in sinks:
             sink.close()
     _report(console, run, result, request, leak_check(run))
+    packet_trace.finish(traced, run.chip, console)
     return run, result
 
 

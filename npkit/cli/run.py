@@ -51,7 +51,9 @@ def _me_override(spec: str) -> tuple[str, list[int]]:
 
 MBL_ONLY = {"entry", "platform", *TABLE_PARAMS}
 CHIP_ONLY = {"mes", "pace", "chip", "seed", "cycles", "packets", "trace", "counters_json",
-             "contexts", "quiet_cycles", "coverage"}
+             "contexts", "quiet_cycles", "packet_trace", "trace_frames", "trace_ports",
+             "trace_verdict", "trace_flow", "trace_sample", "trace_cap", "trace_commands",
+             "utilisation", "coverage"}
 
 
 def _split_targets(targets: tuple[Path, ...]) -> tuple[Path | None, Path | None, list[Path]]:

@@ -70,11 +70,14 @@ constexpr std::array<Handler, kHandlerCount> make_handlers() {
   t[isa::OP_NOP] = exec_nop;
   t[H_OFF_END] = exec_off_end;
   t[H_ALU_PLAIN] = exec_alu_plain;
+  t[H_TRACE_POINT] = exec_trace_point;
   return t;
 }
 constexpr auto kHandlers = make_handlers();
 
 }  // namespace
+
+Handler handler_at(uint8_t index) { return kHandlers[index]; }
 
 // ------------------------------------------------------------------ units
 uint64_t Unit::schedule(uint64_t t, uint32_t nbytes, bool write) {
@@ -408,6 +411,7 @@ void Chip::autopush(int me_index, int ci, int xfer, const uint32_t* words, int n
 void Chip::note_media_registration(int me_index, int ci, uint32_t value) {
   uint32_t sig = (value >> 8) & 0xF;
   if (sig) media_sigs_[me_index][ci] |= static_cast<uint16_t>(1u << sig);
+  if (frame_log_) [[unlikely]] frame_log_->media_registration(me_index, ci, static_cast<int>(sig));
 }
 
 // ------------------------------------------------------------------ events and signals
@@ -460,6 +464,8 @@ inline bool Chip::wake_check(ME& m, int ci, uint64_t t) {
   bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
   if (!ok) return false;
   if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
+  if (frame_log_) [[unlikely]]  // what the context (and an idle ME) waited on
+    frame_log_->woke(m.index, ci, got, c.state_since, m.time, m.cur < 0 && m.ready_mask == 0, t);
   if (m.cur < 0 && m.ready_mask == 0 && m.time < t) {  // the ME was idle: it wakes up now
     m.idle += t - m.time;
     m.time = t;

@@ -11,9 +11,11 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "config.hpp"
+#include "frame_log.hpp"
 #include "host_memory.hpp"
 #include "isa_gen.hpp"
 
@@ -65,7 +67,11 @@ struct Opnd { OpKind kind = OpKind::None; uint8_t idx = 0; };
 // it needs no out-of-line operand access and no fault path.
 inline constexpr uint8_t H_OFF_END = isa::OPCODE_COUNT;
 inline constexpr uint8_t H_ALU_PLAIN = isa::OPCODE_COUNT + 1;
-inline constexpr int kHandlerCount = isa::OPCODE_COUNT + 2;
+// A trace point (frame_log.hpp): the instruction's own handler, then a log entry.  Only
+// set while a frame log is attached (Chip::set_trace_points); the original handler is kept
+// in the log.
+inline constexpr uint8_t H_TRACE_POINT = isa::OPCODE_COUNT + 2;
+inline constexpr int kHandlerCount = isa::OPCODE_COUNT + 3;
 
 struct Insn {
   uint8_t handler = H_OFF_END;
@@ -423,6 +429,14 @@ class Chip : public MediaHost {
   // re-read the watched bytes (run() does at its start in debug mode)
   void debug_capture_watches();
   std::vector<TraceInterval> take_trace();
+  // The per-frame event log and utilisation probe (frame_log.hpp; docs/debugging.md,
+  // "Per-packet traces").  Attaching a new log replaces the old one (its trace points
+  // are removed); nullptr detaches.  Observation only: no simulated result changes.
+  void set_frame_log(std::unique_ptr<FrameLog> log);
+  void enable_frame_log(const FrameLogConfig& cfg);  // a new log sized for this chip
+  FrameLog* frame_log() const { return frame_log_.get(); }
+  // Make the instructions at `pcs` of ME `me` trace points of the attached log.
+  void set_trace_points(int me, const std::vector<uint32_t>& pcs);
   // context cycles per state, including the open interval up to `now`
   uint64_t ctx_cycles(int me, int ctx, CtxState s) const;
 
@@ -533,6 +547,19 @@ class Chip : public MediaHost {
   bool tracing_ = false;
   std::vector<TraceInterval> trace_;
   DebugHooks debug_;          // debugger hooks: observation/control, not state
+  std::unique_ptr<FrameLog> frame_log_;
+  // Trace points: (me << 32 | pc) -> the instruction's own handler.  Entries stay until the
+  // ME is loaded again, so a snapshot taken with trace points set restores safely.
+  std::unordered_map<uint64_t, uint8_t> trace_originals_;
+  void clear_trace_points();
+
+ public:
+  uint8_t trace_original(int me, uint32_t pc) const {
+    auto it = trace_originals_.find((static_cast<uint64_t>(me) << 32) | pc);
+    return it == trace_originals_.end() ? H_OFF_END : it->second;
+  }
+
+ private:
 
  public:
   // memory helpers shared by the memory commands
@@ -556,8 +583,8 @@ class Chip : public MediaHost {
 // ------------------------------------------------------------------ snapshots
 // The members of Chip a snapshot copies as values.  Not here: cfg_ (fixed at construction),
 // loaded_ (pointers into mes_, rebuilt from loaded_pos_), the memories and the media model
-// (held as MemoryImages and a Media copy), tracing_ and trace_ (observation), debug_ (the
-// debugger's hooks).
+// (held as MemoryImages and a Media copy), tracing_, trace_ and frame_log_ (observation),
+// debug_ (the debugger's hooks).
 #define NPKIT_CHIP_VALUE_STATE(X)                                                          \
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
@@ -629,6 +656,8 @@ Outcome exec_dram(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_msf(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_off_end(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_trace_point(Chip&, ME&, Context&, int, const Insn&);  // frame_log.cpp
+Handler handler_at(uint8_t index);  // the dispatch table's entry (chip.cpp)
 
 // CRC and hash functions (units.cpp), shared with nothing else but named for tests/docs.
 uint32_t crc_update(uint32_t kind, uint32_t remainder, uint8_t byte);

@@ -2,6 +2,8 @@
 // rate.  See media.hpp and docs/media.md.
 #include "media.hpp"
 
+#include "frame_log.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -137,6 +139,7 @@ Media::Media(MediaConfig cfg, MediaHost& host) : cfg_(std::move(cfg)), host_(hos
   frames_waiting_.resize(kFreelists);
   threads_waiting_.resize(kFreelists);
   counters_.assign(n, PortCounters{});
+  port_frames_added_.assign(n, 0);
   ports_.resize(n);
   for (int i = 0; i < n; ++i) {
     Port& p = ports_[i];
@@ -194,8 +197,12 @@ void Media::add_rx_frame(int port, std::vector<uint8_t> bytes, int64_t not_befor
   }
   u128 end = start + wire_units(p, bytes.size());
   p.rx_line_free = end;
-  PendingRx f{std::move(bytes), start, 0, 0};
+  PendingRx f{std::move(bytes), start, 0, 0, frames_added_++};
   f.next_time = mpacket_time(p, f);
+  const uint32_t seq = port_frames_added_[static_cast<size_t>(port)]++;
+  if (log_) [[unlikely]]
+    log_->arrival(f.id, port, seq, static_cast<uint32_t>(f.bytes.size()), cycle_ceil(p, start),
+                  cycle_ceil(p, end));
   p.rx_pending.push_back(std::move(f));
 }
 
@@ -293,6 +300,7 @@ void Media::arrive(Port& p, int port_index) {
   if (part.free.empty()) {
     if (k == 0) {
       ++c.rx_dropped_rbuf_full;
+      if (log_) [[unlikely]] log_->rbuf_drop(f.id, port_index, f.next_time);
       pop_rx_frame(p, f.next_time);
     } else {
       p.rx_stalled = true;
@@ -314,6 +322,7 @@ void Media::arrive(Port& p, int port_index) {
   c.rbuf_partition_high_water = std::max(c.rbuf_partition_high_water, part.high_water);
 
   WaitingMpacket m{port_index, e, n, k == 0, k == count - 1, f.next_time};
+  if (log_) [[unlikely]] log_->element(f.id, e, k, m.sop, m.eop, m.arrival);
   if (m.eop) {
     ++c.rx_frames;
     c.rx_bytes += static_cast<uint64_t>(length);
@@ -370,6 +379,7 @@ void Media::deliver_autopush() {
   PortCounters& c = counters_[a.port];
   ++c.rx_mpackets;
   if (a.eop) ++c.rx_handed;
+  if (log_) [[unlikely]] log_->autopush(a.element, a.me, a.ctx, a.when);
   host_.autopush(a.me, a.ctx, a.xfer, a.words, 2, a.sig, a.when);
 }
 
@@ -438,6 +448,7 @@ void Media::element_done(uint32_t value, uint64_t t) {
   for (uint32_t j = 0; j < count; ++j) {
     const int e = base + (rel + static_cast<int>(j)) % rx_elements_;
     rbuf_state_[e] = RbufState::kFree;
+    if (log_) [[unlikely]] log_->element_free(e, t);
     part.free.push_back(e);  // freed elements are reused last (FIFO freelist)
     --counters_[rbuf_port_[e]].rbuf_elements_in_use;
   }
@@ -636,6 +647,7 @@ void Media::write_control(uint32_t element, uint32_t word, uint64_t t) {
   slot.eop = eop;
   slot.length = static_cast<int>(length);
   slot.valid_cycle = t;
+  if (log_) [[unlikely]] log_->tbuf_valid(p.tx_first + rel, word, t);
   counters_[port].tbuf_elements_queued += 1;
   try_start_tx(p, static_cast<int>(port));
 }
@@ -688,6 +700,10 @@ void Media::depart(Port& p, int port_index) {
   p.tx_sequence += 1;
   c.tx_elements += 1;
   c.tbuf_elements_queued -= 1;
+  // the frame log: an element leaves (its tag goes), a frame at its EOP element
+  if (log_) [[unlikely]]
+    log_->departure(port_index, p.tx_first + p.tx_busy_element, p.tx_current.first_bit_cycle,
+                    p.tx_busy_end, p.tx_last_eop);
   if (p.tx_last_eop) {  // the element on the wire was the last one taken
     p.tx_in_frame = false;
     p.tx_current.last_bit_cycle = p.tx_busy_end;

@@ -18,6 +18,8 @@
 
 namespace npkit {
 
+class FrameLog;  // frame_log.hpp: the optional per-frame event log
+
 struct PortConfig {
   double rate_bps;     // bits per second on the wire
   int overhead_bytes;  // bytes added per frame on the wire (10GbE: 20, OC-192 POS: 9)
@@ -134,6 +136,9 @@ class Media {
   int element_bytes() const { return cfg_.element_bytes; }
   int rx_freelists() const;  // number of receive-thread freelists (CSR slots)
   uint64_t now() const { return now_; }
+  // The per-frame event log (observation only; null: off).  Not copied meaning: a copy of
+  // the media (a snapshot) keeps the pointer; Chip::restore sets it again.
+  void set_frame_log(FrameLog* log) { log_ = log; }
 
  private:
   using u128 = unsigned __int128;
@@ -147,6 +152,7 @@ class Media {
     u128 start;                 // first bit on the wire (units of 1/den cycle)
     uint64_t next_time;         // cycle at which the next mpacket is complete in the RBUF
     int next = 0;               // index of the next mpacket
+    uint32_t id = 0;            // the frame's number: frames added before it, all ports
   };
   struct WaitingMpacket {
     int port, element, length;
@@ -242,6 +248,9 @@ class Media {
   std::vector<TxFrame> tx_done_;
   std::vector<PortCounters> counters_;
   uint64_t tx_frames_total_ = 0;
+  uint32_t frames_added_ = 0;             // frames the host added (all ports): the next id
+  std::vector<uint32_t> port_frames_added_;  // per port: the next port sequence number
+  FrameLog* log_ = nullptr;
   uint64_t now_ = 0;
   uint64_t seq_ = 0;
   // next_event() is asked on every scheduler step: cache it; every public method that may

@@ -39,6 +39,27 @@ uint32_t out_reg(const ME& m, int ci, const Insn& in, int k) {
   return m.sram_out[Chip::phys(m, ci, in.xfer + k)];
 }
 
+// The frame log's record of a command issued now on `u` (frame_log.hpp): its unit, the
+// backlog it found (cycles until the unit is free, itself included) and the first data word.
+void log_command(Chip& chip, FrameLog& log, const ME& m, int ci, const Insn& in, uint8_t unit,
+                 const Unit& u, uint32_t addr, uint32_t word, uint64_t done) {
+  const uint32_t pc = m.ctx[ci].pc - 1;
+  const uint8_t op = in.handler == H_TRACE_POINT ? chip.trace_original(m.index, pc) : in.handler;
+  const uint64_t free_at = (u.free_at_fp + 0xFFFF) >> 16;
+  log.command(m.index, ci, pc, unit, op, in.sub, in.sig, addr, word, m.time, done,
+              free_at > m.time ? free_at - m.time : 0);
+}
+
+// RBUF / TBUF element of an MSF data address, -1 outside
+int rbuf_element(Chip& chip, uint32_t addr) {
+  if (addr < MSF_RBUF_BASE || addr >= MSF_TBUF_BASE) return -1;
+  return static_cast<int>((addr - MSF_RBUF_BASE) / static_cast<uint32_t>(chip.media_ref().element_bytes()));
+}
+int tbuf_element(Chip& chip, uint32_t addr) {
+  if (addr < MSF_TBUF_BASE || addr >= MSF_TBUF_CTL_BASE) return -1;
+  return static_cast<int>((addr - MSF_TBUF_BASE) / static_cast<uint32_t>(chip.media_ref().element_bytes()));
+}
+
 // The atomic read-modify-writes shared by SRAM and scratch; returns the old value.
 template <class Cmds>
 uint32_t atomic(uint32_t& word, uint32_t cmd, uint32_t operand) {
@@ -112,7 +133,11 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       break;
     }
   }
-  uint64_t done = chip.sram_unit(addr).schedule(m.time, nbytes, write);
+  Unit& unit = chip.sram_unit(addr);
+  uint64_t done = unit.schedule(m.time, nbytes, write);
+  if (FrameLog* log = chip.frame_log()) [[unlikely]]
+    log_command(chip, *log, m, ci, in, log->sram_unit(static_cast<int>(&unit - chip.sram_units().data())),
+                unit, addr, ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0)), done);
   return finish(chip, m, c, ev, done, in);
 }
 
@@ -143,6 +168,8 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       if (r.size - r.count < in.count)
         fault("ring_overflow", "put of " + std::to_string(in.count) + " words to scratch ring " +
               std::to_string(addr) + " holding " + std::to_string(r.count) + " of " + std::to_string(r.size));
+      if (FrameLog* log = chip.frame_log()) [[unlikely]]
+        log->ring_put(m.index, ci, addr, r.tail, r.size, in.count, out_reg(m, ci, in, 0), m.time);
       for (int k = 0; k < in.count; ++k) {
         chip.scratch_word(4 * (r.base + r.tail)) = out_reg(m, ci, in, k);
         r.tail = (r.tail + 1) % r.size;
@@ -156,6 +183,9 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
     case scratch_cmds::GET: {
       Ring& r = ring();
       ev.nwords = in.count;  // zeros when the ring holds fewer than count words
+      if (FrameLog* log = chip.frame_log()) [[unlikely]]
+        log->ring_get(m.index, ci, addr, r.head, r.size, r.count >= in.count ? in.count : 0,
+                      r.count >= in.count ? chip.scratch_word(4 * (r.base + r.head)) : 0, m.time);
       if (r.count >= in.count) {
         for (int k = 0; k < in.count; ++k) {
           ev.words[k] = chip.scratch_word(4 * (r.base + r.head));
@@ -181,6 +211,9 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
     }
   }
   uint64_t done = chip.scratch_u().schedule(m.time, nbytes, write);
+  if (FrameLog* log = chip.frame_log()) [[unlikely]]
+    log_command(chip, *log, m, ci, in, kUnitScratch, chip.scratch_u(), addr,
+                ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0)), done);
   return finish(chip, m, c, ev, done, in);
 }
 
@@ -217,15 +250,23 @@ Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
     }
     case dram_cmds::RBUF_RD:  // RBUF byte address b -> DRAM a
       chip.check_dram(addr, nbytes);
+      if (FrameLog* log = chip.frame_log()) [[unlikely]]
+        log->rbuf_read(m.index, ci, rbuf_element(chip, MSF_RBUF_BASE + b));
       chip.media_ref().rbuf_copy_out(b, chip.dram_bytes() + addr, nbytes);
       break;
     default:  // TBUF_WR: DRAM a -> TBUF byte address b
       chip.check_dram(addr, nbytes);
+      if (FrameLog* log = chip.frame_log()) [[unlikely]]
+        log->tbuf_write(m.index, ci, tbuf_element(chip, MSF_TBUF_BASE + b), m.time);
       chip.media_ref().tbuf_copy_in(b, chip.dram_bytes() + addr, nbytes);
       write = false;
       break;
   }
-  uint64_t done = chip.dram_unit(addr).schedule(m.time, nbytes, write);
+  Unit& unit = chip.dram_unit(addr);
+  uint64_t done = unit.schedule(m.time, nbytes, write);
+  if (FrameLog* log = chip.frame_log()) [[unlikely]]
+    log_command(chip, *log, m, ci, in, log->dram_unit(static_cast<int>(&unit - chip.dram_units().data())),
+                unit, static_cast<uint32_t>(addr), b, done);
   return finish(chip, m, c, ev, done, in);
 }
 
@@ -238,12 +279,16 @@ Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   uint32_t nbytes = 4u * in.count;
   switch (in.sub) {
     case msf_cmds::READ:
+      if (FrameLog* log = chip.frame_log()) [[unlikely]]
+        log->rbuf_read(m.index, ci, rbuf_element(chip, a + b));
       media.read(a + b, ev.words.data(), in.count, m.time);
       ev.nwords = in.count;
       break;
     case msf_cmds::WRITE: {
       uint32_t words[16];
       for (int k = 0; k < in.count; ++k) words[k] = out_reg(m, ci, in, k);
+      if (FrameLog* log = chip.frame_log()) [[unlikely]]
+        log->tbuf_write(m.index, ci, tbuf_element(chip, a + b), m.time);
       media.write(a + b, words, in.count, m.time);
       break;
     }
@@ -265,6 +310,10 @@ Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   // the media model may now have an earlier event (e.g. a frame became valid): end the burst
   chip.shorten_burst(m.time + 1);
   uint64_t done = chip.msf_u().schedule_cycles(m.time, 0, nbytes);
+  if (FrameLog* log = chip.frame_log()) [[unlikely]]
+    log_command(chip, *log, m, ci, in, kUnitMsf, chip.msf_u(), a + b,
+                in.sub == msf_cmds::READ ? ev.words[0] : (in.sub == msf_cmds::WRITE ? out_reg(m, ci, in, 0) : b),
+                done);
   return finish(chip, m, c, ev, done, in);
 }
 
@@ -277,6 +326,8 @@ Outcome exec_hash(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   for (int key = 0; key < in.count; ++key) hash_key(chip.config().hash, in.sub, ev.words.data() + key * per_key);
   ev.nwords = in.aux;
   uint64_t done = chip.hash_u().schedule_cycles(m.time, chip.config().hash.occupancy * in.count, 4u * in.aux);
+  if (FrameLog* log = chip.frame_log()) [[unlikely]]
+    log_command(chip, *log, m, ci, in, kUnitHash, chip.hash_u(), 0, ev.words[0], done);
   return finish(chip, m, c, ev, done, in);
 }
 

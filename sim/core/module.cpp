@@ -348,6 +348,106 @@ PYBIND11_MODULE(_core, m) {
       .def("counters", [](py::object self) { return counters(chip_of(self)); })
       .def("port_counters", [](py::object self) { return port_counters(chip_of(self)); })
       .def("set_trace", [](py::object self, bool on) { chip_of(self).set_trace(on); }, py::arg("on"))
+      // the per-frame event log and utilisation probe (frame_log.hpp, sim/packet_trace.py)
+      .def("enable_frame_log",
+           [](py::object self, bool frames, uint64_t max_events, uint32_t first, uint32_t last,
+              uint64_t port_mask, uint32_t sample_every, int bucket_shift, bool waits) {
+             FrameLogConfig cfg;
+             cfg.frames = frames;
+             cfg.max_events = max_events;
+             cfg.first = first;
+             cfg.last = last;
+             cfg.port_mask = port_mask;
+             cfg.sample_every = sample_every;
+             cfg.bucket_shift = bucket_shift;
+             cfg.waits = waits;
+             chip_of(self).enable_frame_log(cfg);
+           },
+           py::arg("frames") = true, py::arg("max_events") = 1u << 20, py::arg("first") = 0,
+           py::arg("last") = UINT32_MAX, py::arg("port_mask") = ~0ULL, py::arg("sample_every") = 1,
+           py::arg("bucket_shift") = 10, py::arg("waits") = false)
+      .def("disable_frame_log", [](py::object self) { chip_of(self).set_frame_log(nullptr); })
+      .def("set_trace_points",
+           [](py::object self, int me, const std::vector<uint32_t>& pcs) {
+             chip_of(self).set_trace_points(me, pcs);
+           },
+           py::arg("me"), py::arg("pcs"))
+      .def("take_frame_events",
+           [](py::object self) {
+             FrameLog* log = chip_of(self).frame_log();
+             if (!log) throw std::invalid_argument("take_frame_events: no frame log is attached");
+             std::vector<FrameEvent> events = log->take_events();
+             return py::bytes(reinterpret_cast<const char*>(events.data()), events.size() * sizeof(FrameEvent));
+           },
+           "The events recorded since the last take, as bytes of 40-byte records (frame_log.hpp).")
+      .def("take_frame_waits",
+           [](py::object self) {
+             FrameLog* log = chip_of(self).frame_log();
+             if (!log) throw std::invalid_argument("take_frame_waits: no frame log is attached");
+             auto waits = log->take_waits();
+             static_assert(sizeof(FrameLog::Wait) == 16, "sim/packet_trace.py WAIT_DTYPE");
+             return py::bytes(reinterpret_cast<const char*>(waits.data()),
+                              waits.size() * sizeof(FrameLog::Wait));
+           },
+           "Ended sleeping intervals as 16-byte records (end cycle, me, ctx, unit).")
+      .def("frame_log_status",
+           [](py::object self) {
+             FrameLog* log = chip_of(self).frame_log();
+             if (!log) throw std::invalid_argument("frame_log_status: no frame log is attached");
+             py::dict d;
+             d["recorded"] = log->recorded();
+             d["lost"] = log->lost();
+             d["full_at"] = log->full_at();
+             d["max_events"] = log->config().max_events;
+             d["bucket_cycles"] = uint64_t{1} << log->config().bucket_shift;
+             py::list units;
+             for (int u = 0; u < log->units(); ++u) units.append(log->unit_name(u));
+             d["units"] = units;
+             return d;
+           })
+      .def("utilisation",
+           [](py::object self) {
+             Chip& chip = chip_of(self);
+             FrameLog* log = chip.frame_log();
+             if (!log) throw std::invalid_argument("utilisation: no frame log is attached");
+             py::dict d;
+             py::list mes;
+             for (int i = 0; i < chip.config().num_mes(); ++i) {
+               const ME& m = chip.me(i);
+               if (m.contexts == 0) continue;
+               py::dict e;
+               e["me"] = i;
+               e["busy"] = m.busy;
+               e["stalled"] = m.stalled;
+               e["idle"] = m.idle;
+               py::list wait, ctx_wait;
+               for (int u = 0; u < log->units(); ++u) wait.append(log->me_wait(i, u));
+               for (int c = 0; c < m.contexts; ++c) {
+                 py::list per;
+                 for (int u = 0; u < log->units(); ++u) per.append(log->ctx_wait(i, c, u));
+                 ctx_wait.append(per);
+               }
+               e["idle_waiting"] = wait;
+               e["ctx_sleeping"] = ctx_wait;
+               mes.append(e);
+             }
+             d["mes"] = mes;
+             py::list series;
+             for (int u = 0; u < log->units(); ++u) {
+               const auto& b = log->backlog(u);
+               py::array_t<uint32_t> commands(static_cast<py::ssize_t>(b.size()));
+               py::array_t<uint32_t> backlog(static_cast<py::ssize_t>(b.size()));
+               auto cw = commands.mutable_unchecked<1>();
+               auto bw = backlog.mutable_unchecked<1>();
+               for (size_t k = 0; k < b.size(); ++k) {
+                 cw(static_cast<py::ssize_t>(k)) = b[k].commands;
+                 bw(static_cast<py::ssize_t>(k)) = b[k].max_backlog;
+               }
+               series.append(py::make_tuple(commands, backlog));
+             }
+             d["units"] = series;
+             return d;
+           })
       .def("take_trace",
            [](py::object self) {
              py::list out;

@@ -44,6 +44,7 @@ void Chip::restore(const ChipSnapshot& snap) {
   dram_mem_.host.restore(*snap.dram_mem);
   scratch_mem_.host.restore(*snap.scratch_mem);
   media_ = std::make_unique<Media>(*snap.media);
+  media_->set_frame_log(frame_log_.get());  // the copy holds the pointer of its time
 }
 
 }  // namespace npkit
