@@ -123,6 +123,8 @@ setup(
         "matplotlib>=3.7,<4",
         "markdown>=3.5,<4",
         "dask[distributed]>=2024.1",
+        # per-packet traces in Perfetto's native protobuf (sim/perfetto_proto.py)
+        "perfetto>=0.59,<1",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6.100", "scapy>=2.5", "ruff>=0.5",

@@ -2,7 +2,7 @@
 
 The same trace events the JSON writer makes (``sim/packet_trace.py``) become Perfetto
 ``TracePacket``s through the ``perfetto`` package's generated protos (PyPI ``perfetto``,
-which needs ``protobuf``; not a dependency of npkit: ``pip install perfetto`` to use it):
+which needs ``protobuf``; a dependency of npkit since the traces landed):
 
 * a process ("M" process_name) is a process track, a thread a thread track under it;
 * a complete slice ("X") is a SLICE_BEGIN / SLICE_END pair on its thread's track; the flow
