@@ -456,10 +456,12 @@ class _ChipDevice:
                                  self.options.latency_bin_ps, batch_frames=batch_frames,
                                  offer=True, tally=tally)
         feeds = [(feed, chip) for _, feed in sorted(streaming.feeds.items())]
+        self.coverage_watch([chip])
         during = stream_until_done(lambda: chip.now, loaded.step, chip.counters,
                                    loaded.settled, feeds, streaming.sink, trial.settle_ps,
                                    chip.config.clock_hz)
         chip.close_sinks()
+        self.coverage_take([chip])
         counters = _counters(loaded, during)
         report = streaming.report()
         clock = chip.config.clock_hz
@@ -469,18 +471,54 @@ class _ChipDevice:
     def _trial_on(self, loaded: _Loaded, trial: Trial, traffic: Traffic) -> TrialResult:
         """Run ``traffic`` on a loaded chip and analyze it against the loaded table."""
         models = self.ports
+        self.coverage_watch([loaded.chip])
         rx, counters, sim_ps = _run_trial(loaded, traffic, trial.settle_ps, models)
+        self.coverage_take([loaded.chip])
         analyzer = Analyzer(models, self.reference, self.options.latency_bin_ps)
         report = analyzer.analyze(traffic.records(), rx)
         return TrialResult(report, traffic, rx, counters, sim_ps)
 
+    # ---- line coverage (npkit bench --coverage, docs/debugging.md)
+    def record_coverage(self, folder: str | Path | None) -> None:
+        """Count the line coverage of every chip a trial runs on, one lcov file per trial
+        into ``folder`` (``runtime.coverage.CoverageSpool``; ``merge_lcov`` adds them up);
+        None: off.  The folder goes with the device to dask workers (a shared file system
+        for a remote scheduler).  Coverage changes no simulated result (docs/sim-core.md)."""
+        self.__dict__["_coverage_dir"] = None if folder is None else str(folder)
+        self.__dict__.pop("_coverage_sink", None)
+
+    def _coverage_spool(self) -> Any:
+        folder = self.__dict__.get("_coverage_dir")
+        if folder is None:
+            return None
+        from npkit.runtime.coverage import CoverageSpool
+
+        return self.__dict__.setdefault("_coverage_sink", CoverageSpool(folder))
+
+    def coverage_watch(self, chips: Sequence[Any]) -> None:
+        """Before a trial: its chips count coverage when the device records it."""
+        spool = self._coverage_spool()
+        if spool is not None:
+            spool.watch(chips)
+
+    def coverage_take(self, chips: Sequence[Any]) -> None:
+        """After a trial: what its chips ran written to the coverage folder."""
+        spool = self._coverage_spool()
+        if spool is not None:
+            spool.take(chips)
+
     def __getstate__(self) -> dict[str, Any]:
         # dask ships devices to workers: send the configuration, rebuild there (the set-up
         # is rebuilt too: the cached tables, program and images are not sent)
-        return {"options": self.options, "streamed": self.streamed, **self._config_state()}
+        state = {"options": self.options, "streamed": self.streamed, **self._config_state()}
+        if self.__dict__.get("_coverage_dir") is not None:
+            state["_coverage_dir"] = self.__dict__["_coverage_dir"]
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        folder = state.pop("_coverage_dir", None)
         self.__init__(**state)  # type: ignore[misc]
+        self.record_coverage(folder)
 
     def _config_state(self) -> dict[str, Any]:
         return {}

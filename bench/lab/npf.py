@@ -859,8 +859,10 @@ def run_npf(device: Device, config: NpfConfig, where: Where | None = None,
 def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
                where: Where | None = None, progress: Progress | None = None,
                device: Device | None = None, system: str | None = None, threads: int = 1,
-               data_path: str | None = None, **changes: Any) -> NpfResult:
-    """A preset's suite on the compiled router on the simulated system (or ``device``)."""
+               data_path: str | None = None, coverage_dir: str | None = None,
+               **changes: Any) -> NpfResult:
+    """A preset's suite on the compiled router on the simulated system (or ``device``);
+    ``coverage_dir``: every trial's line coverage written there (``record_coverage``)."""
     chosen = preset(name, quick, seed=seed, system=system, threads=threads,
                     data_path=data_path, **changes)
     setup: dict[str, Any] = {"preset": chosen.name, "quick": quick}
@@ -869,6 +871,8 @@ def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
         setup |= {"port_kinds": list(chosen.port_kinds), "routes": asdict(chosen.routes),
                   "routes_origin": chosen.routes.origin(), "system": chosen.system,
                   "data_path": chosen.data_path}
+    if coverage_dir is not None:
+        device.record_coverage(coverage_dir)  # type: ignore[attr-defined]
     dut = device
     return run_npf(dut, chosen.config, where, progress, setup)
 

@@ -314,8 +314,10 @@ class SystemChipDevice(CompiledChipDevice):
         for index, sink in sinks.items():
             system.attach_sink(names[index], sink)
         last_ps = traffic.last_bit_ps()  # a Fraction per port and frame length, not frame
+        self.coverage_watch(list(system.chips.values()))
         during = _run_until_done(system, loaded, sinks, traffic.count(), last_ps,
                                  trial.settle_ps)
+        self.coverage_take(list(system.chips.values()))
         counters = system_counters(system, loaded, during)
         clock = system.clock_hz
         frames = [f for port in sorted(sinks) for f in sinks[port].frames]
@@ -358,9 +360,11 @@ class SystemChipDevice(CompiledChipDevice):
             return sum(one.settled() for one in loaded.values()) + \
                 sum(system.unconnected.values())
 
+        self.coverage_watch(list(system.chips.values()))
         during = stream_until_done(lambda: system.now, step, system.counters, settled, feeds,
                                    parts.sink, trial.settle_ps, system.clock_hz)
         system.close_sinks()
+        self.coverage_take(list(system.chips.values()))
         counters = system_counters(system, loaded, during)
         report = parts.report()
         return TrialResult(report, None, list(parts.sink.kept), counters,

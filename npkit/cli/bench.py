@@ -2,11 +2,11 @@
 
     npkit bench rfc2544 [--preset rfc2544-10g] [--quick] [--sizes 64,128] [--out DIR]
                         [--seed N] [--device compiled|router4] [--tests throughput,latency]
-                        [--scheduler local|ADDRESS] [--workers N]
+                        [--scheduler local|ADDRESS] [--workers N] [--coverage FILE.info]
     npkit bench npf [--preset ixp2800-npf] [--quick] [--out DIR] [--seed N]
                     [--system dual-ixp2800-npf|single-ixp2800|FILE] [--threads N]
                     [--data-path pool|pool-mbl|rings]
-                    [--scheduler local|ADDRESS] [--workers N]
+                    [--scheduler local|ADDRESS] [--workers N] [--coverage FILE.info]
     npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
                         [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
@@ -14,12 +14,15 @@
                         [--family 4|6] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
+``--coverage FILE.info``: the line coverage (lcov) of every trial's chips, summed.
 """
 
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,6 +113,36 @@ def _progress(total: int, title: str) -> Iterator[tuple[Callable[[int, int], Non
         yield done, trial
 
 
+COVERAGE_HELP = ("write the line coverage (lcov) of the MBL sources and microcode of every "
+                 "trial's chips, summed over all trials and workers, here (genhtml renders "
+                 "it; workers must share this folder)")
+
+
+@contextmanager
+def _coverage(path: Path | None) -> Iterator[str | None]:
+    """A folder next to ``path`` for the trials' per-trial lcov files (None: no coverage);
+    afterwards their sum written to ``path`` and the folder removed."""
+    if path is None:
+        yield None
+        return
+    if path.is_dir():
+        raise click.BadParameter(f"{path}: is a folder", param_hint="--coverage")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        yield folder
+        from npkit.runtime.coverage import Coverage, CoverageSpool
+
+        merged = CoverageSpool(folder).merged()  # a linker's temporary .uc is gone: left out
+        cov = Coverage({f: n for f, n in merged.lines.items() if Path(f).is_file()})
+        cov.write_lcov(path)
+        hit = sum(h for h, _ in cov.summary().values())
+        total = sum(n for _, n in cov.summary().values())
+        click.echo(f"coverage: {path} ({hit:,} of {total:,} source lines executed)")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _where(scheduler: str | None, workers: int) -> Any:
     from npkit.bench.lab.sweep import Where
 
@@ -174,10 +207,11 @@ def bench() -> None:
               "scheduler address tcp://host:8786")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="LocalCluster workers")
+@click.option("--coverage", type=click.Path(path_type=Path), help=COVERAGE_HELP)
 def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, family: str,
             device: str, fwd_mes: int, trial_us: float | None, v4_routes: int,
             v6_routes: int, out_dir: Path, seed: int, scheduler: str | None,
-            workers: int) -> None:
+            workers: int, coverage: Path | None) -> None:
     """RFC 2544 throughput, latency, frame loss rate and back-to-back on the simulated chip."""
     from npkit.bench.lab import rfc2544 as rfc
     from npkit.bench.lab.report import write_report
@@ -192,7 +226,9 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
     dut = _rfc_device(config, device, fwd_mes, v4_routes, v6_routes)
     where = _where(scheduler, workers)
     title = f"RFC 2544 {config.preset} ({len(config.frame_sizes())} sizes)"
-    with _progress(len(config.frame_sizes()), title) as (done, trial):
+    with _coverage(coverage) as folder, \
+            _progress(len(config.frame_sizes()), title) as (done, trial):
+        dut.record_coverage(folder)
         runner = dut if where.kind != "serial" else _ProgressDevice(dut, trial)
         result = rfc.run_rfc2544(runner, config, where, done)
     files = write_report(result, out_dir, _command())
@@ -222,9 +258,10 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
               help="simulated µs per case trial (default: the preset's, 10,000 for the full "
                    "preset); the convergence search keeps its own lengths, and trials under "
                    "10 ms are reported as short")
+@click.option("--coverage", type=click.Path(path_type=Path), help=COVERAGE_HELP)
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
         workers: int, system: str, threads: int, data_path: str | None,
-        trial_us: float | None) -> None:
+        trial_us: float | None, coverage: Path | None) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
     from npkit.bench.lab import npf as suite
     from npkit.bench.lab.report import write_report
@@ -236,9 +273,11 @@ def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | Non
                          data_path=data_path, **changes)
     total = len(suite.cases(suite.chip_device(setup), setup.config))
     where = _where(scheduler, workers)
-    with _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
+    with _coverage(coverage) as folder, \
+            _progress(total, f"NPF {setup.config.preset}") as (done, _trial):
         result = suite.run_preset(preset, quick, seed, where, done, system=system,
-                                  threads=threads, data_path=data_path, **changes)
+                                  threads=threads, data_path=data_path,
+                                  coverage_dir=folder, **changes)
     files = write_report(result, out_dir, _command())
     click.echo(f"results: {files.json}\nreport:  {files.markdown}"
                + (f" (+ {files.html.name})" if files.html else ""))

@@ -135,6 +135,7 @@ def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1,
     port, another frame without a marker (a later fragment of the router's own packet) with
     the probe of the frame before it.  `counters` (a dict) receives the chip's counters."""
     from npkit.runtime.compiled_router import CompiledRouter, link_router
+    from npkit.runtime.coverage import coverage_from_env
 
     own = router_addresses(config)
     router = CompiledRouter(linked=link_router(ROUTER, CHIP_PLATFORM), resolve=True)
@@ -143,7 +144,8 @@ def chip_side(config: RouterConfig, items: Sequence[Probe], load: float = 0.1,
     frames: dict[int, list[bytes]] = {}
     for p in items:
         frames.setdefault(p.port, []).append(p.frame)
-    result = router.forward(frames, load=load)
+    with coverage_from_env(router.chip):   # NPKIT_COVERAGE=FILE.info adds the run's coverage
+        result = router.forward(frames, load=load)
     if counters is not None:                  # the run's counters, for the caller to read
         counters.update(router.counters())
     index = {p.marker: i for i, p in enumerate(items)}
