@@ -12,23 +12,41 @@ which needs ``protobuf``; a dependency of npkit since the traces landed):
   are allocated so that slices on one lane never overlap, as protobuf tracks require);
 * an instant ("i") is an INSTANT, a counter ("C") a COUNTER on a counter track per name;
 * ``args`` are debug annotations; the file's metadata (cap, frames written) is an instant
-  named ``trace info`` on its own track at time 0.
+  named ``trace info`` on its own track at time 0, on a sequence of its own.
+
+Size: the events are one packet sequence (``trusted_packet_sequence_id`` 1) with Perfetto's
+interning -- event names, annotation names and string annotation values are written once,
+in the ``interned_data`` of the first packet that uses them, and referred to by iid after
+(``name_iid``, ``string_value_iid``).  The sequence's first packet says
+SEQ_INCREMENTAL_STATE_CLEARED, every packet that refers to an iid SEQ_NEEDS_INCREMENTAL_STATE
+(a slice's end, a counter value and a track descriptor refer to none).  A hexadecimal string
+value (a command's address) is a ``pointer_value``, which the UI shows in hex.  Each
+``encode`` call returns its packets as one part, so the writer's cap check counts them exactly
+(it adds one byte per part for JSON's separators).  Interned entries belong to the sequence
+from the packet that carries them on: a caller that drops an encoded part must not encode
+more after it (the writer stops at the first frame over its cap).
 
 Timestamps are nanoseconds of simulated time.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (  # type: ignore[import-not-found]
+    DebugAnnotation,
     TracePacket,
     TrackDescriptor,
     TrackEvent,
 )
 
-SEQUENCE = 1
+SEQUENCE = 1        # the events, with interning
+INFO_SEQUENCE = 2   # the trace info instant, written last but placed first, without it
 _TRACE_PACKET_TAG = b"\x0a"   # Trace.packet: field 1, length-delimited
+_HEX = re.compile(r"^0x[0-9a-f]+$")
+_CLEARED = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+_NEEDS = TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 
 
 def _varint(n: int) -> bytes:
@@ -43,20 +61,44 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _annotate(event: TrackEvent, args: dict[str, Any]) -> None:
-    for key, value in args.items():
-        if value is None:
-            continue
-        a = event.debug_annotations.add()
-        a.name = key
-        if isinstance(value, bool):
-            a.bool_value = value
-        elif isinstance(value, int):
-            a.int_value = value
-        elif isinstance(value, float):
-            a.double_value = value
-        else:
-            a.string_value = value if isinstance(value, str) else ", ".join(map(str, value))
+def _frame(packet: TracePacket) -> bytes:
+    body = packet.SerializeToString()
+    return _TRACE_PACKET_TAG + _varint(len(body)) + body
+
+
+def _set_value(a: DebugAnnotation, value: Any) -> bool:
+    """A non-string annotation value; False for a string (the caller interns it)."""
+    if isinstance(value, bool):
+        a.bool_value = value
+    elif isinstance(value, int):
+        a.int_value = value
+    elif isinstance(value, float):
+        a.double_value = value
+    else:
+        return False
+    return True
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ", ".join(map(str, value))
+
+
+class _Interner:
+    """One interning table of the sequence: text -> iid, new entries go into the packet."""
+
+    def __init__(self, field: str, text_field: str) -> None:
+        self.field, self.text_field = field, text_field
+        self.iids: dict[str, int] = {}
+
+    def iid(self, packet: TracePacket, text: str) -> int:
+        iid = self.iids.get(text)
+        if iid is None:
+            iid = self.iids[text] = len(self.iids) + 1
+            entry = getattr(packet.interned_data, self.field).add()
+            entry.iid = iid
+            setattr(entry, self.text_field, text if self.text_field == "name"
+                    else text.encode("utf-8"))
+        return iid
 
 
 class ProtoEncoder:
@@ -70,16 +112,24 @@ class ProtoEncoder:
         self._async: dict[tuple[int, str], int] = {}      # (id, cat) -> lane uuid
         self._counter: dict[tuple[int, str], int] = {}
         self._pending: list[bytes] = []                   # descriptors made on the way
+        self._started = False                             # the sequence's first packet made
+        self._names = _Interner("event_names", "name")
+        self._arg_names = _Interner("debug_annotation_names", "name")
+        self._strings = _Interner("debug_annotation_string_values", "str")
 
     # ---------------------------------------------------------------- tracks
     def _uuid(self) -> int:
         self._next_uuid += 1
         return self._next_uuid
 
-    def _emit(self, packet: TracePacket) -> bytes:
+    def _emit(self, packet: TracePacket, interned: bool = False) -> bytes:
         packet.trusted_packet_sequence_id = SEQUENCE
-        body = packet.SerializeToString()
-        return _TRACE_PACKET_TAG + _varint(len(body)) + body
+        if not self._started:
+            packet.sequence_flags = _CLEARED | (_NEEDS if interned else 0)
+            self._started = True
+        elif interned:
+            packet.sequence_flags = _NEEDS
+        return _frame(packet)
 
     def _describe(self, uuid: int, fill: Any) -> None:
         packet = TracePacket()
@@ -152,6 +202,7 @@ class ProtoEncoder:
 
     # ---------------------------------------------------------------- events
     def encode(self, events: list[dict[str, Any]]) -> list[bytes]:
+        """The events' packets, as one part (nothing for no events)."""
         flows: dict[tuple[int, int, float], list[tuple[str, int]]] = {}
         for e in events:
             if e["ph"] in ("s", "t", "f"):
@@ -174,34 +225,27 @@ class ProtoEncoder:
                     else:
                         begin.track_event.flow_ids.append(flow)
                 out += self._flush()
-                out.append(self._emit(begin))
-                end = TracePacket()
-                end.timestamp = round((e["ts"] + e["dur"]) * 1000)  # as the next starts
-                end.track_event.type = TrackEvent.TYPE_SLICE_END
-                end.track_event.track_uuid = track
-                out.append(self._emit(end))
+                out.append(self._emit(begin, interned=True))
+                # the end as the next slice starts
+                out.append(self._end(round((e["ts"] + e["dur"]) * 1000), track))
             elif ph == "b":
                 start = round(e["ts"] * 1000)
                 lane = self._lane(e["pid"], e["tid"], start)
                 self._async[(e["id"], e["cat"])] = lane
                 packet = self._event(start, lane, TrackEvent.TYPE_SLICE_BEGIN, e)
                 out += self._flush()
-                out.append(self._emit(packet))
+                out.append(self._emit(packet, interned=True))
             elif ph == "e":
                 lane = self._async.pop((e["id"], e["cat"]))
                 stop = round(e["ts"] * 1000)
                 lanes = self._lanes[(e["pid"], e["tid"])]
                 lanes[[u for u, _ in lanes].index(lane)] = (lane, stop)
-                packet = TracePacket()
-                packet.timestamp = stop
-                packet.track_event.type = TrackEvent.TYPE_SLICE_END
-                packet.track_event.track_uuid = lane
-                out.append(self._emit(packet))
+                out.append(self._end(stop, lane))
             elif ph == "i":
                 track = self.thread(e["pid"], e["tid"])
                 packet = self._event(round(e["ts"] * 1000), track, TrackEvent.TYPE_INSTANT, e)
                 out += self._flush()
-                out.append(self._emit(packet))
+                out.append(self._emit(packet, interned=True))
             elif ph == "C":
                 track = self._counter_track(e["pid"], e["name"])
                 packet = TracePacket()
@@ -215,32 +259,58 @@ class ProtoEncoder:
                     packet.track_event.double_counter_value = float(value)
                 out += self._flush()
                 out.append(self._emit(packet))
-        return out + self._flush()   # descriptors of tracks no event used yet
+        out += self._flush()   # descriptors of tracks no event used yet
+        return [b"".join(out)] if out else []
 
     def _flush(self) -> list[bytes]:
         pending, self._pending = self._pending, []
         return pending
 
-    @staticmethod
-    def _event(ts: int, track: int, kind: int, e: dict[str, Any]) -> TracePacket:
+    def _end(self, ts: int, track: int) -> bytes:
         packet = TracePacket()
         packet.timestamp = ts
-        packet.track_event.type = kind
+        packet.track_event.type = TrackEvent.TYPE_SLICE_END
         packet.track_event.track_uuid = track
-        packet.track_event.name = e["name"]
-        _annotate(packet.track_event, e.get("args", {}))
+        return self._emit(packet)
+
+    def _event(self, ts: int, track: int, kind: int, e: dict[str, Any]) -> TracePacket:
+        packet = TracePacket()
+        packet.timestamp = ts
+        event = packet.track_event
+        event.type = kind
+        event.track_uuid = track
+        event.name_iid = self._names.iid(packet, e["name"])
+        for key, value in e.get("args", {}).items():
+            if value is None:
+                continue
+            a = event.debug_annotations.add()
+            a.name_iid = self._arg_names.iid(packet, key)
+            if not _set_value(a, value):
+                text = _text(value)
+                if _HEX.match(text):
+                    a.pointer_value = int(text, 16)
+                else:
+                    a.string_value_iid = self._strings.iid(packet, text)
         return packet
 
     def finish(self, parts: list[bytes], other: dict[str, Any]) -> bytes:
+        """The trace: the trace info first (its own sequence, names in full), then parts."""
         info = self._uuid()
-
-        def fill(d: TrackDescriptor) -> None:
-            d.name = "trace info"
-        self._describe(info, fill)
+        descriptor = TracePacket()
+        descriptor.trusted_packet_sequence_id = INFO_SEQUENCE
+        descriptor.track_descriptor.uuid = info
+        descriptor.track_descriptor.name = "trace info"
         packet = TracePacket()
+        packet.trusted_packet_sequence_id = INFO_SEQUENCE
         packet.timestamp = 0
         packet.track_event.type = TrackEvent.TYPE_INSTANT
         packet.track_event.track_uuid = info
         packet.track_event.name = "trace info"
-        _annotate(packet.track_event, other)
-        return b"".join(self._flush() + [self._emit(packet)] + parts)
+        for key, value in other.items():
+            if value is None:
+                continue
+            a = packet.track_event.debug_annotations.add()
+            a.name = key
+            if not _set_value(a, value):
+                a.string_value = _text(value)
+        return b"".join([_frame(descriptor), _frame(packet)] + self._flush() + parts)
