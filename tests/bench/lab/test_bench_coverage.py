@@ -135,3 +135,28 @@ def test_bench_rfc2544_writes_one_summed_lcov_file(tmp_path) -> None:
     assert lines[str(IPV4_FWD)] and max(lines[str(IPV4_FWD)].values()) > 0
     assert list(out.parent.iterdir()) == [out]  # the per-trial folder is gone
     assert "coverage:" in result.output
+
+
+def test_a_system_trial_counts_every_chip_of_the_system(tmp_path) -> None:
+    import dataclasses
+
+    from npkit.bench.lab import npf
+
+    chosen = npf.preset("ixp2800-npf", quick=True)
+    chosen = dataclasses.replace(chosen, routes=npf.SampledRoutes(3_000, 400, source=""))
+    device = npf.chip_device(chosen)
+    device.record_coverage(tmp_path / "spool")
+    config = dataclasses.replace(chosen.config, trial_ps=5_000_000, settle_ps=30_000_000)
+    label, sizes = config.sizes("ipv4", "pos")[0]
+    device.run(npf.make_trials(device, config, "ipv4", label, sizes).at(20))
+    runs, _ = device.__dict__["_base_runs"]
+    chips = [run.chip for run in runs.values()]
+    assert len(chips) == 2
+    per_chip = [line_model(c, {me: c.coverage_counts(me) for me in range(c.config.me_count)})
+                for c in chips]
+    expected: dict[str, dict[int, int]] = {}
+    for model in per_chip:
+        expected = Coverage(expected).merge(Coverage(model)).lines
+    assert CoverageSpool(tmp_path / "spool").merged().lines == expected
+    # both chips forwarded (each receives one line): the TTL decrement ran on each
+    assert all(any(n for n in model.get(str(IPV4_FWD), {}).values()) for model in per_chip)
