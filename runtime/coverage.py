@@ -134,10 +134,13 @@ COVERAGE_ENV = "NPKIT_COVERAGE"  # an lcov file the differential tests' chip run
 
 
 def add_to_lcov(path: str | Path, cov: Coverage) -> Coverage:
-    """``cov`` added to the lcov file ``path`` (created if missing); the sum written back."""
+    """``cov`` added to the lcov file ``path`` (created if missing); the sum written back.
+    Source files that do not exist (a linker's temporary ``.uc``, new at every link) are
+    left out, so genhtml can render the file."""
     target = Path(path)
     total = cov if not target.is_file() else merge_lcov([target]).merge(cov)
-    total.write_lcov(target, missing_files=True)
+    total = Coverage({f: n for f, n in total.lines.items() if Path(f).is_file()})
+    total.write_lcov(target)
     return total
 
 

@@ -31,14 +31,20 @@ SMALL = ChipOptions(routes=RouteConfig(v4_routes=300, v6_routes=100))
 
 def test_lcov_files_add_up_per_file_and_line(tmp_path) -> None:
     a, b = tmp_path / "a.info", tmp_path / "b.info"
-    a.write_text("TN:x\nSF:/s/one.mbl\nDA:3,5\nDA:4,0\nLF:2\nLH:1\nend_of_record\n"
-                 "TN:x\nSF:/s/two.uc\nDA:1,7\nLF:1\nLH:1\nend_of_record\n")
-    b.write_text("TN:y\nSF:/s/one.mbl\nDA:4,2\nDA:9,1\nLF:2\nLH:2\nend_of_record\n")
+    one, two = tmp_path / "one.mbl", tmp_path / "two.uc"
+    one.write_text("x\n" * 9)
+    two.write_text("x\n" * 2)
+    a.write_text(f"TN:x\nSF:{one}\nDA:3,5\nDA:4,0\nLF:2\nLH:1\nend_of_record\n"
+                 f"TN:x\nSF:{two}\nDA:1,7\nLF:1\nLH:1\nend_of_record\n")
+    b.write_text(f"TN:y\nSF:{one}\nDA:4,2\nDA:9,1\nLF:2\nLH:2\nend_of_record\n"
+                 "TN:y\nSF:/gone/body.uc\nDA:2,3\nLF:1\nLH:1\nend_of_record\n")
     merged = merge_lcov([a, b])
-    assert merged.lines == {"/s/one.mbl": {3: 5, 4: 2, 9: 1}, "/s/two.uc": {1: 7}}
-    total = add_to_lcov(a, Coverage({"/s/two.uc": {1: 1, 2: 0}}))
-    assert parse_lcov(a.read_text()) == total.lines == {"/s/one.mbl": {3: 5, 4: 0},
-                                                       "/s/two.uc": {1: 8, 2: 0}}
+    assert merged.lines == {str(one): {3: 5, 4: 2, 9: 1}, str(two): {1: 7},
+                            "/gone/body.uc": {2: 3}}
+    # add_to_lcov keeps only sources that exist (genhtml needs each one it lists)
+    total = add_to_lcov(a, Coverage({str(two): {1: 1, 2: 0}, "/gone/body.uc": {2: 1}}))
+    assert parse_lcov(a.read_text()) == total.lines == {str(one): {3: 5, 4: 0},
+                                                       str(two): {1: 8, 2: 0}}
 
 
 def duplex(device: CompiledChipDevice, seed: int) -> Trial:
