@@ -35,7 +35,9 @@ import re
 from typing import Any
 
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import (  # type: ignore[import-not-found]
+    ClockSnapshot,
     DebugAnnotation,
+    InternedData,
     TracePacket,
     TrackDescriptor,
     TrackEvent,
@@ -47,6 +49,8 @@ _TRACE_PACKET_TAG = b"\x0a"   # Trace.packet: field 1, length-delimited
 _HEX = re.compile(r"^0x[0-9a-f]+$")
 _CLEARED = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 _NEEDS = TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+DELTA_CLOCK = 64    # sequence-scoped, incremental: a packet's timestamp is the step from the last
+_BOOTTIME = ClockSnapshot.Clock.BOOTTIME
 
 
 def _varint(n: int) -> bytes:
@@ -90,11 +94,11 @@ class _Interner:
         self.field, self.text_field = field, text_field
         self.iids: dict[str, int] = {}
 
-    def iid(self, packet: TracePacket, text: str) -> int:
+    def iid(self, data: InternedData, text: str) -> int:
         iid = self.iids.get(text)
         if iid is None:
             iid = self.iids[text] = len(self.iids) + 1
-            entry = getattr(packet.interned_data, self.field).add()
+            entry = getattr(data, self.field).add()
             entry.iid = iid
             setattr(entry, self.text_field, text if self.text_field == "name"
                     else text.encode("utf-8"))
@@ -113,6 +117,8 @@ class ProtoEncoder:
         self._counter: dict[tuple[int, str], int] = {}
         self._pending: list[bytes] = []                   # descriptors made on the way
         self._started = False                             # the sequence's first packet made
+        self._new = InternedData()                        # entries the part being made adds
+        self._timed: list[tuple[int, TracePacket, bool]] = []  # its events: (ns, packet, iids)
         self._names = _Interner("event_names", "name")
         self._arg_names = _Interner("debug_annotation_names", "name")
         self._strings = _Interner("debug_annotation_string_values", "str")
@@ -122,12 +128,10 @@ class ProtoEncoder:
         self._next_uuid += 1
         return self._next_uuid
 
-    def _emit(self, packet: TracePacket, interned: bool = False) -> bytes:
+    @staticmethod
+    def _emit(packet: TracePacket, interned: bool = False) -> bytes:
         packet.trusted_packet_sequence_id = SEQUENCE
-        if not self._started:
-            packet.sequence_flags = _CLEARED | (_NEEDS if interned else 0)
-            self._started = True
-        elif interned:
+        if interned:
             packet.sequence_flags = _NEEDS
         return _frame(packet)
 
@@ -207,7 +211,6 @@ class ProtoEncoder:
         for e in events:
             if e["ph"] in ("s", "t", "f"):
                 flows.setdefault((e["pid"], e["tid"], e["ts"]), []).append((e["ph"], e["id"]))
-        out: list[bytes] = []
         for e in events:
             ph = e["ph"]
             if ph == "M":
@@ -218,38 +221,34 @@ class ProtoEncoder:
             elif ph == "X":
                 start = round(e["ts"] * 1000)
                 track = self.thread(e["pid"], e["tid"])
-                begin = self._event(start, track, TrackEvent.TYPE_SLICE_BEGIN, e)
+                begin = self._event(track, TrackEvent.TYPE_SLICE_BEGIN, e)
                 for kind, flow in flows.get((e["pid"], e["tid"], e["ts"]), []):
                     if kind == "f":
                         begin.track_event.terminating_flow_ids.append(flow)
                     else:
                         begin.track_event.flow_ids.append(flow)
-                out += self._flush()
-                out.append(self._emit(begin, interned=True))
+                self._timed.append((start, begin, True))
                 # the end as the next slice starts
-                out.append(self._end(round((e["ts"] + e["dur"]) * 1000), track))
+                self._end(round((e["ts"] + e["dur"]) * 1000), track)
             elif ph == "b":
                 start = round(e["ts"] * 1000)
                 lane = self._lane(e["pid"], e["tid"], start)
                 self._async[(e["id"], e["cat"])] = lane
-                packet = self._event(start, lane, TrackEvent.TYPE_SLICE_BEGIN, e)
-                out += self._flush()
-                out.append(self._emit(packet, interned=True))
+                self._timed.append((start, self._event(lane, TrackEvent.TYPE_SLICE_BEGIN, e),
+                                    True))
             elif ph == "e":
                 lane = self._async.pop((e["id"], e["cat"]))
                 stop = round(e["ts"] * 1000)
                 lanes = self._lanes[(e["pid"], e["tid"])]
                 lanes[[u for u, _ in lanes].index(lane)] = (lane, stop)
-                out.append(self._end(stop, lane))
+                self._end(stop, lane)
             elif ph == "i":
                 track = self.thread(e["pid"], e["tid"])
-                packet = self._event(round(e["ts"] * 1000), track, TrackEvent.TYPE_INSTANT, e)
-                out += self._flush()
-                out.append(self._emit(packet, interned=True))
+                self._timed.append((round(e["ts"] * 1000),
+                                    self._event(track, TrackEvent.TYPE_INSTANT, e), True))
             elif ph == "C":
                 track = self._counter_track(e["pid"], e["name"])
                 packet = TracePacket()
-                packet.timestamp = round(e["ts"] * 1000)
                 packet.track_event.type = TrackEvent.TYPE_COUNTER
                 packet.track_event.track_uuid = track
                 value = next(iter(e["args"].values()))
@@ -257,40 +256,69 @@ class ProtoEncoder:
                     packet.track_event.counter_value = value
                 else:
                     packet.track_event.double_counter_value = float(value)
-                out += self._flush()
-                out.append(self._emit(packet))
-        out += self._flush()   # descriptors of tracks no event used yet
+                self._timed.append((round(e["ts"] * 1000), packet, False))
+        return self._part()
+
+    def _part(self) -> list[bytes]:
+        """The part: a head packet (the sequence's first: state cleared and the delta clock
+        as default; the interned entries the part adds; a clock snapshot at its first
+        event), the track descriptors it made, then its events in time order, each stamped
+        with the step from the one before (the sort is stable: a slice's end stays after a
+        begin at the same time)."""
+        timed = sorted(self._timed, key=lambda t: t[0])
+        head = TracePacket()
+        if not self._started:
+            self._started = True
+            head.sequence_flags = _CLEARED
+            head.trace_packet_defaults.timestamp_clock_id = DELTA_CLOCK
+        if self._new.ByteSize():
+            head.interned_data.CopyFrom(self._new)
+            head.sequence_flags |= _NEEDS
+        if timed:
+            base = timed[0][0]
+            for clock_id in (DELTA_CLOCK, _BOOTTIME):
+                clock = head.clock_snapshot.clocks.add()
+                clock.clock_id = clock_id
+                clock.timestamp = base
+            head.clock_snapshot.clocks[0].is_incremental = True
+        out = [self._emit(head)] if head.ByteSize() else []
+        out += self._flush()
+        last = timed[0][0] if timed else 0
+        for ts, packet, interned in timed:
+            packet.timestamp = ts - last
+            last = ts
+            out.append(self._emit(packet, interned))
+        self._new = InternedData()
+        self._timed = []
         return [b"".join(out)] if out else []
 
     def _flush(self) -> list[bytes]:
         pending, self._pending = self._pending, []
         return pending
 
-    def _end(self, ts: int, track: int) -> bytes:
+    def _end(self, ts: int, track: int) -> None:
         packet = TracePacket()
-        packet.timestamp = ts
         packet.track_event.type = TrackEvent.TYPE_SLICE_END
         packet.track_event.track_uuid = track
-        return self._emit(packet)
+        self._timed.append((ts, packet, False))
 
-    def _event(self, ts: int, track: int, kind: int, e: dict[str, Any]) -> TracePacket:
+    def _event(self, track: int, kind: int, e: dict[str, Any]) -> TracePacket:
         packet = TracePacket()
-        packet.timestamp = ts
         event = packet.track_event
         event.type = kind
         event.track_uuid = track
-        event.name_iid = self._names.iid(packet, e["name"])
+        event.name_iid = self._names.iid(self._new, e["name"])
         for key, value in e.get("args", {}).items():
             if value is None:
                 continue
             a = event.debug_annotations.add()
-            a.name_iid = self._arg_names.iid(packet, key)
+            a.name_iid = self._arg_names.iid(self._new, key)
             if not _set_value(a, value):
                 text = _text(value)
                 if _HEX.match(text):
                     a.pointer_value = int(text, 16)
                 else:
-                    a.string_value_iid = self._strings.iid(packet, text)
+                    a.string_value_iid = self._strings.iid(self._new, text)
         return packet
 
     def finish(self, parts: list[bytes], other: dict[str, Any]) -> bytes:

@@ -1,10 +1,12 @@
 """The per-packet trace in Perfetto's native protobuf format (``.pftrace``), read back with
 the perfetto package's own generated protos (an independent decoder) and this file's own
-resolution of Perfetto's interning (per sequence: a SEQ_INCREMENTAL_STATE_CLEARED packet
-empties the tables, ``interned_data`` fills them, ``name_iid`` / ``string_value_iid`` refer
-to them): every event's track is described before it is used, every iid is defined before
-use on a packet that says SEQ_NEEDS_INCREMENTAL_STATE, slices nest and close on every track,
-each frame's flow ends once, verdicts name their MBL line, and the file keeps to its cap.
+resolution of Perfetto's incremental state (per sequence: a SEQ_INCREMENTAL_STATE_CLEARED
+packet empties the tables, ``interned_data`` fills them, ``name_iid`` / ``string_value_iid``
+refer to them; a clock snapshot sets the sequence's delta clock, each packet's timestamp on
+it is the step from the one before): every event's track is described before it is used,
+every iid is defined before use on a packet that says SEQ_NEEDS_INCREMENTAL_STATE, slices
+nest and close on every track, each frame's flow ends once, verdicts name their MBL line,
+and the file keeps to its cap.
 Skipped where the ``perfetto`` package (PyPI, with ``protobuf``) is not installed.
 """
 
@@ -41,6 +43,25 @@ class Interned:
     names: dict[int, str] = field(default_factory=dict)
     arg_names: dict[int, str] = field(default_factory=dict)
     strings: dict[int, str] = field(default_factory=dict)
+    clock: int = 0                      # the sequence's default timestamp clock (0: boot time)
+    incremental: dict[int, int] = field(default_factory=dict)  # delta clock -> its last value
+
+    def time(self, p: Any) -> int:
+        """The packet's timestamp in boot-time ns: a delta clock's is the step from its last
+        value (a clock snapshot's, then each packet's on it)."""
+        clock = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else self.clock
+        if clock not in self.incremental:
+            assert clock in (0, 6)
+            return p.timestamp
+        self.incremental[clock] += p.timestamp
+        return self.incremental[clock]
+
+    def snapshot(self, snap: Any) -> None:
+        clocks = {c.clock_id: c for c in snap.clocks}
+        for c in clocks.values():
+            if c.is_incremental:
+                assert 64 <= c.clock_id < 128 and clocks[6].timestamp == c.timestamp
+                self.incremental[c.clock_id] = c.timestamp
 
     def add(self, data: Any) -> None:
         for table, entries, text in ((self.names, data.event_names, "name"),
@@ -72,14 +93,22 @@ def _read(data: bytes) -> tuple[set[int], list[Event]]:
         seq = p.trusted_packet_sequence_id
         assert seq > 0
         if seq not in state:
-            assert p.sequence_flags & CLEARED or not p.HasField("interned_data")
+            assert p.sequence_flags & CLEARED or not (p.HasField("interned_data")
+                                                      or p.HasField("trace_packet_defaults"))
             state[seq] = Interned()
         if p.sequence_flags & CLEARED:
             state[seq] = Interned()
         tables = state[seq]
         tables.add(p.interned_data)
+        if p.HasField("trace_packet_defaults"):
+            tables.clock = p.trace_packet_defaults.timestamp_clock_id
+        if p.HasField("clock_snapshot"):
+            tables.snapshot(p.clock_snapshot)
+            continue
         if p.HasField("track_descriptor"):
             described.add(p.track_descriptor.uuid)
+            continue
+        if not p.HasField("track_event"):
             continue
         e = p.track_event
         assert e.track_uuid in described
@@ -96,19 +125,20 @@ def _read(data: bytes) -> tuple[set[int], list[Event]]:
                 args[key] = tables.strings[a.string_value_iid]
             else:
                 args[key] = getattr(a, kind) if kind else None
-        events.append(Event(p.timestamp, e.track_uuid, e.type, name, args,
+        events.append(Event(tables.time(p), e.track_uuid, e.type, name, args,
                             list(e.flow_ids), list(e.terminating_flow_ids)))
     return described, events
 
 
-def _check(events: list[Event]) -> tuple[dict[int, str], dict[str, Any] | None, Counter]:
-    """Slices close and nest per track, flows end once; the verdict sources by frame, the
-    trace info and the flows' ends."""
+def _check(events: list[Event]) -> tuple[dict[int, tuple[str, int]], dict[str, Any] | None,
+                                          Counter]:
+    """Slices close and nest per track, flows end once; the verdicts' sources and times by
+    frame, the trace info and the flows' ends."""
     open_slices: dict[int, list[int]] = {}
     slices: dict[int, list[tuple[int, int]]] = {}
     flows: Counter = Counter()
     ends: Counter = Counter()
-    verdicts: dict[int, str] = {}
+    verdicts: dict[int, tuple[str, int]] = {}
     info = None
     for e in events:
         stack = open_slices.setdefault(e.track, [])
@@ -124,7 +154,7 @@ def _check(events: list[Event]) -> tuple[dict[int, str], dict[str, Any] | None, 
             elif "verdict" in e.args:
                 assert e.args["frame"] not in verdicts
                 assert e.name == e.args["verdict"]
-                verdicts[e.args["frame"]] = e.args["source"]
+                verdicts[e.args["frame"]] = (e.args["source"], e.ts)
         flows.update(e.flows)
         ends.update(e.ends)
     assert all(not s for s in open_slices.values())
@@ -170,7 +200,7 @@ def test_pftrace_reads_back_as_a_well_formed_trace(tmp_path: Path) -> None:
     assert result.frames == result.frames_total == 800 and not result.truncated
     described, events = _read(path.read_bytes())
     verdicts, info, ends = _check(events)
-    assert verdicts and all(SOURCE.match(s) for s in verdicts.values())
+    assert verdicts and all(SOURCE.match(s) for s, _ in verdicts.values())
     assert len(ends) > 700
     assert info is not None and info["frames_written"] == 800 and info["cap_reached"] is False
     # interning: each name is written once however often it is used
@@ -182,7 +212,7 @@ def test_pftrace_reads_back_as_a_well_formed_trace(tmp_path: Path) -> None:
 
 def test_ten_thousand_frames_every_verdict_names_its_line(tmp_path: Path) -> None:
     """Issue 18, acceptance 3: a 10,000-frame router run.  At the 10 MB cap the protobuf
-    file holds most frames (the interning took it from 3,342 to 7,142; the rest is measured
+    file holds most frames (interning and delta timestamps took it from 3,342 to 7,487; measured
     in docs/debugging.md); with the room for all of them, every frame that has a verdict
     names its MBL line."""
     traced = _traced(5000)
@@ -198,4 +228,9 @@ def test_ten_thousand_frames_every_verdict_names_its_line(tmp_path: Path) -> Non
     expected = {j.frame for j in journeys.values()
                 if j.verdict_at is not None and j.verdict is not None}
     assert len(expected) > 5000 and set(verdicts) == expected
-    assert all(SOURCE.match(s) for s in verdicts.values())
+    assert all(SOURCE.match(s) for s, _ in verdicts.values())
+    # the delta timestamps add up to each verdict's cycle, in ns
+    us = 1e6 / traced[0].chip.config.clock_hz
+    for j in journeys.values():
+        if j.frame in expected:
+            assert verdicts[j.frame][1] == round(round(j.verdict_at.cycle * us, 6) * 1000)
