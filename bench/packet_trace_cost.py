@@ -1,8 +1,8 @@
 """What a per-packet trace costs (docs/debugging.md, "Per-packet traces"): the compiled
 examples/router (2 forwarding MEs per port) at 90 % of line rate, FRAMES frames per port,
 run five times with the frame log off or on; with it on, the core's events, the time to
-build the journeys and write the trace file at a 10 MB cap (with and without commands),
-and the utilisation table.
+build the journeys and write the trace file at a 10 MB cap (with and without commands) and
+without a cap (with commands), and the utilisation table.
 
     python -m npkit.bench.packet_trace_cost off|on [FRAMES] [json|pftrace]
 
@@ -77,6 +77,10 @@ def report(trace: Any, run: CompiledRun, suffix: str) -> None:
                                         status, counters)
             print(f"commands {commands}: {result.frames:,} of {result.frames_total:,} frames, "
                   f"{result.bytes:,} bytes, cap reached {result.truncated}")
+        whole = write_packet_trace(Path(folder) / f"all.{suffix}", journeys, clock,
+                                   trace.source_of, run.chip.config.me_label,
+                                   TraceOptions(cap_bytes=1 << 40), status, counters)
+        print(f"no cap, commands True: {whole.frames:,} frames, {whole.bytes:,} bytes")
     print(f"journeys and files: {time.perf_counter() - start:.1f} s")
     shares = util.me_shares(raw, trace.log.baseline, status["units"], run.chip.config.me_label)
     print(util.table(shares))
