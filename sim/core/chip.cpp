@@ -628,51 +628,27 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     m.instructions += done;
     retired_ += done;
   };
-  // one instruction of context ci at m.time; false: it stalled on the command FIFO
-  const auto step = [&](Context& c) -> bool {
-    pc = c.pc;
-    const Insn& in = m.code[pc];
-    c.pc = pc + 1;
-    Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
-    if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
-      c.pc = pc;
-      m.fifo_stalled = true;
-      return false;
+  // Run-ahead: when the burst is over (m.time >= burst_stop_) its context runs on while its
+  // next instruction touches only state of this ME that nothing else changes (Reach), up to
+  // the run's limit; the schedule reaches those instructions later and only moves the ME's
+  // position over them (run_burst).  `ahead` counts them, `end` is where the burst ended.
+  uint32_t ahead = 0;
+  uint64_t end = 0;
+  const auto run_on = [&](const Context& c) {
+    if (ahead == 0) {
+      end = m.time;
+#ifdef NPKIT_BURST_STATS
+      note_burst(m, end, limit);
+#endif
     }
-    m.time += 1;
-    done++;
-    c.instructions++;
-    if (c.defer_left) {
-      if (o != Outcome::Next)
-        fault("illegal_instruction", "a taken branch or context swap in a defer slot");
-      if (--c.defer_left == 0) {
-        if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
-        else step_swap(m, c, ci, c.swap_mode);
-        c.deferred = Deferred::None;
-      }
+    if (ahead < ME::kAheadMarks && m.time < limit && may_run_ahead(m, c, ci, m.code[c.pc])) {
+      m.ahead_marks[ahead++] = m.time;
       return true;
     }
-    if (o == Outcome::Taken) {
-      if (in.defer == 0) {
-        c.pc = c.defer_target;
-        m.time += cfg_.branch_taken_penalty;
-        m.stalled += cfg_.branch_taken_penalty;
-      } else {
-        uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
-        m.time += pen;
-        m.stalled += pen;
-        c.defer_left = in.defer;
-        c.deferred = Deferred::Branch;
-      }
-    } else if (o == Outcome::Swap) {
-      if (in.defer == 0) {
-        step_swap(m, c, ci, c.swap_mode);
-      } else {
-        c.defer_left = in.defer;
-        c.deferred = Deferred::Swap;
-      }
-    }
-    return true;
+#ifdef NPKIT_BURST_STATS
+    note_ahead(ahead, m, c, limit);
+#endif
+    return false;
   };
   try {
     bool stalled = false;
@@ -681,38 +657,62 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
       ci = m.cur;
       Context& c = m.ctx[ci];
       // this context runs until it swaps out, stalls, or the burst ends (handlers may
-      // shorten burst_stop_)
+      // shorten burst_stop_), and then on as far as it may run ahead
       do {
-        if (!step(c)) {
+        pc = c.pc;
+        const Insn& in = m.code[pc];
+        c.pc = pc + 1;
+        Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
+        if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
+          c.pc = pc;
+          m.fifo_stalled = true;
           stalled = true;
           break;
         }
-      } while (m.cur >= 0 && m.time < burst_stop_);
+        m.time += 1;
+        done++;
+        c.instructions++;
+        if (c.defer_left) {
+          if (o != Outcome::Next)
+            fault("illegal_instruction", "a taken branch or context swap in a defer slot");
+          if (--c.defer_left == 0) {
+            if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
+            else step_swap(m, c, ci, c.swap_mode);
+            c.deferred = Deferred::None;
+          }
+          continue;
+        }
+        if (o == Outcome::Taken) {
+          if (in.defer == 0) {
+            c.pc = c.defer_target;
+            m.time += cfg_.branch_taken_penalty;
+            m.stalled += cfg_.branch_taken_penalty;
+          } else {
+            uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
+            m.time += pen;
+            m.stalled += pen;
+            c.defer_left = in.defer;
+            c.deferred = Deferred::Branch;
+          }
+        } else if (o == Outcome::Swap) {
+          if (in.defer == 0) {
+            step_swap(m, c, ci, c.swap_mode);
+          } else {
+            c.defer_left = in.defer;
+            c.deferred = Deferred::Swap;
+          }
+        }
+      } while (m.cur >= 0 && (m.time < burst_stop_ || run_on(c)));
     }
-    // The burst is over.  Its context runs on while its instructions touch only state of
-    // this ME that nothing else changes (Reach), up to the run's limit: the schedule reaches
-    // those later and only moves the ME's position over them (run_burst).
+    if (ahead) {
+      m.ahead_time = m.time;
+      m.ahead_head = 0;
+      m.ahead_n = ahead;
+      m.time = end;
+    }
 #ifdef NPKIT_BURST_STATS
-    note_burst(m, stats_.burst_start, stats_.burst_sched_end, limit);
+    else if (m.cur < 0 || stalled) note_burst(m, m.time, limit);
 #endif
-    if (!stalled && m.cur >= 0 && m.time < limit) {
-      ci = m.cur;
-      Context& c = m.ctx[ci];
-      const uint64_t end = m.time;
-      uint32_t n = 0;
-      while (n < ME::kAheadMarks && m.time < limit && m.cur >= 0 &&
-             may_run_ahead(m, c, ci, m.code[c.pc])) {
-        m.ahead_marks[n++] = m.time;
-        step(c);  // a Local instruction neither stalls nor swaps
-      }
-      NPKIT_STAT(note_ahead(n, m, c, ci, limit));
-      if (n) {
-        m.ahead_time = m.time;
-        m.ahead_head = 0;
-        m.ahead_n = n;
-        m.time = end;
-      }
-    }
   } catch (const LocalFault& f) {
     flush();
     m.ahead_n = 0;
@@ -747,17 +747,17 @@ BurstStats::~BurstStats() {
   std::fprintf(stderr, "\n");
 }
 
-void Chip::note_burst(const ME& m, uint64_t start, uint64_t end, uint64_t limit) {
+void Chip::note_burst(const ME& m, uint64_t end, uint64_t limit) {
   stats_.real_bursts++;
   if (m.fifo_stalled) stats_.end_stall++;
-  else if (m.cur < 0 && m.time < burst_stop_) stats_.end_idle++;
+  else if (m.cur < 0 && end < burst_stop_) stats_.end_idle++;
   else if (burst_stop_ == limit && limit < burst_end_) stats_.end_limit++;
-  else if (burst_end_ < end) stats_.end_own++;
-  else if (end == start + cfg_.burst_cycles) stats_.end_cap++;
+  else if (burst_end_ < stats_.burst_sched_end) stats_.end_own++;
+  else if (stats_.burst_sched_end == stats_.burst_start + cfg_.burst_cycles) stats_.end_cap++;
   else stats_.end_event++;
 }
 
-void Chip::note_ahead(uint32_t n, const ME& m, const Context& c, int ci, uint64_t limit) {
+void Chip::note_ahead(uint32_t n, const ME& m, const Context& c, uint64_t limit) {
   if (n) {
     stats_.ahead_runs++;
     stats_.ahead_insns += n;
@@ -775,7 +775,6 @@ void Chip::note_ahead(uint32_t n, const ME& m, const Context& c, int ci, uint64_
     const size_t op = in.handler == H_ALU_PLAIN ? isa::OP_ALU : in.handler;
     if (op < stats_.stop_opcode.size()) stats_.stop_opcode[op]++;
   }
-  (void)ci;
 }
 #endif
 

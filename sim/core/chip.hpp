@@ -494,7 +494,7 @@ class Chip : public MediaHost {
   // An ME's time only jumps to an event's time (checked by post and by run on entry against
   // RunQueue::kMaxTime); between events it moves by bursts, which cannot get from there past
   // the key width in any feasible run.
-  void refresh_key(const ME& m) {
+  [[gnu::always_inline]] void refresh_key(const ME& m) {
     int p = loaded_pos_[m.index];
     if (p >= 0) {
       const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
@@ -532,8 +532,8 @@ class Chip : public MediaHost {
   std::vector<TraceInterval> trace_;
 #ifdef NPKIT_BURST_STATS
   BurstStats stats_;  // observation, not simulated state
-  void note_burst(const ME& m, uint64_t start, uint64_t end, uint64_t limit);
-  void note_ahead(uint32_t n, const ME& m, const Context& c, int ci, uint64_t limit);
+  void note_burst(const ME& m, uint64_t end, uint64_t limit);
+  void note_ahead(uint32_t n, const ME& m, const Context& c, uint64_t limit);
 #endif
 
  public:
