@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -175,7 +174,6 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
   for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
     std::fill(f->begin(), f->end(), 0);
   if (cut_me_ == me_index) cut_me_ = -1;  // a new image: the cut burst is void
-  m.ahead_n = 0;  // and so is what its context ran ahead
   m.cur = -1;
   m.last = ctx_mode - 1;
   m.ready_mask = 0;
@@ -436,18 +434,6 @@ void Chip::post(const Event& ev) {
   e.xfer = ev.xfer;
   e.nwords = ev.nwords;
   e.counts = ev.counts;
-  // the contexts whose transfer-in registers it writes: run-ahead must not read those
-  // before it arrives (ME::fills)
-  uint8_t fill = 0;
-  if (ev.nwords) {
-    ME& m = mes_[ev.me];
-    const size_t first = phys(m, ev.ctx, ev.xfer), last = first + ev.nwords - 1;
-    for (size_t k = first / m.per_ctx; k <= last / m.per_ctx && k < m.fills.size(); ++k) {
-      fill |= static_cast<uint8_t>(1u << k);
-      m.fills[k]++;
-    }
-  }
-  e.fill_ctx = fill;
   // in blocks of 4 words (a fixed-size copy, no call to memmove; the words past nwords
   // are never read)
   for (int k = 0; k < ev.nwords; k += 4) std::memcpy(&e.words[k], &ev.words[k], 4 * sizeof(uint32_t));
@@ -490,7 +476,6 @@ inline void Chip::deliver(const Event& ev) {
     size_t p = phys(m, ev.ctx, ev.xfer + k);
     if (p < file.size()) file[p] = ev.words[k];
   }
-  for (uint32_t f = ev.fill_ctx; f; f &= f - 1) m.fills[__builtin_ctz(f)]--;
   // the ME's scheduler key depends on fifo_stalled, cur, ready_mask and time: only a
   // released command FIFO or a wake-up changes them here (the key is current otherwise)
   bool key_changed = false;
@@ -557,44 +542,11 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
 // When the run's limit comes first, the burst is cut there and the rest of it is the first
 // step of the next run: the schedule (which ME runs when, for how long) is the one a single
 // run makes, however the host slices its runs; only the pause is new.
-//
-// An ME whose context ran ahead (run_me) has already executed the burst's instructions up to
-// ahead_time: the burst then only moves its schedule position to the first instruction start
-// at or past the burst's end, as the burst would have ended there (docs/sim-core.md,
-// "Run-ahead"), unless the burst reaches ahead_time: then the context runs on from there.
 [[gnu::always_inline]] inline void Chip::run_burst(ME& m, uint64_t end, uint64_t limit) {
   now_ = std::max(now_, m.time);
-  if (m.ahead_n) {
-    const uint64_t stop = std::min(end, limit);
-    if (stop <= m.ahead_time) {
-      NPKIT_STAT(virtual_bursts++);
-      uint32_t k = m.ahead_head + 1;  // ahead_marks[ahead_head] == m.time < stop
-      while (k < m.ahead_n && m.ahead_marks[k] < stop) ++k;
-      if (k < m.ahead_n) {
-        m.time = m.ahead_marks[k];
-        m.ahead_head = k;
-      } else {
-        m.time = m.ahead_time;
-        m.ahead_n = 0;
-      }
-      refresh_key(m);
-      // the burst retired instructions (the one at its start at least)
-      last_progress_retired_ = retired_;
-      last_progress_time_ = m.time;
-      if (m.time >= limit && m.time < end) {
-        cut_me_ = m.index;
-        cut_end_ = end;
-      }
-      return;
-    }
-    m.time = m.ahead_time;
-    m.ahead_n = 0;
-  }
   burst_end_ = end;
   burst_stop_ = std::min(end, limit);
-  NPKIT_STAT(burst_start = m.time);
-  NPKIT_STAT(burst_sched_end = end);
-  run_me(m, limit);
+  run_me(m);
   refresh_key(m);
   if (retired_ != last_progress_retired_) {
     last_progress_retired_ = retired_;
@@ -608,16 +560,9 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
   }
 }
 
-// May the context run instruction `in` ahead of the schedule (chip.hpp, Reach)?  Not in the
-// defer slots of a swap: the swap after them looks at the signals.
-[[gnu::always_inline]] inline bool may_run_ahead(const ME& m, const Context& c, int ci, const Insn& in) {
-  if (c.deferred == Deferred::Swap) return false;
-  return in.reach == Reach::Local || (in.reach == Reach::LocalUnlessFill && m.fills[ci] == 0);
-}
-
 // inlined into run_burst: a burst is 2.4-2.6 ME instructions, so the call's entry and exit
 // (saved registers, stack frame) were a noticeable part of it
-[[gnu::always_inline]] inline void Chip::run_me(ME& m, uint64_t limit) {
+[[gnu::always_inline]] inline void Chip::run_me(ME& m) {
   int ci = -1;
   uint32_t pc = 0;
   // instructions retired in this burst: the ME's busy/instruction counters and the chip's
@@ -628,28 +573,6 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     m.instructions += done;
     retired_ += done;
   };
-  // Run-ahead: when the burst is over (m.time >= burst_stop_) its context runs on while its
-  // next instruction touches only state of this ME that nothing else changes (Reach), up to
-  // the run's limit; the schedule reaches those instructions later and only moves the ME's
-  // position over them (run_burst).  `ahead` counts them, `end` is where the burst ended.
-  uint32_t ahead = 0;
-  uint64_t end = 0;
-  const auto run_on = [&](const Context& c) {
-    if (ahead == 0) {
-      end = m.time;
-#ifdef NPKIT_BURST_STATS
-      note_burst(m, end, limit);
-#endif
-    }
-    if (ahead < ME::kAheadMarks && m.time < limit && may_run_ahead(m, c, ci, m.code[c.pc])) {
-      m.ahead_marks[ahead++] = m.time;
-      return true;
-    }
-#ifdef NPKIT_BURST_STATS
-    note_ahead(ahead, m, c, limit);
-#endif
-    return false;
-  };
   try {
     bool stalled = false;
     while (!stalled && m.time < burst_stop_) {
@@ -657,7 +580,7 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
       ci = m.cur;
       Context& c = m.ctx[ci];
       // this context runs until it swaps out, stalls, or the burst ends (handlers may
-      // shorten burst_stop_), and then on as far as it may run ahead
+      // shorten burst_stop_)
       do {
         pc = c.pc;
         const Insn& in = m.code[pc];
@@ -702,81 +625,17 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
             c.deferred = Deferred::Swap;
           }
         }
-      } while (m.cur >= 0 && (m.time < burst_stop_ || run_on(c)));
+      } while (m.cur >= 0 && m.time < burst_stop_);
     }
-    if (ahead) {
-      m.ahead_time = m.time;
-      m.ahead_head = 0;
-      m.ahead_n = ahead;
-      m.time = end;
-    }
-#ifdef NPKIT_BURST_STATS
-    else if (m.cur < 0 || stalled) note_burst(m, m.time, limit);
-#endif
   } catch (const LocalFault& f) {
     flush();
-    m.ahead_n = 0;
     throw SimError(f.kind, m.index, ci, pc, f.what());
   } catch (const MediaFault& f) {
     flush();
-    m.ahead_n = 0;
     throw SimError("media", m.index, ci, pc, f.what());
   }
   flush();
 }
-
-#ifdef NPKIT_BURST_STATS
-BurstStats::~BurstStats() {
-  std::fprintf(stderr,
-               "burst stats: real %llu (ended by event %llu, 16-cycle cap %llu, own command %llu, "
-               "limit %llu, idle %llu, stall %llu), virtual %llu\n"
-               "run-ahead: %llu runs, %llu instructions, %llu bursts without; stopped by a shared "
-               "instruction %llu, a pending fill %llu, a deferred swap %llu, the marks %llu, the "
-               "limit %llu\nshared instruction that stopped it, by opcode:",
-               (unsigned long long)real_bursts, (unsigned long long)end_event,
-               (unsigned long long)end_cap, (unsigned long long)end_own,
-               (unsigned long long)end_limit, (unsigned long long)end_idle,
-               (unsigned long long)end_stall, (unsigned long long)virtual_bursts,
-               (unsigned long long)ahead_runs, (unsigned long long)ahead_insns,
-               (unsigned long long)ahead_none, (unsigned long long)stop_shared,
-               (unsigned long long)stop_fill, (unsigned long long)stop_defer_swap,
-               (unsigned long long)stop_marks, (unsigned long long)stop_limit);
-  for (size_t op = 0; op < stop_opcode.size(); ++op)
-    if (stop_opcode[op]) std::fprintf(stderr, " %s %llu", op < isa::OPCODE_COUNT && isa::OPCODE_NAMES[op] ? isa::OPCODE_NAMES[op] : "?",
-                                      (unsigned long long)stop_opcode[op]);
-  std::fprintf(stderr, "\n");
-}
-
-void Chip::note_burst(const ME& m, uint64_t end, uint64_t limit) {
-  stats_.real_bursts++;
-  if (m.fifo_stalled) stats_.end_stall++;
-  else if (m.cur < 0 && end < burst_stop_) stats_.end_idle++;
-  else if (burst_stop_ == limit && limit < burst_end_) stats_.end_limit++;
-  else if (burst_end_ < stats_.burst_sched_end) stats_.end_own++;
-  else if (stats_.burst_sched_end == stats_.burst_start + cfg_.burst_cycles) stats_.end_cap++;
-  else stats_.end_event++;
-}
-
-void Chip::note_ahead(uint32_t n, const ME& m, const Context& c, uint64_t limit) {
-  if (n) {
-    stats_.ahead_runs++;
-    stats_.ahead_insns += n;
-  } else {
-    stats_.ahead_none++;
-  }
-  const Insn& in = m.code[c.pc];
-  if (n == ME::kAheadMarks) stats_.stop_marks++;
-  else if (m.time >= limit) stats_.stop_limit++;
-  else if (c.deferred == Deferred::Swap) stats_.stop_defer_swap++;
-  else if (in.reach == Reach::LocalUnlessFill) stats_.stop_fill++;
-  else {
-    stats_.stop_shared++;
-    // the major opcode: H_ALU_PLAIN is an alu, H_OFF_END has none
-    const size_t op = in.handler == H_ALU_PLAIN ? isa::OP_ALU : in.handler;
-    if (op < stats_.stop_opcode.size()) stats_.stop_opcode[op]++;
-  }
-}
-#endif
 
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }
 
@@ -786,26 +645,6 @@ Outcome exec_off_end(Chip&, ME& m, Context& c, int, const Insn&) {
 }
 
 // ------------------------------------------------------------------ scheduler
-// A run can pause with MEs behind its end (a cut burst, stop_tx_frames), and one of them may
-// have run ahead: the instructions past its schedule position are executed but, in the
-// schedule, still to come.  Between runs their counts are kept out of the counters the host
-// reads (sign -1 at a run's end, +1 at the next run's start), so every counter is the
-// schedule's (docs/sim-core.md, "Run-ahead").
-void Chip::count_ahead(int sign) {
-  for (ME* m : loaded_) {
-    if (!m->ahead_n) continue;
-    const uint64_t insns = m->ahead_n - m->ahead_head;
-    const uint64_t stall = m->ahead_time - m->ahead_marks[m->ahead_head] - insns;  // branch penalties
-    const auto apply = [sign](uint64_t& counter, uint64_t v) { counter = sign > 0 ? counter + v : counter - v; };
-    apply(m->instructions, insns);
-    apply(m->busy, insns);
-    apply(m->stalled, stall);
-    apply(m->ctx[m->cur].instructions, insns);
-    apply(retired_, insns);
-    apply(last_progress_retired_, insns);
-  }
-}
-
 bool Chip::waiting_on_media_only() const {
   for (const ME& m : mes_)
     for (int ci = 0; ci < m.contexts; ++ci) {
@@ -850,11 +689,6 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
     if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
     refresh_key(*m);
   }
-  count_ahead(+1);
-  struct AheadCounts {  // ... and -1 however the run ends, a fault included
-    Chip& chip;
-    ~AheadCounts() { chip.count_ahead(-1); }
-  } ahead_counts{*this};
   for (;;) {
     if (cut_me_ >= 0) {  // the previous run's limit cut a burst: it is the next step
       ME& m = mes_[cut_me_];

@@ -58,15 +58,6 @@ enum class OpKind : uint8_t {
 };
 struct Opnd { OpKind kind = OpKind::None; uint8_t idx = 0; };
 
-// Whether an instruction may run ahead of the schedule (docs/sim-core.md, "Run-ahead"):
-// Local = it reads and writes only state of its own ME that no event and no other ME can
-// touch (GPRs, local memory, the context's own CSR state, the CAM, transfer-out registers);
-// LocalUnlessFill = the same, but it reads transfer-in registers, which a pending completion
-// or autopush for the context may still write; Shared = anything else (a command, a swap,
-// a signal test, next-neighbour registers, a CSR another ME or an event can change).
-// predecode (decode.cpp, reach_of) decides it once per word.
-enum class Reach : uint8_t { Shared, Local, LocalUnlessFill };
-
 // Handler indices: the major opcodes, plus one for a PC outside the loaded image, plus
 // specialised handlers predecode picks when an instruction's operands allow (same
 // semantics, fewer checks): H_ALU_PLAIN = an alu/alu_shf whose operands are all plain
@@ -89,7 +80,6 @@ struct Insn {
   uint8_t aux = 0;        // bit / byte / ctx / mask / csr / cam state / inp state
   bool flag = false;      // swap | le | invert | ne | clr | not | rtn | write | indirect
   bool flag2 = false;     // ld_field load_cc
-  Reach reach = Reach::Shared;
   uint16_t target = 0;
   uint32_t imm = 0;       // 16-bit immediate / byte value / signal mask
 };
@@ -162,17 +152,6 @@ struct ME {
   std::vector<uint8_t> cam_lru;  // entry numbers, least recently used first
   // counters
   uint64_t instructions = 0, busy = 0, idle = 0, stalled = 0;
-  // Run-ahead (docs/sim-core.md, "Run-ahead").  fills[c]: pending events that write
-  // transfer-in registers of context c.  ahead_n > 0: the executing context has run
-  // register-only instructions past the schedule's position `time`, up to `ahead_time`;
-  // ahead_marks[ahead_head..ahead_n) are the start cycles of those not yet reached by the
-  // schedule (ahead_marks[ahead_head] == time), so the schedule's bursts can end where they
-  // would have ended.
-  static constexpr uint32_t kAheadMarks = 64;
-  std::array<uint16_t, 8> fills{};
-  uint32_t ahead_head = 0, ahead_n = 0;
-  uint64_t ahead_time = 0;
-  std::array<uint64_t, kAheadMarks> ahead_marks{};
 
   bool has_ready() const;
 };
@@ -211,7 +190,6 @@ struct Event {
   uint8_t xfer = 0;
   uint8_t nwords = 0;
   bool counts = true;   // completes an issued command (command FIFO)
-  uint8_t fill_ctx = 0; // contexts whose transfer-in registers it writes (post sets it)
   // Only words[0..nwords) are ever read (post copies those, deliver writes those): left
   // uninitialised, so building an Event does not zero 128 bytes per command.
   std::array<uint32_t, 32> words;
@@ -352,24 +330,6 @@ class RunQueue {
 
 struct TraceInterval { int me, ctx; CtxState state; uint64_t start, end; };
 
-// Why bursts end and how far contexts run ahead: counted only in a build with
-// -DNPKIT_BURST_STATS (printed to stderr when the chip is destroyed), so the release build's
-// hot path pays nothing.  bench/sim_speed.py --burst-stats says how to build one.
-#ifdef NPKIT_BURST_STATS
-struct BurstStats {
-  uint64_t real_bursts = 0, virtual_bursts = 0;
-  uint64_t end_event = 0, end_cap = 0, end_own = 0, end_limit = 0, end_idle = 0, end_stall = 0;
-  uint64_t ahead_runs = 0, ahead_insns = 0, ahead_none = 0;
-  uint64_t stop_shared = 0, stop_fill = 0, stop_defer_swap = 0, stop_marks = 0, stop_limit = 0;
-  std::array<uint64_t, 32> stop_opcode{};
-  uint64_t burst_start = 0, burst_sched_end = 0;  // of the running burst
-  ~BurstStats();
-};
-#define NPKIT_STAT(x) (stats_.x)
-#else
-#define NPKIT_STAT(x) ((void)0)
-#endif
-
 // Outcome of one instruction.
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
 
@@ -469,7 +429,7 @@ class Chip : public MediaHost {
   // Every member below is either simulated state, which NPKIT_CHIP_VALUE_STATE (after the
   // class) or snapshot.cpp copies, or configuration/observation: a new member goes in one
   // of the two.
-  inline void run_me(ME& m, uint64_t limit);
+  inline void run_me(ME& m);
   inline void run_burst(ME& m, uint64_t end, uint64_t limit);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
@@ -478,7 +438,6 @@ class Chip : public MediaHost {
   void deliver(const Event& ev);
   inline bool wake_check(ME& m, int ci, uint64_t t);  // true: the context became Ready
   [[noreturn]] void deadlock(const char* why);
-  void count_ahead(int sign);
   bool waiting_on_media_only() const;
   uint32_t sram_word_addr(uint32_t addr, int& ch) const;
 
@@ -494,7 +453,7 @@ class Chip : public MediaHost {
   // An ME's time only jumps to an event's time (checked by post and by run on entry against
   // RunQueue::kMaxTime); between events it moves by bursts, which cannot get from there past
   // the key width in any feasible run.
-  [[gnu::always_inline]] void refresh_key(const ME& m) {
+  void refresh_key(const ME& m) {
     int p = loaded_pos_[m.index];
     if (p >= 0) {
       const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
@@ -530,11 +489,6 @@ class Chip : public MediaHost {
   uint64_t last_progress_retired_ = 0;
   bool tracing_ = false;
   std::vector<TraceInterval> trace_;
-#ifdef NPKIT_BURST_STATS
-  BurstStats stats_;  // observation, not simulated state
-  void note_burst(const ME& m, uint64_t end, uint64_t limit);
-  void note_ahead(uint32_t n, const ME& m, const Context& c, uint64_t limit);
-#endif
 
  public:
   // memory helpers shared by the memory commands

@@ -143,49 +143,6 @@ void decode_mem(const Decoder& d, Insn& in, uint32_t opcode) {
   in.aux = static_cast<uint8_t>(words);
 }
 
-// May the instruction run ahead of the schedule (chip.hpp, Reach; docs/sim-core.md,
-// "Run-ahead")?  Only state of its own ME that nothing else changes between two of its
-// instructions: GPRs, local memory, transfer-out registers, the context's condition codes
-// and CSR state, the ME's CAM and PRNG.  Transfer-in registers are written by completions
-// and autopushes (LocalUnlessFill: safe while none is pending for the context); next-
-// neighbour registers by the previous ME; signals, context states, the command FIFO,
-// memories, units, rings and the media model by events and other MEs.
-Reach reach_of(uint32_t opcode, const Insn& in) {
-  switch (opcode) {
-    case OP_ALU: case OP_DBL_SHF: case OP_IMMED: case OP_LD_FIELD: case OP_BYTE_ALIGN:
-    case OP_BITOP: case OP_MUL_STEP: case OP_BR: case OP_BR_CTX: case OP_BR_BIT:
-    case OP_BR_BYTE: case OP_JUMP: case OP_CAM: case OP_CRC: case OP_NOP:
-      break;
-    case OP_LOCAL_CSR:
-      if (in.flag) {  // write: the CSRs held per context or per ME, read by this ME only
-        switch (in.aux) {
-          case local_csrs::BYTE_INDEX: case local_csrs::ACTIVE_LM_ADDR_0:
-          case local_csrs::ACTIVE_LM_ADDR_1: case local_csrs::PSEUDO_RANDOM_NUMBER:
-          case local_csrs::CRC_REMAINDER: case local_csrs::CTX_ARB_CNTL:
-          case local_csrs::MAILBOX0: case local_csrs::MAILBOX1: case local_csrs::MAILBOX2:
-          case local_csrs::MAILBOX3:
-            break;
-          default:  // CTX_ENABLES (context states), the signal CSRs (events), NN_PUT/GET
-            return Reach::Shared;
-        }
-      } else if (in.aux == local_csrs::NN_PUT || in.aux == local_csrs::NN_GET) {
-        return Reach::Shared;  // the previous ME moves NN_PUT; it reads NN_GET (nn_full)
-      }  // TIMESTAMP reads the instruction's own cycle, which run-ahead does not move
-      break;
-    default:  // br_signal, br_inp_state, ctx_arb, hash and the memory commands; off the end
-      return Reach::Shared;
-  }
-  auto shared = [](Opnd o) { return o.kind == OpKind::Nn || o.kind == OpKind::NnRing; };
-  auto xfer = [](Opnd o) { return o.kind == OpKind::XferS || o.kind == OpKind::XferD; };
-  if (shared(in.a) || shared(in.b) || shared(in.dest)) return Reach::Shared;
-  // a transfer register as destination is written (the out register) -- except by the CAM
-  // ops whose dest field is a source (the entry number)
-  const bool dest_read = opcode == OP_CAM && in.sub != cam_ops::CAM_LOOKUP &&
-                         in.sub != cam_ops::CAM_READ_TAG && in.sub != cam_ops::CAM_READ_STATE;
-  if (xfer(in.a) || xfer(in.b) || (dest_read && xfer(in.dest))) return Reach::LocalUnlessFill;
-  return Reach::Local;
-}
-
 }  // namespace
 
 Insn predecode(uint64_t word, int /*me*/, uint32_t /*pc*/, int per_ctx, const ChipConfig& cfg) {
@@ -362,7 +319,6 @@ Insn predecode(uint64_t word, int /*me*/, uint32_t /*pc*/, int per_ctx, const Ch
     default:
       d.illegal("reserved opcode " + std::to_string(opcode));
   }
-  in.reach = reach_of(opcode, in);
   return in;
 }
 
