@@ -330,6 +330,19 @@ class RunQueue {
 
 struct TraceInterval { int me, ctx; CtxState state; uint64_t start, end; };
 
+// The schedule's shape: how many bursts end for which reason, how many event steps deliver
+// how many events.  Counted only in a build with -DNPKIT_BURST_STATS (printed to stderr
+// when the chip is destroyed; docs/performance.md, fourth round, says how to build one), so
+// the release build's hot path pays nothing.
+#ifdef NPKIT_BURST_STATS
+struct BurstStats {
+  uint64_t bursts = 0, same_me_next = 0, event_steps = 0, events = 0;
+  uint64_t end_event = 0, end_cap = 0, end_own = 0, end_limit = 0, end_idle = 0, end_stall = 0;
+  int last_me = -1;
+  ~BurstStats();
+};
+#endif
+
 // Outcome of one instruction.
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
 
@@ -489,6 +502,10 @@ class Chip : public MediaHost {
   uint64_t last_progress_retired_ = 0;
   bool tracing_ = false;
   std::vector<TraceInterval> trace_;
+#ifdef NPKIT_BURST_STATS
+  BurstStats stats_;  // observation, not simulated state
+  void note_burst(const ME& m, uint64_t start, uint64_t end, uint64_t limit);
+#endif
 
  public:
   // memory helpers shared by the memory commands
