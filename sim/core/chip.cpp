@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -506,6 +507,9 @@ inline void Chip::deliver(const Event& ev) {
 void Chip::process_events_until(uint64_t t) {
   while (events_.top_time() <= t) {  // an empty queue's top time is UINT64_MAX
     uint32_t slot = events_.pop();
+#ifdef NPKIT_BURST_STATS
+    stats_.events++;
+#endif
     event_free_.push_back(slot);  // deliver posts nothing, so the slot stays intact meanwhile
     deliver(event_pool_[slot]);
   }
@@ -553,8 +557,14 @@ template <bool kDebug>
   now_ = std::max(now_, m.time);
   burst_end_ = end;
   burst_stop_ = std::min(end, limit);
+#ifdef NPKIT_BURST_STATS
+  const uint64_t start = m.time;
+#endif
   if constexpr (kDebug) run_me_debug(m);
   else run_me<false>(m);
+#ifdef NPKIT_BURST_STATS
+  note_burst(m, start, end, limit);
+#endif
   refresh_key(m);
   if (retired_ != last_progress_retired_) {
     last_progress_retired_ = retired_;
@@ -661,6 +671,31 @@ template <bool kDebug>
   }
 }
 
+#ifdef NPKIT_BURST_STATS
+BurstStats::~BurstStats() {
+  const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::fprintf(stderr,
+               "burst stats: %llu bursts, ended by the next event %llu, the 16-cycle cap %llu, "
+               "a command of its own %llu, the run's limit %llu, no Ready context %llu, a full "
+               "command FIFO %llu; next burst on the same ME %llu; %llu event steps, %llu events\n",
+               u(bursts), u(end_event), u(end_cap), u(end_own), u(end_limit), u(end_idle),
+               u(end_stall), u(same_me_next), u(event_steps), u(events));
+}
+
+// Why the burst of ME m that started at `start` with the schedule's end `end` ended.
+void Chip::note_burst(const ME& m, uint64_t start, uint64_t end, uint64_t limit) {
+  stats_.bursts++;
+  if (stats_.last_me == m.index) stats_.same_me_next++;
+  stats_.last_me = m.index;
+  if (m.fifo_stalled) stats_.end_stall++;
+  else if (m.cur < 0 && m.time < burst_stop_) stats_.end_idle++;
+  else if (burst_stop_ == limit && limit < burst_end_) stats_.end_limit++;
+  else if (burst_end_ < end) stats_.end_own++;
+  else if (end == start + cfg_.burst_cycles) stats_.end_cap++;
+  else stats_.end_event++;
+}
+#endif
+
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&) { return Outcome::Next; }
 
 Outcome exec_off_end(Chip&, ME& m, Context& c, int, const Insn&) {
@@ -763,6 +798,10 @@ template <bool kDebug>
       } catch (const MediaFault& f) {
         throw SimError("media", -1, -1, -1, f.what());
       }
+#ifdef NPKIT_BURST_STATS
+      stats_.event_steps++;
+      stats_.last_me = -1;
+#endif
       process_events_until(t_ext);
       if (stop_tx_frames >= 0 && tx_total() - tx_start >= static_cast<uint64_t>(stop_tx_frames)) {
         result = "frames";

@@ -366,6 +366,18 @@ struct DebugHooks {
     return breakpoint_count > 0 || step_left > 0 || !watches.empty() || coverage;
   }
 };
+// The schedule's shape: how many bursts end for which reason, how many event steps deliver
+// how many events.  Counted only in a build with -DNPKIT_BURST_STATS (printed to stderr
+// when the chip is destroyed; docs/performance.md, fourth round, says how to build one), so
+// the release build's hot path pays nothing.
+#ifdef NPKIT_BURST_STATS
+struct BurstStats {
+  uint64_t bursts = 0, same_me_next = 0, event_steps = 0, events = 0;
+  uint64_t end_event = 0, end_cap = 0, end_own = 0, end_limit = 0, end_idle = 0, end_stall = 0;
+  int last_me = -1;
+  ~BurstStats();
+};
+#endif
 
 // Outcome of one instruction.
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
@@ -560,6 +572,10 @@ class Chip : public MediaHost {
   }
 
  private:
+#ifdef NPKIT_BURST_STATS
+  BurstStats stats_;  // observation, not simulated state
+  void note_burst(const ME& m, uint64_t start, uint64_t end, uint64_t limit);
+#endif
 
  public:
   // memory helpers shared by the memory commands
