@@ -42,13 +42,19 @@ class Where:
             raise LabConfigError(f"workers must be >= 1, got {self.workers}")
 
     @classmethod
-    def parse(cls, scheduler: str | None, workers: int = 2) -> Where:
-        """From a CLI value: None -> serial, ``local`` -> LocalCluster, else an address."""
-        if scheduler is None or scheduler == "serial":
-            return cls("serial", workers)
+    def parse(cls, scheduler: str | None, workers: int | None = None) -> Where:
+        """From CLI values: ``local`` -> LocalCluster, an address -> that scheduler,
+        ``serial`` -> one process; no scheduler -> serial, unless more than one worker is
+        asked for, which means a LocalCluster of that many (asking for workers and getting
+        one process would be a silent surprise)."""
+        if scheduler is None:
+            scheduler = "local" if workers is not None and workers > 1 else "serial"
+        count = 2 if workers is None else workers
+        if scheduler == "serial":
+            return cls("serial", count)
         if scheduler == "local":
-            return cls("local", workers)
-        return cls("address", workers, scheduler)
+            return cls("local", count)
+        return cls("address", count, scheduler)
 
 
 def run_tasks(task: Callable[[Item], Result], items: Sequence[Item], where: Where = Where(),

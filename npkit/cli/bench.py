@@ -113,6 +113,8 @@ def _progress(total: int, title: str) -> Iterator[tuple[Callable[[int, int], Non
         yield done, trial
 
 
+WORKERS_HELP = ("dask workers: the size of a '--scheduler local' cluster (default 2); given "
+                "alone, more than 1 starts such a cluster, 1 runs serially")
 COVERAGE_HELP = ("write the line coverage (lcov) of the MBL sources and microcode of every "
                  "trial's chips, summed over all trials and workers, here (genhtml renders "
                  "it; workers must share this folder)")
@@ -143,7 +145,7 @@ def _coverage(path: Path | None) -> Iterator[str | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _where(scheduler: str | None, workers: int) -> Any:
+def _where(scheduler: str | None, workers: int | None) -> Any:
     from npkit.bench.lab.sweep import Where
 
     return Where.parse(scheduler, workers)
@@ -205,13 +207,12 @@ def bench() -> None:
 @click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option("--scheduler", help="run sizes as dask tasks: 'local' (a LocalCluster) or a "
               "scheduler address tcp://host:8786")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
-              help="LocalCluster workers")
+@click.option("--workers", type=click.IntRange(min=1), help=WORKERS_HELP)
 @click.option("--coverage", type=click.Path(path_type=Path), help=COVERAGE_HELP)
 def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, family: str,
             device: str, fwd_mes: int, trial_us: float | None, v4_routes: int,
             v6_routes: int, out_dir: Path, seed: int, scheduler: str | None,
-            workers: int, coverage: Path | None) -> None:
+            workers: int | None, coverage: Path | None) -> None:
     """RFC 2544 throughput, latency, frame loss rate and back-to-back on the simulated chip."""
     from npkit.bench.lab import rfc2544 as rfc
     from npkit.bench.lab.report import write_report
@@ -242,7 +243,7 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
               default=Path("lab-results/npf"), show_default=True)
 @click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option("--scheduler", help="'local' (a LocalCluster) or a scheduler address")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), help=WORKERS_HELP)
 @click.option("--system", "system", default="dual-ixp2800-npf", show_default=True,
               help="simulated system: a sim/systems name or a system TOML "
                    "(single-ixp2800: both ports on one chip)")
@@ -260,7 +261,7 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
                    "10 ms are reported as short")
 @click.option("--coverage", type=click.Path(path_type=Path), help=COVERAGE_HELP)
 def npf(preset: str, quick: bool, out_dir: Path, seed: int, scheduler: str | None,
-        workers: int, system: str, threads: int, data_path: str | None,
+        workers: int | None, system: str, threads: int, data_path: str | None,
         trial_us: float | None, coverage: Path | None) -> None:
     """The NPF IP Forwarding benchmark (IPv4, IPv6) on the simulated system."""
     from npkit.bench.lab import npf as suite
