@@ -276,6 +276,7 @@ class TraceOptions:
     commands: bool = True          # the commands a carrying context issued (async slices)
     keep: Callable[[Journey], bool] | None = None   # frame filter (flow, verdict ...)
     block_of: SourceOf | None = None   # (me, pc) -> the MBL block (or fn) of the line
+    compress: bool = True          # .pftrace: zlib-compressed packets (Perfetto reads them)
 
 
 @dataclass
@@ -429,9 +430,10 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
                        options: TraceOptions | None = None,
                        log_status: dict[str, Any] | None = None,
                        extra_events: list[dict[str, Any]] | None = None) -> TraceWriteResult:
-    """Write the journeys as trace-event JSON, whole frames in id order until the next one
-    would take the file past ``options.cap_bytes``; ``otherData`` records the cap, whether
-    it was reached, and whether the core's event cap was (``log_status``)."""
+    """Write the journeys as trace-event JSON (or, for a ``PROTO_SUFFIXES`` name, Perfetto's
+    protobuf: ``perfetto_proto``), whole frames in id order while the file stays within
+    ``options.cap_bytes``; ``otherData`` (the protobuf's ``trace info``) records the cap,
+    whether it was reached, and whether the core's event cap was (``log_status``)."""
     options = options or TraceOptions()
     source_of = _short_sources(source_of)
     w = _Writer(clock_hz)
@@ -442,7 +444,7 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
         except ImportError as err:
             raise NpkitError(f"{path}: Perfetto's protobuf format needs the perfetto package "
                              f"(pip install perfetto): {err}; or write a .json trace") from None
-        encoder: _JsonEncoder | ProtoEncoder = ProtoEncoder()
+        encoder: _JsonEncoder | ProtoEncoder = ProtoEncoder(compress=options.compress)
     else:
         encoder = _JsonEncoder()
     kept = [j for _, j in sorted(frames.items())
@@ -450,25 +452,27 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
     ports = {j.port for j in kept if j.port >= 0} | {j.out_port for j in kept
                                                        if j.out_port is not None}
     mes = {h.me for j in kept for h in j.hops if h.me >= 0}
-    head = encoder.encode(_metadata(ports, mes, me_name))
-    extra = encoder.encode(extra_events or [])
-    reserve = 2048 + sum(len(t) + 1 for t in head + extra)  # metadata and the closing part
-    if reserve > options.cap_bytes:
+    head = encoder.encode(_metadata(ports, mes, me_name)) + encoder.encode(extra_events or [])
+    room = options.cap_bytes - _INFO_RESERVE     # the trace info and the closing bytes
+    if room <= 0:
         raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any frame")
-    parts = head + extra
-    size = reserve
+    encoder.start(room)
+    try:
+        encoder.offer(head, frame=False)
+    except ValueError:
+        raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any "
+                         "frame") from None
     limits = _context_limits(kept)
-    written = 0
-    truncated = False
     for j in kept:
-        encoded = encoder.encode(_frame_events(j, w, source_of, options, limits))
-        more = sum(len(t) + 1 for t in encoded)
-        if size + more > options.cap_bytes:
-            truncated = True
+        if not encoder.offer(encoder.encode(_frame_events(j, w, source_of, options, limits)),
+                             frame=True):
             break
-        parts += encoded
-        size += more
-        written += 1
+    try:
+        written = encoder.close()
+    except ValueError:
+        raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any "
+                         "frame") from None
+    truncated = written < len(kept)
     status = log_status or {}
     other = {
         "clock_hz": clock_hz, "time_unit": "simulated microseconds",
@@ -481,23 +485,51 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
     if truncated:
         other["note"] = (f"size cap reached: {written} of {len(kept)} selected frames written; "
                          "narrow the selection (frame range, ports, sampling) to see the rest")
-    data = encoder.finish(parts, other)
+    if proto and options.compress:
+        other["compression"] = ("zlib (deflate) in TracePacket.compressed_packets, as "
+                                "Perfetto's tracing service writes it")
+    data = encoder.finish(other)
     Path(path).write_bytes(data)
     return TraceWriteResult(Path(path), written, len(kept), len(data), truncated)
 
 
 PROTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+_INFO_RESERVE = 2048   # bytes of the cap kept for the trace info and the file's closing
 
 
 class _JsonEncoder:
-    """Trace-event JSON: one text per event, joined into the object format at the end."""
+    """Trace-event JSON: one text per event, joined into the object format at the end;
+    parts are taken while they fit (a comma between events)."""
+
+    def __init__(self) -> None:
+        self.room = self.size = self.frames = 0
+        self.parts: list[str] = []
+        self.full = False
 
     def encode(self, events: list[dict[str, Any]]) -> list[str]:
         return [json.dumps(e, separators=(",", ":")) for e in events]
 
-    def finish(self, parts: list[str], other: dict[str, Any]) -> bytes:
+    def start(self, room: int) -> None:
+        self.room = room
+
+    def offer(self, parts: list[str], frame: bool) -> bool:
+        more = sum(len(t) + 1 for t in parts)
+        if self.full or self.size + more > self.room:
+            if not frame:
+                raise ValueError("the cap leaves no room for the trace's metadata")
+            self.full = True
+            return False
+        self.parts += parts
+        self.size += more
+        self.frames += frame
+        return True
+
+    def close(self) -> int:
+        return self.frames
+
+    def finish(self, other: dict[str, Any]) -> bytes:
         return ('{"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":"))
-                + ',"traceEvents":[' + ",".join(parts) + "]}").encode("utf-8")
+                + ',"traceEvents":[' + ",".join(self.parts) + "]}").encode("utf-8")
 
 
 def iter_verdicts(frames: dict[int, Journey]) -> Iterator[tuple[Journey, TracePointInfo]]:
