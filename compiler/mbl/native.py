@@ -172,6 +172,7 @@ class _HostOps:
                                self.hash_unit.multiplier[k])
         if any(name.startswith("npu.buf.") for name in self.m.globals):
             self.buffer_ops()
+        self.turn_ops()
 
     def has(self, name: str) -> bool:
         return name in self.m.globals
@@ -184,6 +185,13 @@ class _HostOps:
             g = ir.GlobalVariable(self.m, PTR, name)
             g.initializer = ir.Constant(PTR, None)
         return b.load(g, typ=PTR)
+
+    def turn_ops(self) -> None:
+        """npu.rx.turn_take / turn_done (media.turn_begin / turn_end): nothing natively,
+        where each mpacket runs to completion before the next."""
+        for name in ("npu.rx.turn_take", "npu.rx.turn_done"):
+            if self.has(name):
+                self.fn(name)[1].ret_void()
 
     def buffer_ops(self) -> None:
         """npu.buf.*: buffers in host memory, a stack of free handles (word 0 = how many)."""

@@ -52,6 +52,7 @@ META_RX_ELEMENT = 14       # the mpacket's RBUF element | 1 << 16, held for buff
 META_TBUF_MORE = 15        # TBUF elements the packet needs - 1
 RX_STORE_SIGNAL = 14       # pool.uc's SIG_IO: a buffer.store in flight at the body's exit
 RX_TURN_LABEL = "rx_turn_pass"
+RX_TURN_TAKE_LABEL = "rx_turn_take"   # a stage with media.turn_begin() takes its turn there
 RX_TURN_RET = "a14"
 
 # The compiled data path's body (docs/datapath.md): the window in local memory after the two

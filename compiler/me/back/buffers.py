@@ -33,6 +33,7 @@ from ..abi import (
     RX_STORE_SIGNAL,
     RX_TURN_LABEL,
     RX_TURN_RET,
+    RX_TURN_TAKE_LABEL,
 )
 from .errors import compile_error
 from .mir import MOpnd
@@ -171,22 +172,55 @@ def _window_copy() -> list[str]:
     return [f"alu[*l$index0[{2 + w}], --, B, $${w}]" for w in range(WINDOW_WORDS)]
 
 
-def blocks_in_turn(fn: wir.Function) -> set[str]:
-    """WIR blocks a path from the entry reaches before RxTurnDone (a receive stage's, in
-    its port's turn); none when the function has no RxTurnDone."""
+def has_turn_take(fn: wir.Function) -> bool:
+    """Whether the receive stage says where its turn starts (media.turn_begin()); else the
+    turn starts at the body's entry."""
+    return any(isinstance(i, wir.RxTurnTake) for b in fn.blocks for i in b.instrs)
+
+
+def _holds_turn_at_end(b: wir.Block, at_start: bool) -> bool:
+    holds = at_start
+    for i in b.instrs:
+        if isinstance(i, wir.RxTurnTake):
+            holds = True
+        elif isinstance(i, wir.RxTurnDone):
+            holds = False
+    return holds
+
+
+def blocks_entered_in_turn(fn: wir.Function) -> set[str]:
+    """WIR blocks a path enters holding its port's turn: from the entry (or, when the stage
+    takes its turn itself, from each RxTurnTake) before RxTurnDone; none when the function
+    has no RxTurnDone.  The media-turn check of the front end (sema) makes every path take
+    the turn at most once, and pass it after taking it."""
     if not any(isinstance(i, wir.RxTurnDone) for b in fn.blocks for i in b.instrs):
         return set()
     blocks = {b.label: b for b in fn.blocks}
+    if has_turn_take(fn):
+        work = [s for b in fn.blocks if any(isinstance(i, wir.RxTurnTake) for i in b.instrs)
+                and _holds_turn_at_end(b, False) for s in b.successors()]
+    else:
+        work = [fn.blocks[0].label]
     seen: set[str] = set()
-    work = [fn.blocks[0].label]
     while work:
         label = work.pop()
         if label in seen:
             continue
         seen.add(label)
-        if not any(isinstance(i, wir.RxTurnDone) for i in blocks[label].instrs):
+        if _holds_turn_at_end(blocks[label], True):
             work += blocks[label].successors()
     return seen
+
+
+def blocks_in_turn(fn: wir.Function) -> set[str]:
+    """WIR blocks with code in the receive stage's turn: those a path enters holding it and
+    those that take it (media.turn_begin()); none when the function has no RxTurnDone."""
+    entered = blocks_entered_in_turn(fn)
+    if not entered and not any(isinstance(i, wir.RxTurnDone) for b in fn.blocks
+                               for i in b.instrs):
+        return set()
+    return entered | {b.label for b in fn.blocks
+                      if any(isinstance(i, wir.RxTurnTake) for i in b.instrs)}
 
 
 class BufferSelection:
@@ -499,6 +533,22 @@ class BufferSelection:
         self.op("\n".join(lines), [n, dram, k, fm, handle, length, queue], defs=(0, 1, 2, 3),
              uses=uses, late_uses=uses, pairs=((2, 1), (3, 0), (2, 3)), sets_cc=True)
 
+
+    def take_turn_lines(self) -> list[str]:
+        """Call the dispatch's RX_TURN_TAKE_LABEL: wait for the port's receive turn (pool.uc
+        takes its REG token and re-registers the thread there)."""
+        back = self.label("rxtake")
+        return [f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_TAKE_LABEL}#]",
+                f"{back}#:"]
+
+    def select_rx_turn_take(self, ins: wir.RxTurnTake) -> None:
+        """media.turn_begin(): what the stage did before (a buffer taken, a store of the
+        window's bytes) completes first, sleeping (the turn is not held yet); from here on
+        the stage waits by polling, and its state reads and writes are in mpacket order."""
+        self.require_pool(ins)
+        self.flush()
+        self.op("\n".join(self.take_turn_lines()), [])
+        self.spinning = True
 
     def select_rx_turn_done(self, ins: wir.RxTurnDone) -> None:
         """Call the dispatch's RX_TURN_LABEL: the port's next mpacket may run its receive
