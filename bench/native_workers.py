@@ -18,7 +18,10 @@ issue 15's 1.8 x; and, from each worker's thread CPU time (CLOCK_THREAD_CPUTIME_
 that hold on a loaded box too: CPU ns per packet per worker with 1 and N workers (work
 inflation), the CPU-time speed-up (one worker's CPU time over the busiest of N workers': the
 speed-up if every thread had a core to itself the whole run), start skew, imbalance, and
-each worker's share of its wall time on a CPU (below 1: it waited for a core).  A control,
+each worker's share of its wall time on a CPU (below 1: it waited for a core); and what a
+second copy of the tables costs by itself: one thread's CPU ns per packet with every batch on
+one copy vs batches alternating between two copies (the cache footprint of two replicas,
+which --no-share gives the workers, without a second core in the picture).  A control,
 measured between the runs, says how many cores the box gave: the speed-up two threads of
 GIL-free C work (hashlib sha256 over warm memory) get over one.
 
@@ -136,6 +139,26 @@ def cpu_figures(one: list[Trial], many: list[Trial]) -> tuple[float, float, floa
     return total / cpu_one, cpu_one / busiest, imbalance, skew
 
 
+def footprint(program: NativeProgram, plan: Plan, runs: int) -> tuple[float, float]:
+    """One thread's CPU ns per packet over a one-worker plan, (every batch on ``program``'s
+    tables, batches alternating between them and a copy), medians of alternating runs."""
+    twin = program.replica()
+
+    def ns(programs: list[NativeProgram]) -> float:
+        work = plan.fresh()
+        cpu = time.thread_time()
+        for k, b in enumerate(work.batches[0]):
+            programs[k % len(programs)].run_laid_out(b.buf, b.lens, b.metas)
+        return (time.thread_time() - cpu) / plan.count * 1e9
+
+    ns([program, twin])  # warm-up: the copy's pages
+    one, two = [], []
+    for _ in range(runs):
+        one.append(ns([program]))
+        two.append(ns([program, twin]))
+    return med(one), med(two)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m npkit.bench.native_workers",
                                      description=__doc__.split("\n\n")[0])
@@ -176,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if r % 5 == 4:
             controls.append(thread_control(1))
     load_after = os.getloadavg()
+    one_copy, two_copies = footprint(router, plans[1], max(3, args.runs // 3))
     verdicts = {}
     for k, pool in pools.items():
         work = plans[k].fresh()
@@ -205,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
           f"over one worker's), CPU-time speed-up {cpu_speedup:.2f} x (one worker's CPU over "
           f"the busiest worker's), imbalance {imbalance:.3f} (busiest over mean), start skew "
           f"{skew * 1e6:.0f} us")
+    print(f"one thread, CPU per packet: tables in one copy {one_copy:.1f} ns, batches "
+          f"alternating between two copies {two_copies:.1f} ns ({two_copies / one_copy:.3f} x)")
     print(f"control: two threads of sha256 ran {control:.2f} x one thread (median; range "
           f"{min(controls):.2f}-{max(controls):.2f}): the cores the box gave")
     print(f"speed-up {n} vs 1 workers: {ratio:.2f} x from the medians, {med(ratios):.2f} x "

@@ -35,4 +35,4 @@ def test_a_short_run_prints_the_verdict(capsys):
     out = capsys.readouterr().out
     assert "same verdicts on 1 and 2 workers: True" in out
     assert "spaces shared by the 2 workers: local, sram" in out
-    assert "VERDICT:" in out and "work inflation" in out
+    assert "VERDICT:" in out and "work inflation" in out and "alternating between two" in out
