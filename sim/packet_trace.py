@@ -437,6 +437,32 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
     options = options or TraceOptions()
     source_of = _short_sources(source_of)
     w = _Writer(clock_hz)
+    kept = [j for _, j in sorted(frames.items())
+            if options.keep is None or options.keep(j)]
+    ports = {j.port for j in kept if j.port >= 0} | {j.out_port for j in kept
+                                                       if j.out_port is not None}
+    mes = {h.me for j in kept for h in j.hops if h.me >= 0}
+    limits = _context_limits(kept)
+    status = log_status or {}
+    other = {
+        "clock_hz": clock_hz, "time_unit": "simulated microseconds",
+        "core_events_recorded": status.get("recorded"),
+        "core_events_lost": status.get("lost"),
+        "core_event_cap_reached_at_cycle": status.get("full_at") if status.get("lost") else None,
+    }
+    return write_trace_events(path, _metadata(ports, mes, me_name) + (extra_events or []),
+                              (_frame_events(j, w, source_of, options, limits) for j in kept),
+                              len(kept), options, other)
+
+
+def write_trace_events(path: str | Path, head: list[dict[str, Any]],
+                       frames: Iterable[list[dict[str, Any]]], frames_total: int,
+                       options: TraceOptions, other: dict[str, Any]) -> TraceWriteResult:
+    """Write trace events -- ``head`` (metadata, counters), then each frame's events, taken
+    from ``frames`` until the next would take the file past ``options.cap_bytes`` -- as
+    trace-event JSON or, for a ``PROTO_SUFFIXES`` name, Perfetto's protobuf
+    (``perfetto_proto``); ``other`` goes into the file's metadata with the frame counts,
+    the cap and whether it was reached."""
     proto = Path(path).suffix in PROTO_SUFFIXES
     if proto:
         try:
@@ -447,50 +473,32 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
         encoder: _JsonEncoder | ProtoEncoder = ProtoEncoder(compress=options.compress)
     else:
         encoder = _JsonEncoder()
-    kept = [j for _, j in sorted(frames.items())
-            if options.keep is None or options.keep(j)]
-    ports = {j.port for j in kept if j.port >= 0} | {j.out_port for j in kept
-                                                       if j.out_port is not None}
-    mes = {h.me for j in kept for h in j.hops if h.me >= 0}
-    head = encoder.encode(_metadata(ports, mes, me_name)) + encoder.encode(extra_events or [])
+    no_room = ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any frame")
     room = options.cap_bytes - _INFO_RESERVE     # the trace info and the closing bytes
     if room <= 0:
-        raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any frame")
+        raise no_room
     encoder.start(room)
     try:
-        encoder.offer(head, frame=False)
-    except ValueError:
-        raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any "
-                         "frame") from None
-    limits = _context_limits(kept)
-    for j in kept:
-        if not encoder.offer(encoder.encode(_frame_events(j, w, source_of, options, limits)),
-                             frame=True):
-            break
-    try:
+        encoder.offer(encoder.encode(head), frame=False)
+        for events in frames:
+            if not encoder.offer(encoder.encode(events), frame=True):
+                break
         written = encoder.close()
     except ValueError:
-        raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any "
-                         "frame") from None
-    truncated = written < len(kept)
-    status = log_status or {}
-    other = {
-        "clock_hz": clock_hz, "time_unit": "simulated microseconds",
-        "frames_written": written, "frames_selected": len(kept),
-        "cap_bytes": options.cap_bytes, "cap_reached": truncated,
-        "core_events_recorded": status.get("recorded"),
-        "core_events_lost": status.get("lost"),
-        "core_event_cap_reached_at_cycle": status.get("full_at") if status.get("lost") else None,
-    }
+        raise no_room from None
+    truncated = written < frames_total
+    other = {**other, "frames_written": written, "frames_selected": frames_total,
+             "cap_bytes": options.cap_bytes, "cap_reached": truncated}
     if truncated:
-        other["note"] = (f"size cap reached: {written} of {len(kept)} selected frames written; "
-                         "narrow the selection (frame range, ports, sampling) to see the rest")
+        other["note"] = (f"size cap reached: {written} of {frames_total} selected frames "
+                         "written; narrow the selection (frame range, ports, sampling) to see "
+                         "the rest")
     if proto and options.compress:
         other["compression"] = ("zlib (deflate) in TracePacket.compressed_packets, as "
                                 "Perfetto's tracing service writes it")
     data = encoder.finish(other)
     Path(path).write_bytes(data)
-    return TraceWriteResult(Path(path), written, len(kept), len(data), truncated)
+    return TraceWriteResult(Path(path), written, frames_total, len(data), truncated)
 
 
 PROTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")

@@ -127,12 +127,13 @@ class ProtoEncoder:
         self._process: dict[int, int] = {}                # pid -> track uuid
         self._thread: dict[tuple[int, int], int] = {}     # (pid, tid) -> track uuid
         self._lanes: dict[tuple[int, int], list[tuple[int, int]]] = {}  # -> [(uuid, end ns)]
-        self._async: dict[tuple[int, str], int] = {}      # (id, cat) -> lane uuid
+        self._async: dict[tuple[int, str], tuple[int, int, int]] = {}  # -> lane, begin, ns
         self._counter: dict[tuple[int, str], int] = {}
         self._pending: list[bytes] = []                   # descriptors made on the way
         self._started = False                             # the sequence's first packet made
         self._new = InternedData()                        # entries the part being made adds
-        self._timed: list[tuple[int, TracePacket]] = []   # its events: (ns, packet)
+        self._timed: list[tuple[int, int, float, TracePacket]] = []  # its events, sort key
+        self._order = 0                                   # events made, for the sort key
         self._names = _Interner("event_names", "name")
         self._arg_names = _Interner("debug_annotation_names", "name")
         self._strings = _Interner("debug_annotation_string_values", "str")
@@ -242,24 +243,22 @@ class ProtoEncoder:
                         begin.track_event.terminating_flow_ids.append(flow)
                     else:
                         begin.track_event.flow_ids.append(flow)
-                self._timed.append((start, begin))
-                # the end as the next slice starts
-                self._end(round((e["ts"] + e["dur"]) * 1000), track)
+                self._end(round((e["ts"] + e["dur"]) * 1000), track, self._add(start, begin),
+                          start)
             elif ph == "b":
                 start = round(e["ts"] * 1000)
                 lane = self._lane(e["pid"], e["tid"], start)
-                self._async[(e["id"], e["cat"])] = lane
-                self._timed.append((start, self._event(lane, TrackEvent.TYPE_SLICE_BEGIN, e)))
+                begun = self._add(start, self._event(lane, TrackEvent.TYPE_SLICE_BEGIN, e))
+                self._async[(e["id"], e["cat"])] = (lane, begun, start)
             elif ph == "e":
-                lane = self._async.pop((e["id"], e["cat"]))
+                lane, begun, start = self._async.pop((e["id"], e["cat"]))
                 stop = round(e["ts"] * 1000)
                 lanes = self._lanes[(e["pid"], e["tid"])]
                 lanes[[u for u, _ in lanes].index(lane)] = (lane, stop)
-                self._end(stop, lane)
+                self._end(stop, lane, begun, start)
             elif ph == "i":
                 track = self.thread(e["pid"], e["tid"])
-                self._timed.append((round(e["ts"] * 1000),
-                                    self._event(track, TrackEvent.TYPE_INSTANT, e)))
+                self._add(round(e["ts"] * 1000), self._event(track, TrackEvent.TYPE_INSTANT, e))
             elif ph == "C":
                 track = self._counter_track(e["pid"], e["name"])
                 packet = TracePacket()
@@ -270,16 +269,16 @@ class ProtoEncoder:
                     packet.track_event.counter_value = value
                 else:
                     packet.track_event.double_counter_value = float(value)
-                self._timed.append((round(e["ts"] * 1000), packet))
+                self._add(round(e["ts"] * 1000), packet)
         return self._part()
 
     def _part(self) -> list[bytes]:
         """The part: a head packet (the sequence's first: state cleared and the delta clock
         as default; the interned entries the part adds; a clock snapshot at its first
         event), the track descriptors it made, then its events in time order, each stamped
-        with the step from the one before (the sort is stable: a slice's end stays after a
-        begin at the same time)."""
-        timed = sorted(self._timed, key=lambda t: t[0])
+        with the step from the one before (``_add``, ``_end``: how events at one time are
+        ordered)."""
+        timed = sorted(self._timed, key=lambda t: t[:3])
         head = TracePacket()
         if not self._started:
             self._started = True
@@ -298,7 +297,7 @@ class ProtoEncoder:
         out = [self._emit(head)] if head.ByteSize() else []
         out += self._flush()
         last = timed[0][0] if timed else 0
-        for ts, packet in timed:
+        for ts, _, _, packet in timed:
             packet.timestamp = ts - last
             last = ts
             out.append(self._emit(packet))
@@ -310,11 +309,23 @@ class ProtoEncoder:
         pending, self._pending = self._pending, []
         return pending
 
-    def _end(self, ts: int, track: int) -> None:
+    def _add(self, ts: int, packet: TracePacket) -> int:
+        """An event at ``ts`` ns (a begin, instant or counter), after those made before it
+        at the same time; its number."""
+        self._order += 1
+        self._timed.append((ts, 1, self._order, packet))
+        return self._order
+
+    def _end(self, ts: int, track: int, begun: int, start: int) -> None:
+        """The end of the slice whose begin ``_add`` numbered ``begun`` (at ``start``).  At
+        one time, ends come before begins (a slice closes before the next on its track
+        opens), the later-begun first (an inner slice closes before the one around it); a
+        slice of no duration ends right after its own begin."""
         packet = TracePacket()
         packet.track_event.type = TrackEvent.TYPE_SLICE_END
         packet.track_event.track_uuid = track
-        self._timed.append((ts, packet))
+        key = (0, -begun) if ts > start else (1, begun + 0.5)
+        self._timed.append((ts, *key, packet))
 
     def _event(self, track: int, kind: int, e: dict[str, Any]) -> TracePacket:
         packet = TracePacket()
