@@ -29,7 +29,12 @@ from npkit.compiler.mbl import ast as A
 from npkit.compiler.mbl.linetrace import LineTracer
 from npkit.compiler.mbl.native import NativeProgram, Verdict
 from npkit.compiler.mbl.sema import Program
-from npkit.sim.packet_trace import TraceOptions, TraceWriteResult, write_trace_events
+from npkit.sim.packet_trace import (
+    MAX_LINES,
+    TraceOptions,
+    TraceWriteResult,
+    write_trace_events,
+)
 
 from .packet_trace import block_of_source
 
@@ -169,9 +174,10 @@ def _events(j: NativeJourney, start: int) -> list[dict[str, Any]]:
     at = start
     verdict_at = None
     for visit in j.visits:
+        # the statements are counted; past MAX_LINES their lines are not listed
         out.append({"name": visit.block or "?", "ph": "X", "pid": NATIVE_PID, "tid": j.port,
                     "ts": at, "dur": len(visit.lines),
-                    "args": {"frame": j.frame, "lines": visit.lines[:24],
+                    "args": {"frame": j.frame, "lines": visit.lines[:MAX_LINES],
                              "statements": len(visit.lines)}})
         for k, line in enumerate(visit.lines):
             if line == j.verdict_source:

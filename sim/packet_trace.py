@@ -263,6 +263,7 @@ def journeys(events: np.ndarray, units: list[str],
 
 # --------------------------------------------------------------------------- trace file
 SourceOf = Callable[[int, int], "str | None"]   # (me, pc) -> "file:line:col"
+MAX_LINES = 24             # source lines listed on a slice (the rest are counted)
 MEDIA_PID = 10_000
 UNITS_PID = 10_001
 PACKET_PID_BASE = 20_000   # + ME index: the ME's contexts as packet carriers
@@ -357,7 +358,10 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
                    (limits or {}).get((j.frame, me, ctx), 1 << 62))
         lines = sorted({s for h in hops if h.pc >= 0
                         for s in [source_of(me, h.pc)] if s is not None})
-        args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome, "lines": lines[:24]}
+        args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome,
+                                "lines": lines[:MAX_LINES]}
+        if len(lines) > MAX_LINES:      # said, not dropped silently (each command has its line)
+            args["lines_left_out"] = len(lines) - MAX_LINES
         if options.block_of is not None:
             args["blocks"] = sorted({b for h in hops if h.pc >= 0
                                      for b in [options.block_of(me, h.pc)] if b is not None})
