@@ -212,7 +212,9 @@ def _published_section(rows: Sequence[PublishedRow]) -> Section:
             "its table was not found, the row says so; nothing is guessed.  The x86 figures "
             "are whole boxes with their own NICs, drivers and port counts: compare where "
             "each reaches line rate, not only the numbers.  There is no Linux bridge in this "
-            "run, so the l2fwd-vs-bridge ratio has nothing of ours beside it.  Figures "
+            "run; bench/linux_bridge.py measures one on this box (veth pairs in network "
+            "namespaces, not NICs) beside l2fwd natively: docs/lab/compare/linux_bridge.md.  "
+            "Figures "
             "FACTS.md does not give (per-core rates of those boxes, l2fwd Mpps by size, the "
             "NPF system on 10GbE) are not shown.\n")
     return Section("Published figures", body + note)
