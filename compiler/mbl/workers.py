@@ -184,8 +184,11 @@ class NativeWorkers:
             change(program)
 
     def read_total(self, name: str, index: int) -> int:
-        """A counter summed over the workers (wrapping at 32 bits, as the counter does)."""
-        return sum(p.read(name, index) for p in self.programs) & 0xFFFFFFFF
+        """A counter summed over the workers (wrapping at 32 bits, as the counter does); a
+        memory in a shared space has one value, counted once."""
+        programs = self.programs[:1] if self.programs[0]._mem(name).space in self.shared \
+            else self.programs
+        return sum(p.read(name, index) for p in programs) & 0xFFFFFFFF
 
     def worker_of(self, queue: int) -> int:
         return queue % self.workers

@@ -147,6 +147,10 @@ def test_read_only_spaces_are_shared_and_written_ones_are_not():
         run = pool.run([_frame(9, 3)] * 4, 0, [0, 1, 2, 3])
         assert [v.port for v in run.verdicts] == [9] * 4
         assert [p.read("pkts", 0) for p in pool.programs] == [2, 2]
+        assert pool.read_total("pkts", 0) == 4
+        slot = next(i for i in range(64) if pool.programs[0].read("port_of", i))
+        once = pool.programs[0].read("port_of", slot) & 0xFFFFFFFF  # shared: counted once
+        assert pool.read_total("port_of", slot) == once
     with NativeWorkers(NativeProgram(compile_source(READ_ONLY_TABLES, "ro.mbl"), "b"), 2,
                        share=False) as pool:
         assert pool.shared == frozenset()
