@@ -1361,7 +1361,8 @@ class TurnCheck:
             begin = s.expr.method == "turn_begin"      # type: ignore[attr-defined]
             if state != ("before" if begin else "in"):
                 self.c.err("turn-order", "media.turn_begin() once, then media.turn_end(), "
-                           "on every path", s.span)
+                           "on every path", s.span, "the turn is the stretch between them "
+                           "(docs/datapath.md, \"Receive blocks\")")
             return "in" if begin else "after"
         if isinstance(s, A.Block):
             return self.block(s, state)
@@ -1372,7 +1373,7 @@ class TurnCheck:
         if isinstance(s, A.For):
             if any(_is_turn_op(e) for e in _exprs(s.body)):
                 self.c.err("turn-order", "the receive turn cannot begin or end in a loop",
-                           s.span)
+                           s.span, "begin it before the loop and end it after")
             self.exprs([s.start, s.stop, s.body], state)
             return state
         if isinstance(s, A.Let | A.Adjust) and s.otherwise is not None:
