@@ -20,7 +20,7 @@ from llvmlite import ir
 from npkit.base.errors import NpkitError
 
 from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, LineTable, lower
-from .passes import new_target_machine, optimize
+from .passes import new_target_machine, optimize, target_machine
 from .sema import Program
 from .types import (
     MEDIA_EOP,
@@ -584,7 +584,10 @@ class _PrefetchSliceOps(_HostOps):
 
 
 COLD_BYTES = 1 << 20  # memories at least this large miss the cache: their reads are paced
-PREFETCH_PASSES = 3  # slice runs before a packet's block: dependent misses hidden (16-8-8: 3)
+# Slice runs before a packet's block: the dependent misses hidden.  2 covers the IPv4 trie's
+# root and ply (/0-/24); a third run pays for every /17-/24 packet (it only finds the route
+# in cache) to help the rare /25-/32 ones, and measured slower (docs/performance.md).
+PREFETCH_PASSES = 2
 PREFETCH_DISTANCE = 8  # packets between a packet's slice runs (misses in flight per run)
 
 
@@ -765,6 +768,18 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
 
 
+def host_optimize(module: llvm.ModuleRef) -> None:
+    """LLVM's own -O3 pipeline, vectorizers included, over the module the fixed pipeline
+    (passes.optimize) made: host code only, so it may use what the ME has not (loop
+    unrolling of a walk's levels, vector moves); the program's results do not change, the
+    ME backend never sees this module."""
+    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+    tuning.loop_vectorization = True
+    tuning.slp_vectorization = True
+    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder.getModulePassManager().run(module, builder)
+
+
 def _slot_bytes(length: int) -> int:
     """A batch slot for a packet of ``length`` bytes: headroom, then whole 64-byte lines."""
     return HEADROOM + max(64, (length + 63) // 64 * 64)
@@ -781,11 +796,14 @@ def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]
 
 
 class NativeProgram:
-    """A compiled block or pipeline with its memories, ready to run packet batches."""
+    """A compiled block or pipeline with its memories, ready to run packet batches.
+    `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `host_o3`: LLVM's -O3
+    over the module after the fixed pipeline (host_optimize)."""
 
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
-                 buffers: BufferPool | None = None, trace: LineTable | None = None) -> None:
+                 buffers: BufferPool | None = None, trace: LineTable | None = None,
+                 host_o3: bool = True) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
@@ -804,6 +822,8 @@ class NativeProgram:
             self.ir = optimize(str(linked))
         else:
             self.ir = optimize(module)
+        if host_o3:
+            host_optimize(self.ir)
         used = [f.name for f in self.ir.functions
                 if f.is_declaration and f.name.startswith("npu.")]
         if used:
