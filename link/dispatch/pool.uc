@@ -461,6 +461,12 @@ rx_turn_passed:
     alu_shf[t_a, --, B, t_a, <<1]
     alu_shf[t_a, --, B, t_a, >>1]
 rx_element_stored:
+    // bit 30: the element holds a buffer's window (buffer.store at 0); the buffer's
+    // attach or free frees it (compiler/me/abi.py RX_KEEP_DESC_BYTE), not this exit
+    br_bclr[t_a, 30, rx_element_own#]
+    br[rx_element_free#], defer[1]
+    immed[*l$index1[LM_SOP], 0]
+rx_element_own:
     // the body passes the mpacket itself on (a forward or an exception without
     // buffer.attach): its bytes past the window go to a buffer as a one-element frame's
     alu[--, --, B, *l$index1[LM_HANDLE]]

@@ -107,7 +107,7 @@ def test_the_body_assembles_and_keeps_to_the_pool_abi(media_build) -> None:
     assert abi_violations(stats, LM_WINDOW_ABI) == [
         f"uses dispatch registers {RX_TURN_RET}", "waits for dispatch signals 14",
         "leaves with signals pending: 14"]
-    assert {"dram rbuf_rd", "dram read", "sram enqueue"} <= set(stats.memory_detail)
+    assert {"dram rbuf_rd", "msf read", "sram enqueue"} <= set(stats.memory_detail)
 
 
 def _ret_reachable_without_marker(fn: wir.Function) -> tuple[bool, set[int]]:
