@@ -36,3 +36,4 @@ def test_a_short_run_prints_the_verdict(capsys):
     assert "same verdicts on 1 and 2 workers: True" in out
     assert "spaces shared by the 2 workers: local, sram" in out
     assert "VERDICT:" in out and "work inflation" in out and "alternating between two" in out
+    assert "SCHED_FIFO" not in out  # only with --realtime
