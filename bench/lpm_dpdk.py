@@ -26,6 +26,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +57,14 @@ C_SOURCE = r"""
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
+static clockid_t lookup_clock = CLOCK_MONOTONIC;  /* or this thread's CPU time */
+static double clock_now(clockid_t c) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(c, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
+static double now(void) { return clock_now(CLOCK_MONOTONIC); }
+static double lookup_now(void) { return clock_now(lookup_clock); }
 static void *slurp(const char *path, size_t *bytes) {
   FILE *f = fopen(path, "rb");
   if (!f) { perror(path); exit(1); }
@@ -80,12 +84,58 @@ static int cmp(const void *a, const void *b) {
 }
 static double median(double *v, int n) { qsort(v, n, sizeof *v, cmp); return v[n / 2]; }
 
+static void lookups(struct rte_lpm *lpm, const uint32_t *addrs4, size_t a4,
+                    struct rte_lpm6 *lpm6, uint8_t (*addrs6)[16], size_t a6, int runs) {
+  uint32_t *hops = malloc(a4 * 4);
+  int32_t *hops6 = malloc(a6 * 4);
+  double times[64], t;
+  uint64_t sum = 0;
+  for (int r = 0; r < runs; r++) {
+    t = lookup_now();
+    for (size_t i = 0; i < a4; i++) {
+      uint32_t nh = 0;
+      rte_lpm_lookup(lpm, addrs4[i], &nh);
+      sum += nh;
+    }
+    times[r] = lookup_now() - t;
+  }
+  printf("rte_lpm_lookup one by one: %.1f M/s\n", a4 / median(times, runs) / 1e6);
+  for (int r = 0; r < runs; r++) {
+    t = lookup_now();
+    for (size_t i = 0; i + 64 <= a4; i += 64) rte_lpm_lookup_bulk(lpm, addrs4 + i, hops + i, 64);
+    times[r] = lookup_now() - t;
+  }
+  printf("rte_lpm_lookup_bulk (64): %.1f M/s\n", a4 / median(times, runs) / 1e6);
+  for (int r = 0; r < runs; r++) {
+    t = lookup_now();
+    for (size_t i = 0; i + 4 <= a4; i += 4) {
+      xmm_t ip = _mm_loadu_si128((const __m128i *)(addrs4 + i));
+      rte_lpm_lookupx4(lpm, ip, hops + i, 0);
+    }
+    times[r] = lookup_now() - t;
+  }
+  printf("rte_lpm_lookupx4: %.1f M/s\n", a4 / median(times, runs) / 1e6);
+  for (int r = 0; r < runs; r++) {
+    t = lookup_now();
+    for (size_t i = 0; i + 64 <= a6; i += 64)
+      rte_lpm6_lookup_bulk_func(lpm6, addrs6 + i, hops6 + i, 64);
+    times[r] = lookup_now() - t;
+  }
+  printf("rte_lpm6_lookup_bulk_func (64): %.1f M/s\n", a6 / median(times, runs) / 1e6);
+  printf("(checksum %llu)\n", (unsigned long long)sum);
+  fflush(stdout);
+  free(hops);
+  free(hops6);
+}
+
 int main(int argc, char **argv) {
   int used = rte_eal_init(argc, argv);
   if (used < 0) { fprintf(stderr, "rte_eal_init failed\n"); return 1; }
   argc -= used; argv += used;
-  if (argc != 8) { fprintf(stderr, "usage\n"); return 1; }
+  if (argc != 10) { fprintf(stderr, "usage\n"); return 1; }
   int runs = atoi(argv[7]);
+  if (atoi(argv[8])) lookup_clock = CLOCK_THREAD_CPUTIME_ID;
+  int serve = atoi(argv[9]);  /* then lookups again for each line on stdin */
   size_t b;
   struct r4 *routes4 = slurp(argv[1], &b); size_t n4 = b / sizeof *routes4;
   uint32_t *addrs4 = slurp(argv[2], &b); size_t a4 = b / 4;
@@ -102,34 +152,6 @@ int main(int argc, char **argv) {
     if (rte_lpm_add(lpm, routes4[i].ip, routes4[i].len, routes4[i].nh) < 0) {
       fprintf(stderr, "rte_lpm_add failed\n"); return 1; }
   printf("rte_lpm build: %.2f s\n", now() - t);
-  uint32_t *hops = malloc(a4 * 4);
-  double times[64];
-  uint64_t sum = 0;
-  for (int r = 0; r < runs; r++) {
-    t = now();
-    for (size_t i = 0; i < a4; i++) {
-      uint32_t nh = 0;
-      rte_lpm_lookup(lpm, addrs4[i], &nh);
-      sum += nh;
-    }
-    times[r] = now() - t;
-  }
-  printf("rte_lpm_lookup one by one: %.1f M/s\n", a4 / median(times, runs) / 1e6);
-  for (int r = 0; r < runs; r++) {
-    t = now();
-    for (size_t i = 0; i + 64 <= a4; i += 64) rte_lpm_lookup_bulk(lpm, addrs4 + i, hops + i, 64);
-    times[r] = now() - t;
-  }
-  printf("rte_lpm_lookup_bulk (64): %.1f M/s\n", a4 / median(times, runs) / 1e6);
-  for (int r = 0; r < runs; r++) {
-    t = now();
-    for (size_t i = 0; i + 4 <= a4; i += 4) {
-      xmm_t ip = _mm_loadu_si128((const __m128i *)(addrs4 + i));
-      rte_lpm_lookupx4(lpm, ip, hops + i, 0);
-    }
-    times[r] = now() - t;
-  }
-  printf("rte_lpm_lookupx4: %.1f M/s\n", a4 / median(times, runs) / 1e6);
   for (int band = 0; band < 3; band++) {
     size_t count = 0; double worst = 0;
     t = now();
@@ -144,8 +166,8 @@ int main(int argc, char **argv) {
       if (e - m > worst) worst = e - m;
       count += 2;
     }
-    printf("rte_lpm updates band %d: %.0f/s (%zu, worst %.1f us)\n", band,
-           count / (now() - t), count, worst * 1e6);
+    if (count) printf("rte_lpm updates band %d: %.0f/s (%zu, worst %.1f us)\n", band,
+                      count / (now() - t), count, worst * 1e6);
   }
 
   struct rte_lpm6_config c6 = {.max_rules = 2 * n6, .number_tbl8s = 1 << 17, .flags = 0};
@@ -156,14 +178,6 @@ int main(int argc, char **argv) {
     if (rte_lpm6_add(lpm6, routes6[i].ip, routes6[i].len, routes6[i].nh) < 0) {
       fprintf(stderr, "rte_lpm6_add failed\n"); return 1; }
   printf("rte_lpm6 build: %.2f s\n", now() - t);
-  int32_t *hops6 = malloc(a6 * 4);
-  for (int r = 0; r < runs; r++) {
-    t = now();
-    for (size_t i = 0; i + 64 <= a6; i += 64)
-      rte_lpm6_lookup_bulk_func(lpm6, addrs6 + i, hops6 + i, 64);
-    times[r] = now() - t;
-  }
-  printf("rte_lpm6_lookup_bulk_func (64): %.1f M/s\n", a6 / median(times, runs) / 1e6);
   for (int band = 0; band < 3; band++) {
     size_t count = 0; double worst = 0;
     t = now();
@@ -178,10 +192,22 @@ int main(int argc, char **argv) {
       if (e - m > worst) worst = e - m;
       count += 2;
     }
-    printf("rte_lpm6 updates band %d: %.0f/s (%zu, worst %.1f us)\n", band,
-           count / (now() - t), count, worst * 1e6);
+    if (count) printf("rte_lpm6 updates band %d: %.0f/s (%zu, worst %.1f us)\n", band,
+                      count / (now() - t), count, worst * 1e6);
   }
-  printf("(checksum %llu)\n", (unsigned long long)sum);
+  fflush(stdout);
+  if (!serve) {
+    lookups(lpm, addrs4, a4, lpm6, addrs6, a6, runs);
+    return 0;
+  }
+  char line[64];
+  printf("ready\n");
+  fflush(stdout);
+  while (fgets(line, sizeof line, stdin)) {
+    lookups(lpm, addrs4, a4, lpm6, addrs6, a6, runs);
+    printf("done\n");
+    fflush(stdout);
+  }
   return 0;
 }
 """
@@ -235,18 +261,46 @@ def npkit_updates(table, routes: dict, picked: dict, family: int) -> None:
               f"{2 * len(keys) / seconds:,.0f}/s (worst {worst * 1e6:.1f} us)")
 
 
-def forward(routes, dst4: list[int], runs: int) -> None:
-    """IPv4 forwarding through the router pipeline (bench/lpm_native_rate.py's two routers)
-    to the lookups' destinations, one batch, Mpps per core."""
-    frames = Batch.of([udp_frame(d) for d in dst4])
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(Path(tmp)))):
+@dataclass
+class Subject:
+    """One npkit measurement: a loaded program and its batch."""
+
+    label: str
+    native: NativeProgram
+    batch: Batch
+    unit: str
+
+
+def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
+             tmp: Path) -> list[Subject]:
+    """The MBL walkers (lookup-only probes, both batch drivers) and, with `router`, the
+    IPv4 router pipeline over each structure (64-byte frames to the same destinations)."""
+    keys4 = Batch.of([a.to_bytes(4, "big") for a in dst4])
+    keys6 = Batch.of([a.to_bytes(16, "big") for a in dst6])
+    out = []
+    for name, path in PROBES.items():
+        program = compile_file(path)
+        for block, batch, label in (("probe4", keys4, "IPv4"), ("probe6", keys6, "IPv6")):
+            for prefetch, driver in DRIVERS:
+                probe = NativeProgram(program, block, prefetch=prefetch)
+                RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
+                                           routes.v6 if label == "IPv6" else {})
+                out.append(Subject(f"MBL walker, {label}, {name}, {driver}", probe, batch,
+                                   "M lookups/s"))
+    if router:
+        frames = Batch.of([udp_frame(d) for d in dst4])
+        for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(tmp))):
             native = NativeProgram(compile_file(source), "router")
             load_router(native, routes)
-            rate, forwarded = median_rate(native, frames, runs)
-            print(f"  forward IPv4, router pipeline, {name}: {rate / 1e6:.1f} Mpps "
-                  f"({100 * forwarded:.1f} % forwarded)", flush=True)
-            del native
+            out.append(Subject(f"forward IPv4, router pipeline, {name}", native, frames,
+                               "Mpps"))
+    return out
+
+
+def measure(items: list[Subject], runs: int, clock) -> None:
+    for item in items:
+        rate, _ = median_rate(item.native, item.batch, runs, clock)
+        print(f"  {item.label}: {rate / 1e6:.1f} {item.unit}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -259,6 +313,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--router", action="store_true",
                         help="also forward IPv4 through the MBL router (16-8-8 and Poptrie), "
                              "64-byte frames to the same destinations")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="lookup measurements, DPDK's and npkit's taking turns (the "
+                             "tables built once): on a shared box, same-minutes pairs")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time lookups by the thread's CPU time, not wall time (on a "
+                             "box shared with other work)")
     args = parser.parse_args(argv)
     routes = read_routes(args.table)
     rng = random.Random(args.seed)
@@ -266,6 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     dst6 = destinations(routes.v6, 128, args.lookups, rng)
     up4 = samples(routes.v4, 4, args.updates, rng)
     up6 = samples(routes.v6, 6, args.updates, rng)
+    clock = time.thread_time if args.cpu_time else time.perf_counter
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "r4").write_bytes(pack4(routes.v4))
@@ -279,28 +340,36 @@ def main(argv: list[str] | None = None) -> None:
                                capture_output=True, text=True).stdout.split()
         subprocess.run(["cc", "-O3", "-march=native", "-o", str(d / "lpm"), str(d / "lpm.c"),
                         *flags], check=True)
-        print(f"DPDK (rte_lpm, rte_lpm6), {args.lookups} lookups, median of {args.runs}:",
-              flush=True)
+        print(f"DPDK (rte_lpm, rte_lpm6) and npkit, {args.lookups} lookups, median of "
+              f"{args.runs}, {'CPU' if args.cpu_time else 'wall'} time, {args.rounds} "
+              f"round(s):", flush=True)
         files = [str(d / f) for f in ("r4", "a4", "r6", "a6", "u4", "u6")]
-        subprocess.run([str(d / "lpm"), "-l", "0", "--no-huge", "--no-pci", "--no-shconf",
-                        "-m", "1024", "--log-level=1", "--", *files, str(args.runs)],
-                       check=True)
-    print("npkit, same addresses and samples:", flush=True)
-    keys4 = Batch.of([a.to_bytes(4, "big") for a in dst4])
-    keys6 = Batch.of([a.to_bytes(16, "big") for a in dst6])
-    for name, path in PROBES.items():
-        program = compile_file(path)
-        for block, batch, label in (("probe4", keys4, "IPv4"), ("probe6", keys6, "IPv6")):
-            for prefetch, driver in DRIVERS:
-                probe = NativeProgram(program, block, prefetch=prefetch)
-                RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
-                                           routes.v6 if label == "IPv6" else {})
-                rate, _ = median_rate(probe, batch, args.runs)
-                print(f"  MBL walker, {label}, {name}, {driver}: {rate / 1e6:.1f} M lookups/s",
-                      flush=True)
-                del probe
-    if args.router:
-        forward(routes, dst4, args.runs)
+        dpdk = subprocess.Popen(
+            [str(d / "lpm"), "-l", "0", "--no-huge", "--no-pci", "--no-shconf", "-m", "1024",
+             "--log-level=1", "--", *files, str(args.runs), str(int(args.cpu_time)), "1"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        # npkit's tables build while DPDK builds its own
+        items = subjects(routes, dst4, dst6, args.router, d)
+        assert dpdk.stdin is not None and dpdk.stdout is not None
+        for line in dpdk.stdout:
+            if line.strip() == "ready":
+                break
+            print(line, end="", flush=True)
+        for round_number in range(1, args.rounds + 1):
+            print(f"round {round_number}:", flush=True)
+            dpdk.stdin.write("lookups\n")
+            dpdk.stdin.flush()
+            for line in dpdk.stdout:
+                if line.strip() == "done":
+                    break
+                print("  " + line, end="", flush=True)
+            measure(items, args.runs, clock)
+        dpdk.stdin.close()
+        if dpdk.wait():
+            raise SystemExit(f"the DPDK program failed ({dpdk.returncode})")
+        del items
+    if not args.updates:
+        return
     for family, v, shape, pshape in ((4, routes.v4, IPV4, POPTRIE4),
                                      (6, routes.v6, IPV6, POPTRIE6)):
         picked = up4 if family == 4 else up6

@@ -20,7 +20,7 @@ from llvmlite import ir
 from npkit.base.errors import NpkitError
 
 from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, LineTable, lower
-from .passes import new_target_machine, optimize, target_machine
+from .passes import optimize
 from .sema import Program
 from .types import (
     MEDIA_EOP,
@@ -768,6 +768,17 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
 
 
+def host_target_machine() -> llvm.TargetMachine:
+    """A target machine for this CPU and its features (popcnt, BMI, AVX...): the generic
+    x86-64 one (passes.new_target_machine) has no popcnt, so MBL's `pop_count` became a
+    dozen shifts and masks.  A fresh one each time: MCJIT takes ownership of it."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=3, jit=True)
+
+
 def host_optimize(module: llvm.ModuleRef) -> None:
     """LLVM's own -O3 pipeline, vectorizers included, over the module the fixed pipeline
     (passes.optimize) made: host code only, so it may use what the ME has not (loop
@@ -776,7 +787,7 @@ def host_optimize(module: llvm.ModuleRef) -> None:
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
-    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder = llvm.create_pass_builder(host_target_machine(), tuning)
     builder.getModulePassManager().run(module, builder)
 
 
@@ -828,7 +839,7 @@ class NativeProgram:
                 if f.is_declaration and f.name.startswith("npu.")]
         if used:
             raise NativeError("the native target does not implement " + ", ".join(used))
-        self.engine = llvm.create_mcjit_compiler(self.ir, new_target_machine())
+        self.engine = llvm.create_mcjit_compiler(self.ir, host_target_machine())
         self.engine.finalize_object()
         self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
         self._setup_buffers()
