@@ -382,6 +382,24 @@ struct BurstStats {
 // Outcome of one instruction.
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
 
+// ------------------------------------------------------------------ the quantum schedule
+// A memory/unit command as issued under the quantum schedule (docs/sim-core.md, "The
+// quantum schedule"): everything its effect needs, read at issue, so that the units can
+// take it at the quantum's end.  `kind` is the major opcode (isa::OP_SRAM ...).
+struct PendingCmd {
+  uint64_t t = 0;          // issue cycle
+  int16_t me = 0;
+  int8_t ci = 0;
+  uint8_t kind = 0;
+  uint32_t pc = 0;
+  Insn in{};
+  uint32_t a = 0, b = 0;   // the address operands' values at issue
+  std::array<uint32_t, 32> words;  // transfer-out words at issue (not zeroed: only the used)
+};
+// The effect of a deferred command (memory.cpp): memory, unit, completion event.
+class Chip;
+void apply_command(Chip& chip, const PendingCmd& cmd);
+
 // ------------------------------------------------------------------ the chip
 struct ChipSnapshot;
 
@@ -480,6 +498,16 @@ class Chip : public MediaHost {
     if (t < burst_stop_) burst_stop_ = t;
   }
 
+  // The quantum schedule (docs/sim-core.md, "The quantum schedule").  set_schedule takes
+  // "default" or "quantum"; the quantum's length is derived from the config (quantum_for).
+  void set_schedule(const std::string& name);
+  const char* schedule() const { return quantum_ ? "quantum" : "default"; }
+  uint64_t quantum_cycles() const { return quantum_for(cfg_); }
+  static uint64_t quantum_for(const ChipConfig& cfg);
+  // true while an ME runs inside a quantum: its commands are recorded, not applied
+  bool deferring() const { return q_me_ >= 0; }
+  PendingCmd& defer_command() { return pending_.emplace_back(); }
+
   // register file index of relative register i of context ci
   static size_t phys(const ME& m, int ci, int i) { return static_cast<size_t>(ci * m.per_ctx + i); }
 
@@ -564,6 +592,22 @@ class Chip : public MediaHost {
   // ME is loaded again, so a snapshot taken with trace points set restores safely.
   std::unordered_map<uint64_t, uint8_t> trace_originals_;
   void clear_trace_points();
+  // the quantum schedule: the setting, and the state of the quantum being run (empty
+  // between runs; q_next_, where the next quantum starts, is simulated state)
+  bool quantum_ = false;
+  uint64_t quantum_cycles_ = 1;
+  uint64_t q_next_ = 0;
+  uint64_t q_end_ = 0;
+  bool q_active_ = false;   // a quantum is being run: posts before q_end_ are routed
+  int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
+  std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
+  std::vector<PendingCmd> pending_;               // commands issued in the quantum
+  std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
+  std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
+  void run_one_quantum(uint64_t start, uint64_t end);
+  void run_quantum_me(ME& m, uint64_t end);
+  bool post_in_quantum(uint32_t slot);
+  void reset_quantum_state();
 
  public:
   uint8_t trace_original(int me, uint32_t pc) const {
@@ -605,7 +649,7 @@ class Chip : public MediaHost {
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
   X(seq_) X(media_sigs_) X(now_) X(burst_end_) X(burst_stop_) X(cut_me_) X(cut_end_)       \
-  X(retired_) X(last_progress_time_) X(last_progress_retired_)
+  X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)
 
 // An immutable copy of a chip's simulated state (Chip::snapshot).
 struct ChipSnapshot {
