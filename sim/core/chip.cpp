@@ -332,11 +332,16 @@ std::vector<uint32_t> Chip::ring_get(int r, uint32_t count) {
   return out;
 }
 
+// Under the quantum schedule an ME's status test also counts its own puts and gets of the
+// quantum, which reach the ring at the quantum's end.
 bool Chip::scratch_ring_full(int r) const {
   const Ring& g = rings_[r];
-  return g.configured && g.size - g.count < 16;  // a put of up to 16 words might not fit
+  const int64_t count = static_cast<int64_t>(g.count) + (q_me_ >= 0 ? q_ring_delta_[r] : 0);
+  return g.configured && static_cast<int64_t>(g.size) - count < 16;  // a 16-word put might not fit
 }
-bool Chip::scratch_ring_empty(int r) const { return rings_[r].count == 0; }
+bool Chip::scratch_ring_empty(int r) const {
+  return static_cast<int64_t>(rings_[r].count) + (q_me_ >= 0 ? q_ring_delta_[r] : 0) == 0;
+}
 
 namespace {
 void check_queue(const ChipConfig& cfg, int ch, uint32_t q) {
@@ -883,6 +888,7 @@ void Chip::reset_quantum_state() {
   q_active_ = false;
   q_me_ = -1;
   q_events_.resize(mes_.size());
+  q_ring_delta_.assign(rings_.size(), 0);
   for (auto& l : q_events_) {
     for (uint32_t slot : l) event_free_.push_back(slot);
     l.clear();
@@ -914,6 +920,7 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   auto& l = q_events_[m.index];
   size_t k = 0;
   q_me_ = m.index;
+  std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
   for (;;) {
     const uint64_t te = k < l.size() ? event_pool_[l[k]].time : end;
     const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);

@@ -507,6 +507,14 @@ class Chip : public MediaHost {
   // true while an ME runs inside a quantum: its commands are recorded, not applied
   bool deferring() const { return q_me_ >= 0; }
   PendingCmd& defer_command() { return pending_.emplace_back(); }
+  // A scratch ring put/get the running ME issued in this quantum: its own ring-status tests
+  // see it at once (the ring itself changes at the quantum's end).
+  void note_ring_command(uint32_t ring, bool put, int words) {
+    if (ring >= q_ring_delta_.size() || !rings_[ring].configured) return;  // faults at apply
+    int32_t& d = q_ring_delta_[ring];
+    if (put) d += words;
+    else if (static_cast<int64_t>(rings_[ring].count) + d >= words) d -= words;  // else: zeros
+  }
 
   // register file index of relative register i of context ci
   static size_t phys(const ME& m, int ci, int i) { return static_cast<size_t>(ci * m.per_ctx + i); }
@@ -602,6 +610,7 @@ class Chip : public MediaHost {
   int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
   std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
+  std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
   std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
   std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void run_one_quantum(uint64_t start, uint64_t end);

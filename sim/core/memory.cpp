@@ -385,9 +385,11 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
 Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   if (fifo_full(chip, m)) return Outcome::Stall;
   uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
-  if (chip.deferring()) [[unlikely]]
+  if (chip.deferring()) [[unlikely]] {
     defer(chip, m, ci, in, OP_SCRATCH, addr, 0, m.sram_out, in.count);
-  else
+    if (in.sub == scratch_cmds::PUT || in.sub == scratch_cmds::GET)
+      chip.note_ring_command(addr, in.sub == scratch_cmds::PUT, in.count);
+  } else
     apply_scratch(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
   return issued(m, c, in);
 }
