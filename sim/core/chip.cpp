@@ -894,6 +894,8 @@ void Chip::reset_quantum_state() {
     l.clear();
   }
   pending_.clear();
+  q_nn_log_.clear();
+  q_nn_pending_.clear();
 }
 
 // An event posted inside the quantum for a cycle before its end: one for the ME running now
@@ -921,6 +923,8 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   size_t k = 0;
   q_me_ = m.index;
   std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
+  q_nn_log_.clear();
+  q_nn_puts_ = 0;
   for (;;) {
     const uint64_t te = k < l.size() ? event_pool_[l[k]].time : end;
     const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
@@ -937,6 +941,8 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   }
   l.clear();
   q_me_ = -1;
+  const auto target = static_cast<int16_t>(next_me(m).index);
+  for (const NnWrite& w : q_nn_log_) q_nn_pending_.push_back(NnPending{target, w});
 }
 
 void Chip::run_one_quantum(uint64_t start, uint64_t end) {
@@ -977,6 +983,17 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
     }
   }
   pending_.clear();
+  // next-neighbour writes: each ME has one writer, so the order is its program order
+  for (const NnPending& p : q_nn_pending_) {
+    ME& nx = mes_[p.me];
+    if (!p.w.ring) {
+      nx.nn[p.w.idx] = p.w.value;
+    } else {  // room was checked at the put, counting the writer's puts of the quantum
+      nx.nn[nx.nn_put] = p.w.value;
+      nx.nn_put = static_cast<uint32_t>((nx.nn_put + 1) % nx.nn.size());
+    }
+  }
+  q_nn_pending_.clear();
   q_active_ = false;
 }
 

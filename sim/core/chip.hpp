@@ -489,6 +489,12 @@ class Chip : public MediaHost {
   bool scratch_ring_empty(int r) const;
   bool nn_empty(const ME& m) const { return m.nn_put == m.nn_get; }
   bool nn_full(const ME& m) const { return ((m.nn_put + 1) % m.nn.size()) == m.nn_get; }
+  // The next ME's NN ring as its writer sees it: with the writer's puts of the quantum.
+  bool nn_full_for(const ME& writer) {
+    const ME& nx = next_me(writer);
+    const uint32_t put = nx.nn_put + (q_me_ >= 0 ? q_nn_puts_ : 0);
+    return ((put + 1) % nx.nn.size()) == nx.nn_get;
+  }
   ME& next_me(const ME& m) { return mes_[(m.index + 1) % mes_.size()]; }
   ME& me_at(int i) { return mes_[i]; }
   // A command completing at t (or an MSF command, t = its issue cycle + 1) ends the
@@ -611,6 +617,20 @@ class Chip : public MediaHost {
   std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
+  // next-neighbour writes of the running ME (to ME + 1), applied at the ME's phase end
+  // into a per-quantum list the neighbour sees from the next quantum on
+  struct NnWrite {
+    uint32_t idx;    // register (not ring)
+    uint32_t value;
+    bool ring;       // a put on the NN ring
+  };
+  std::vector<NnWrite> q_nn_log_;
+  uint32_t q_nn_puts_ = 0;
+  struct NnPending {
+    int16_t me;      // the ME written to
+    NnWrite w;
+  };
+  std::vector<NnPending> q_nn_pending_;
   std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
   std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void run_one_quantum(uint64_t start, uint64_t end);

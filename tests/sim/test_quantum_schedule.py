@@ -9,7 +9,8 @@ It is a model variant, so its results are not compared with the default schedule
 * the units take a quantum's commands in (issue cycle, ME) order, not in the order the MEs
   ran: two MEs swap into one SRAM word in the same quantum, the later issue wins whatever
   the ME indices -- the reference is that rule applied by hand;
-* an ME sees its own scratch-ring puts and gets in its ring-status tests at once;
+* an ME sees its own scratch-ring puts and gets in its ring-status tests at once, and its
+  neighbour sees its next-neighbour writes from the next quantum on;
 * the same run twice is the same, and a run sliced into calls of any length equals the run
   in one call (the slicing relation of tests/sim/test_run_slicing.py, on this schedule).
 """
@@ -124,6 +125,23 @@ def test_an_me_sees_its_own_ring_get_in_the_ring_status_at_once() -> None:
     assert core.run(100_000, until_idle=True) == "idle"
     assert core.read_reg(0, 0, coreprog.A(1)) == 0x600D
     assert core.read_reg(0, 0, coreprog.X(0)) == 0x55
+
+
+def test_a_next_neighbour_write_is_seen_from_the_next_quantum_on() -> None:
+    """ME 0 writes n$0 at cycle 1; ME 1 reads its NN register 0 at cycle ~4 (same quantum:
+    the old 0) and after the quantum's end (the value)."""
+    core = coreprog.make_core()
+    core.set_schedule("quantum")
+    q = core.quantum_cycles
+    nn, a, none = coreprog.NN, coreprog.A, coreprog.NONE
+    core.load(0, coreprog.single_context([coreprog.alu(nn(0), none, "B", a(0))]))
+    reader = [coreprog.nop()] * 3 + [coreprog.alu(a(1), none, "B", nn(0))]
+    reader += [coreprog.nop()] * q + [coreprog.alu(a(2), none, "B", nn(0))]
+    core.load(1, coreprog.single_context(reader))
+    core.write_reg(0, 0, a(0), 0xC0FFEE)
+    assert core.run(100_000, until_idle=True) == "idle"
+    assert core.read_reg(1, 0, a(1)) == 0
+    assert core.read_reg(1, 0, a(2)) == 0xC0FFEE
 
 
 # --------------------------------------------------------------------------- determinism
