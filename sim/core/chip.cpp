@@ -509,7 +509,7 @@ inline void Chip::deliver(const Event& ev) {
     c.signals |= static_cast<uint16_t>(1u << ev.sig);
     key_changed |= wake_check(m, ev.ctx, ev.time);
   }
-  if (key_changed) refresh_key(m);
+  if (key_changed && !q_active_) refresh_key(m);  // the quantum schedule has no run queue
 }
 
 void Chip::process_events_until(uint64_t t) {
@@ -893,7 +893,7 @@ void Chip::reset_quantum_state() {
     for (uint32_t slot : l) event_free_.push_back(slot);
     l.clear();
   }
-  pending_.clear();
+  pending_used_ = 0;
   q_nn_log_.clear();
   q_nn_pending_.clear();
 }
@@ -970,7 +970,7 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
   // is in (ME, issue order) already, so a sort on (cycle, position) gives it
   pending_order_.clear();
-  for (uint32_t i = 0; i < pending_.size(); ++i) pending_order_.emplace_back(pending_[i].t, i);
+  for (uint32_t i = 0; i < pending_used_; ++i) pending_order_.emplace_back(pending_[i].t, i);
   std::sort(pending_order_.begin(), pending_order_.end());
   for (const auto& [t, i] : pending_order_) {
     const PendingCmd& cmd = pending_[i];
@@ -982,7 +982,7 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
       throw SimError("media", cmd.me, cmd.ci, cmd.pc, f.what());
     }
   }
-  pending_.clear();
+  pending_used_ = 0;
   // next-neighbour writes: each ME has one writer, so the order is its program order
   for (const NnPending& p : q_nn_pending_) {
     ME& nx = mes_[p.me];

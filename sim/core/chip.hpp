@@ -512,7 +512,10 @@ class Chip : public MediaHost {
   static uint64_t quantum_for(const ChipConfig& cfg);
   // true while an ME runs inside a quantum: its commands are recorded, not applied
   bool deferring() const { return q_me_ >= 0; }
-  PendingCmd& defer_command() { return pending_.emplace_back(); }
+  PendingCmd& defer_command() {  // slots are reused: no zeroing of the 32 words per command
+    if (pending_used_ == pending_.size()) pending_.emplace_back();
+    return pending_[pending_used_++];
+  }
   // A scratch ring put/get the running ME issued in this quantum: its own ring-status tests
   // see it at once (the ring itself changes at the quantum's end).
   void note_ring_command(uint32_t ring, bool put, int words) {
@@ -616,6 +619,7 @@ class Chip : public MediaHost {
   int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
   std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
+  size_t pending_used_ = 0;                       // ... the first pending_used_ slots
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
   // next-neighbour writes of the running ME (to ME + 1), applied at the ME's phase end
   // into a per-quantum list the neighbour sees from the next quantum on
