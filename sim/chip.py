@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import importlib
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
@@ -199,11 +200,26 @@ def _import_core() -> ModuleType:
     return core
 
 
+# The ME schedules (docs/sim-core.md): "default", the exact burst schedule, and "quantum",
+# the opt-in coarser one (a model variant: results differ).
+SCHEDULES = ("default", "quantum")
+SCHEDULE_ENV = "NPKIT_SCHEDULE"
+
+
+def default_schedule() -> str:
+    """The schedule a Chip gets when none is given: $NPKIT_SCHEDULE, else "default".
+
+    The one place the variable is read, so that whole test files (the differential
+    chip-vs-native tests) can run on the quantum schedule unchanged.
+    """
+    return os.environ.get(SCHEDULE_ENV, "default") or "default"
+
+
 class Chip:
     """A simulated chip: config + C++ core + attached packet sources/sinks."""
 
     def __init__(self, config: ChipConfig | str | Path = "ixp2800", seed: int = 1,
-                 trace: bool = False) -> None:
+                 trace: bool = False, schedule: str | None = None) -> None:
         self.config = config if isinstance(config, ChipConfig) else ChipConfig.load(config)
         self.seed = seed
         self._core_module = _import_core()
@@ -212,6 +228,10 @@ class Chip:
         except (ValueError, TypeError, KeyError, RuntimeError) as err:
             raise ConfigError(f"{self.config.source}: the core rejected the config: {err}") \
                 from None
+        self.schedule = default_schedule() if schedule is None else schedule
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        self._core.set_schedule(self.schedule)
         self._images: dict[int, ImageLike] = {}  # ME index -> image loaded there
         self._feeds: dict[int, _PortFeed] = {}
         self._sinks: dict[int, Sink] = {}

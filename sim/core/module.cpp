@@ -240,6 +240,10 @@ PYBIND11_MODULE(_core, m) {
            },
            py::arg("max_cycles"), py::arg("stop_tx_frames") = -1, py::arg("until_idle") = false)
       .def_property_readonly("now", [](py::object self) { return chip_of(self).now(); })
+      .def("set_schedule", [](py::object self, const std::string& name) { chip_of(self).set_schedule(name); },
+           py::arg("name"))
+      .def_property_readonly("schedule", [](py::object self) { return std::string(chip_of(self).schedule()); })
+      .def_property_readonly("quantum_cycles", [](py::object self) { return chip_of(self).quantum_cycles(); })
       .def_property_readonly("instructions_retired", [](py::object self) { return chip_of(self).instructions_retired(); })
       .def("sram",
            [](py::object self, int ch) {
