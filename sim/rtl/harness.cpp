@@ -44,18 +44,21 @@ struct TracingContext : VerilatedContext {
 
 struct Rtl {
   TracingContext context;
+  // the waveform writer, once made, lives as long as the model it is registered with
+  // (declared before it: destroyed after it); closed and reopened, never deleted early
+  std::unique_ptr<VerilatedVcdC> vcd;
+  bool vcd_open = false;
   Vnpk_me_sim top{&context};
   std::array<Retired, kTrace> trace{};
   LastRetire last{};
   bool retired_now = false;  // the last cycle retired an instruction
   uint64_t retired = 0;
-  std::unique_ptr<VerilatedVcdC> vcd;  // an open waveform, if any
   uint64_t half_cycles = 0;            // its time axis: cycle k is at times 2k and 2k+1
 
   void half(int clk) {
     top.clk = clk;
     top.eval();
-    if (vcd) vcd->dump(half_cycles);
+    if (vcd_open) vcd->dump(half_cycles);
     ++half_cycles;
   }
   // one clock cycle; the outputs sampled before the edge describe the cycle that ends
@@ -100,33 +103,46 @@ uint32_t* file_word(Rtl& r, int file, uint32_t i) {
   }
 }
 
+// The model of a handle, made the thread's current Verilator context first (see npk_rtl_new).
+Rtl& use(void* h) {
+  Rtl& r = *static_cast<Rtl*>(h);
+  Verilated::threadContextp(&r.context);
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
 
+// Verilator 5.006 erases a model's scopes from the *thread's* current context when the
+// model is destroyed; with several models alive (one per RtlME) that context may be
+// another model's, already freed.  So each model is made current before it is destroyed.
 void* npk_rtl_new() {  // owned by the Python object, freed by npk_rtl_free
   Rtl* r = new Rtl();
+  Verilated::threadContextp(&r->context);
   r->top.NPK_ME_OF(mutant) = 0;
   return r;
 }
 
 // Select a deliberately broken instruction (npk_me.sv, "mutants"); 0 = the clean RTL.
 void npk_rtl_set_mutant(void* h, int mutant) {
-  auto& top = static_cast<Rtl*>(h)->top;
+  auto& top = use(h).top;
   NPK_ME(mutant) = mutant & 15;
   top.eval();
 }
 
 void npk_rtl_free(void* h) {
   Rtl* r = static_cast<Rtl*>(h);
-  if (r->vcd) r->vcd->close();
+  if (r->vcd_open) r->vcd->close();
+  Verilated::threadContextp(&r->context);
   delete r;
+  Verilated::threadContextp(nullptr);  // not the freed one
 }
 
 // Put an image in the control store and reset the ME (state as after Core.load).
 int npk_rtl_load(void* h, const uint64_t* words, uint32_t n, int mode4, uint64_t prng_seed,
                  int me_number) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   auto& top = r.top;
   auto& cs = top.rootp->npk_me_sim__DOT__cstore;
   if (n > count(cs)) return -1;
@@ -158,7 +174,7 @@ int npk_rtl_load(void* h, const uint64_t* words, uint32_t n, int mode4, uint64_t
 // Run up to max_cycles; stop early on a fault, or (until_idle) when no context can run.
 // Returns the cycles run.
 uint64_t npk_rtl_run(void* h, uint64_t max_cycles, int until_idle) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   uint64_t n = 0;
   while (n < max_cycles) {
     if (r.top.fault) break;
@@ -171,41 +187,43 @@ uint64_t npk_rtl_run(void* h, uint64_t max_cycles, int until_idle) {
 
 // Write a VCD waveform of every signal from now on (until npk_rtl_wave_close); 0 on success.
 int npk_rtl_wave_open(void* h, const char* path) {
-  Rtl& r = *static_cast<Rtl*>(h);
-  if (r.vcd) r.vcd->close();
-  r.vcd = std::make_unique<VerilatedVcdC>();
-  r.top.trace(r.vcd.get(), 99);
-  r.vcd->open(path);
-  if (!r.vcd->isOpen()) {
-    r.vcd.reset();
-    return -1;
+  Rtl& r = use(h);
+  if (!r.vcd) {
+    r.vcd = std::make_unique<VerilatedVcdC>();
+    r.top.trace(r.vcd.get(), 99);
+  } else if (r.vcd_open) {
+    r.vcd->close();
   }
+  r.vcd_open = false;
+  r.vcd->open(path);
+  if (!r.vcd->isOpen()) return -1;
+  r.vcd_open = true;
   return 0;
 }
 
 void npk_rtl_wave_close(void* h) {
-  Rtl& r = *static_cast<Rtl*>(h);
-  if (r.vcd) r.vcd->close();
-  r.vcd.reset();
+  Rtl& r = use(h);
+  if (r.vcd_open) r.vcd->close();
+  r.vcd_open = false;
 }
 
 // A signal for ctx, pending from the next cycle on.
 void npk_rtl_signal(void* h, int ctx, int sig) {
-  auto& top = static_cast<Rtl*>(h)->top;
+  auto& top = use(h).top;
   top.sig_valid = 1;
   top.sig_ctx = ctx & 7;
   top.sig_num = sig & 15;
 }
 
 int npk_rtl_read(void* h, int file, uint32_t index, uint32_t* out) {
-  uint32_t* p = file_word(*static_cast<Rtl*>(h), file, index);
+  uint32_t* p = file_word(use(h), file, index);
   if (!p) return -1;
   *out = *p;
   return 0;
 }
 
 int npk_rtl_write(void* h, int file, uint32_t index, uint32_t value) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   uint32_t* p = file_word(r, file, index);
   if (!p) return -1;
   *p = value;
@@ -214,13 +232,13 @@ int npk_rtl_write(void* h, int file, uint32_t index, uint32_t value) {
 }
 
 uint32_t npk_rtl_lm_words(void* h) {
-  auto& top = static_cast<Rtl*>(h)->top;
+  auto& top = use(h).top;
   return count(NPK_ME(lm));
 }
 
 // out: pc, state, z, n, c, v, pending signals, instructions, lm_addr0, lm_addr1
 void npk_rtl_context(void* h, int ci, uint64_t* out) {
-  auto& top = static_cast<Rtl*>(h)->top;
+  auto& top = use(h).top;
   ci &= 7;
   out[0] = NPK_ME(pc)[ci];
   out[1] = NPK_ME(state)[ci];
@@ -236,7 +254,7 @@ void npk_rtl_context(void* h, int ci, uint64_t* out) {
 
 // out: cycle, idle, fault, fault word, fault pc, fault ctx, instructions retired
 void npk_rtl_status(void* h, uint64_t* out) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   auto& top = r.top;
   out[0] = top.cycle;
   out[1] = top.idle;
@@ -249,7 +267,7 @@ void npk_rtl_status(void* h, uint64_t* out) {
 
 // The last retired instructions, oldest first, as (cycle, ctx, pc) triples; returns the count.
 int npk_rtl_trace(void* h, uint64_t* out, int max) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   uint64_t n = r.retired < static_cast<uint64_t>(kTrace) ? r.retired : kTrace;
   if (n > static_cast<uint64_t>(max)) n = static_cast<uint64_t>(max);
   for (uint64_t k = 0; k < n; ++k) {
@@ -267,7 +285,7 @@ int npk_rtl_trace(void* h, uint64_t* out, int max) {
 // retires an instruction.  Returns 1 (retired; out: cycle, ctx, pc, then the command:
 // valid, op, sub, xfer, count, sig, swap, a, b), 0 (reached the limit) or -1 (a fault).
 int npk_rtl_until(void* h, uint64_t limit, uint64_t* out) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   while (r.top.cycle < limit) {
     if (r.top.fault) return -1;
     r.cycle();
@@ -286,7 +304,7 @@ int npk_rtl_until(void* h, uint64_t limit, uint64_t* out) {
 // A delivery from the memory model, effective in the next cycle run: signal `sig` (0: none)
 // for ctx, and with `counts` one command of the FIFO completed.
 void npk_rtl_deliver(void* h, int ctx, int sig, int counts) {
-  auto& top = static_cast<Rtl*>(h)->top;
+  auto& top = use(h).top;
   if (sig > 0 && sig < 16) NPK_ME(signals)[ctx & 7] |= static_cast<uint16_t>(1u << sig);
   if (counts && NPK_ME(outstanding) > 0) NPK_ME(outstanding)--;
   top.eval();
@@ -298,7 +316,7 @@ void npk_rtl_deliver(void* h, int ctx, int sig, int counts) {
 void npk_rtl_inputs(void* h, const uint32_t* xs_in, const uint32_t* xd_in, const uint32_t* nn,
                     uint32_t nn_put, uint32_t next_put, uint32_t next_get, uint32_t ring_full,
                     uint32_t ring_empty) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   auto& top = r.top;
   for (uint32_t i = 0; i < 128; ++i) {
     NPK_ME(xs_in)[i] = xs_in[i];
@@ -317,7 +335,7 @@ void npk_rtl_inputs(void* h, const uint32_t* xs_in, const uint32_t* xd_in, const
 // files 0..5 (128 words each), local memory, NN, the next ME's NN, per context pc and ZNCV,
 // the outstanding commands.  Returns the words written (0 when max is too small).
 uint32_t npk_rtl_state(void* h, uint32_t* out, uint32_t max) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   auto& top = r.top;
   const uint32_t lm = count(NPK_ME(lm));
   const uint32_t n = 6 * 128 + lm + 2 * 128 + 16 + 1;
@@ -343,7 +361,7 @@ uint32_t npk_rtl_state(void* h, uint32_t* out, uint32_t max) {
 // Start from the model's state (same layout): the register files, local memory, NN files
 // and the cycle counter; the contexts stay as the load left them.  -1 on a short state.
 int npk_rtl_set_state(void* h, const uint32_t* in, uint32_t n, uint64_t cycle) {
-  Rtl& r = *static_cast<Rtl*>(h);
+  Rtl& r = use(h);
   auto& top = r.top;
   const uint32_t lm = count(NPK_ME(lm));
   if (n < 6 * 128 + lm + 2 * 128) return -1;

@@ -226,6 +226,7 @@ class Lockstep:
     def _rtl_fault(self) -> None:
         st = self.rtl.status()
         if st.fault == "not_covered":
+            self.rtl.wave_close()
             raise LockstepMismatch(f"not covered: {st.fault_instruction()} (ME {self.me} ctx "
                                    f"{st.fault_ctx} pc {st.fault_pc}, cycle {st.cycle}"
                                    f"{self._where(st.fault_pc)}): the RTL ME does not "
@@ -262,4 +263,5 @@ class Lockstep:
                 *[f"  {d}" for d in detail],
                 f"last instructions on both (oldest first, {len(history)}):",
                 *[f"  {h}" for h in history]]
+        self.rtl.wave_close()  # the waveform up to the mismatch, complete on disk
         raise LockstepMismatch("\n".join(text))

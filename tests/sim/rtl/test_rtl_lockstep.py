@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from npkit.bench import router4_load as r4l
 from npkit.bench import sim_speed
 from npkit.bench.compiled_load import ROUTER, tables
 from npkit.bench.sim_speed import min_size_frames
+from npkit.cli import main
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.me import compile_me
 from npkit.link import link
@@ -28,6 +31,7 @@ from npkit.sim import isa
 from npkit.sim.packets import ListSource, RxFrame
 from npkit.sim.rtl import build
 from npkit.sim.rtl.lockstep import Lockstep, LockstepMismatch
+from npkit.sim.rtl.rtlme import MUTANTS
 
 pytestmark = pytest.mark.skipif(build.verilator() is None,
                                 reason="verilator is not installed (apt-get install verilator)")
@@ -127,3 +131,28 @@ def test_lockstep_needs_a_fresh_chip() -> None:
     chip.run(cycles=100)
     with pytest.raises(Exception, match="before the first run"):
         Lockstep.attach(chip, min(chip._images))
+
+
+def test_a_broken_rtl_instruction_is_caught_in_the_chip() -> None:
+    # router4's receive ME XORs (a flag in local memory): the RTL mutant computing OR for
+    # XOR is caught at that instruction, with the differing local memory word
+    chip = router4_chip()
+    me = me_of_kind(chip, "rx")
+    mirror = Lockstep.attach(chip, me)
+    mirror.rtl.set_mutant(MUTANTS["alu_xor_is_or"])
+    with pytest.raises(LockstepMismatch) as err:
+        chip.run(cycles=CYCLES)
+    first = err.value.report.splitlines()[1]
+    assert first.startswith("first difference after:") and "alu op=XOR" in first
+
+
+def test_cli_rtl_and_wave(tmp_path: Path) -> None:
+    wave = tmp_path / "me2.vcd"
+    result = CliRunner().invoke(main, ["run", str(sim_speed.manifest_path()), "--cycles",
+                                       "3000", "--rtl", "2", "--wave", str(wave)])
+    assert result.exit_code == 0, result.output
+    assert "RTL lockstep: ME 2" in result.output and "no mismatch" in result.output
+    assert wave.read_text().startswith("$") and "$enddefinitions" in wave.read_text()
+    result = CliRunner().invoke(main, ["run", str(sim_speed.manifest_path()), "--cycles",
+                                       "3000", "--wave", str(wave)])
+    assert result.exit_code != 0 and "needs --rtl" in result.output
