@@ -247,6 +247,12 @@ class Lockstep:
             source = None
         return f"   [{source}]" if source else ""
 
+    def _variables(self, pc: int) -> list[str]:
+        """The MBL variables in scope at pc (a compiled image's debug info), named."""
+        at = getattr(self.image, "variables_at", None)
+        names = sorted({v.variable.name for v in at(pc)}) if at is not None else []
+        return [f"  MBL variables in scope: {', '.join(names)}"] if names else []
+
     def _line(self, cycle: int, ctx: int, pc: int) -> str:
         return f"cycle {cycle} ctx {ctx} pc {pc}: {render(self._word(pc))}{self._where(pc)}"
 
@@ -261,6 +267,7 @@ class Lockstep:
                 f"{self.checked:,} instructions compared",
                 f"{head}: {self._line(cycle, ctx, pc)}",
                 *[f"  {d}" for d in detail],
+                *self._variables(pc),
                 f"last instructions on both (oldest first, {len(history)}):",
                 *[f"  {h}" for h in history]]
         self.rtl.wave_close()  # the waveform up to the mismatch, complete on disk

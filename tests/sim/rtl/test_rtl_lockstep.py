@@ -156,3 +156,20 @@ def test_cli_rtl_and_wave(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", str(sim_speed.manifest_path()), "--cycles",
                                        "3000", "--wave", str(wave)])
     assert result.exit_code != 0 and "needs --rtl" in result.output
+
+
+def test_a_mismatch_in_compiled_code_names_the_mbl_line() -> None:
+    chip = compiled_chip()
+    me = me_of_kind(chip, "fwd")
+    image = chip._images[me]
+    # the first GPR-writing alu compiled from ipv4_fwd.mbl (every IPv4 frame runs it)
+    pc = next(pc for pc, w in enumerate(image.words)
+              if isa.decode(w)[0].name == "alu"
+              and isa.operand_class(isa.decode(w)[1]["dest"]).name in ("gpr_a", "gpr_b")
+              and str(image.lines[pc].file).endswith("ipv4_fwd.mbl"))
+    Lockstep.attach(chip, me)
+    chip._core.lockstep_corrupt(me, pc)
+    with pytest.raises(LockstepMismatch) as err:
+        chip.run(cycles=CYCLES)
+    first = err.value.report.splitlines()[1]
+    assert f"pc {pc}: alu" in first and "ipv4_fwd.mbl:" in first
