@@ -233,6 +233,8 @@ class Chip:
             raise ConfigError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
         self._core.set_schedule(self.schedule)
         self._images: dict[int, ImageLike] = {}  # ME index -> image loaded there
+        # an RTL mirror of one ME (sim/rtl/lockstep.py): runs the core for _core_run
+        self._lockstep: Any = None
         self._feeds: dict[int, _PortFeed] = {}
         self._sinks: dict[int, Sink] = {}
         self._tx = _TxCount()
@@ -576,8 +578,16 @@ class Chip:
         return int(min(MAX_SLICE_CYCLES, max(MIN_SLICE_CYCLES,
                                              shortest * FEED_CHUNK_FRAMES / 2)))
 
+    def attach_lockstep(self, mirror: Any) -> None:
+        """Run the core through ``mirror.run(core, max_cycles, stop_tx_frames, until_idle)``
+        (the RTL lockstep of sim/rtl/lockstep.py), or directly again with None."""
+        self._lockstep = mirror
+
     def _core_run(self, max_cycles: int, stop_tx_frames: int, until_idle: bool) -> str:
         try:
+            if self._lockstep is not None:
+                return str(self._lockstep.run(self._core, max_cycles, stop_tx_frames,
+                                              until_idle))
             return str(self._core.run(max_cycles, stop_tx_frames, until_idle))
         except self._core_module.SimFault as err:  # type: ignore[attr-defined]
             raise self._fault(err) from None

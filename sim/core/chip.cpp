@@ -510,6 +510,7 @@ inline void Chip::deliver(const Event& ev) {
     key_changed |= wake_check(m, ev.ctx, ev.time);
   }
   if (key_changed && !q_active_) refresh_key(m);  // the quantum schedule has no run queue
+  if (ev.me == debug_.lockstep_me) [[unlikely]] lockstep_delivered(ev, m);
 }
 
 void Chip::process_events_until(uint64_t t) {

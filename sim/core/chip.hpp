@@ -346,7 +346,31 @@ struct DebugWatch {
   uint64_t bytes = 0;
   std::vector<uint8_t> seen;  // the bytes as last seen (taken at each run's start)
 };
+// One entry of the lockstep log (lockstep.cpp; docs/rtl.md, "Lockstep inside the chip"):
+// what the RTL mirror of one ME must replay -- an instruction the ME retired (with the
+// inputs it saw from outside the ME), or a delivery to it (a signal, a completed command).
+struct LockstepRecord {
+  uint64_t time = 0;      // retire: the cycle it ran in; delivery: the cycle it takes effect
+  uint32_t kind = 0;      // 0 retired instruction, 1 delivery
+  int32_t ctx = 0;
+  uint32_t pc = 0;        // retire: its PC; delivery: the signal (0: none)
+  uint32_t counts = 0;    // delivery: completes a command of the command FIFO
+  uint32_t a = 0, b = 0;  // retire: the A and B operand values of a command
+  uint32_t nn_put = 0, next_put = 0, next_get = 0;  // retire: NN_PUT; the next ME's PUT, GET
+  uint32_t ring_full = 0, ring_empty = 0;  // retire: scratch ring states (bit r: ring r)
+};
+inline constexpr uint32_t kLockstepRetire = 0, kLockstepDelivery = 1;
+
 struct DebugHooks {
+  // lockstep: the ME whose instructions and deliveries are logged (-1: none); each retired
+  // instruction of it stops the run ("lockstep") so the mirror can compare state
+  int lockstep_me = -1;
+  std::vector<LockstepRecord> lockstep_log;
+  LockstepRecord lockstep_next;  // the instruction about to run (filled before it)
+  // fault injection for the lockstep's own test: after the instruction at corrupt_pc of ME
+  // corrupt_me retires, bit 0 of its GPR destination flips (a broken C++ semantic)
+  int corrupt_me = -1;
+  uint32_t corrupt_pc = 0;
   std::vector<std::vector<uint8_t>> breakpoints;  // per ME index: 1 at a PC that stops
   int breakpoint_count = 0;
   int step_me = -1, step_ctx = -1;                // stop after that context retires
@@ -363,7 +387,8 @@ struct DebugHooks {
   int resume_me = -1;
   uint64_t resume_retired = 0;
   bool active() const {
-    return breakpoint_count > 0 || step_left > 0 || !watches.empty() || coverage;
+    return breakpoint_count > 0 || step_left > 0 || !watches.empty() || coverage ||
+           lockstep_me >= 0;
   }
 };
 // The schedule's shape: how many bursts end for which reason, how many event steps deliver
@@ -458,6 +483,8 @@ class Chip : public MediaHost {
   DebugHooks& debug() { return debug_; }
   // re-read the watched bytes (run() does at its start in debug mode)
   void debug_capture_watches();
+  // The lockstep ME's architectural state, flat (lockstep.cpp, kLockstepLayout order).
+  std::vector<uint32_t> lockstep_state(int me);
   std::vector<TraceInterval> take_trace();
   // The per-frame event log and utilisation probe (frame_log.hpp; docs/debugging.md,
   // "Per-packet traces").  Attaching a new log replaces the old one (its trace points
@@ -542,6 +569,10 @@ class Chip : public MediaHost {
   void debug_after(ME& m, int ci, uint32_t pc, const Insn& in, uint64_t done);
   void debug_stop(const char* why, const ME& m, int ci, uint32_t pc);
   bool debug_watch_changed(int w);
+  // lockstep.cpp: before / after an instruction of the lockstep ME, a delivery to it
+  void lockstep_before(const ME& m, int ci, uint32_t pc);
+  void lockstep_after(ME& m, int ci, uint32_t pc);
+  void lockstep_delivered(const Event& ev, const ME& m);
   template <bool kDebug> inline void run_burst(ME& m, uint64_t end, uint64_t limit);
   // run() without (kDebug false) or with the debugger's hooks
   template <bool kDebug> std::string run_loop(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
