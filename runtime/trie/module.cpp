@@ -219,6 +219,7 @@ class PyPoptrie {
     if (hop < 0 || hop > kNextHopMask)
       throw TrieError("next hop " + std::to_string(hop) + " out of range 0..65535");
     const u128 host_key = v << pad_;
+    image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
     core_.add(host_key, len, hop);
     update(v, len, host_key, old);
@@ -226,6 +227,7 @@ class PyPoptrie {
   void remove(py::handle value, py::handle length) {
     const auto [v, len] = prefix(value, length);
     const u128 host_key = v << pad_;
+    image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(

@@ -230,12 +230,13 @@ void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
 
 bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low,
                                u128 last, uint32_t header[kNodeWords], Pending& p) {
+  const uint64_t old_vector = read64(old), old_leafvec = read64(old + 2);
+  const uint32_t old_base1 = read(old + 4), old_base0 = read(old + 5);
+  __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
   uint64_t vector, leafvec;
   uint32_t leaves[64];
   const int count = scan(ply, vector, leafvec, leaves);
   const uint32_t* row = host_ + ply;
-  const uint64_t old_vector = read64(old), old_leafvec = read64(old + 2);
-  const uint32_t old_base1 = read(old + 4), old_base0 = read(old + 5);
   const int kids = __builtin_popcountll(vector);
   const int below = 128 - used - kStride;  // key bits under one slot
   const u128 span = below == 0 ? u128{0} : (u128{1} << below) - 1;

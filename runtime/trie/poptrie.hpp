@@ -64,6 +64,18 @@ class PoptrieImage {
   // bring every direct entry it covers up to date, as one numbered update.  On a full
   // memory throws TrieError; the direct entry that failed is unchanged.
   void refresh(u128 key, int length);
+  // Start loading the words an update of `key` (left-aligned) reads first -- its direct
+  // entry, in the image and the host trie, and the node it points to -- while the caller
+  // updates the host trie (both are cache misses on a large table).
+  void prefetch(u128 key) const {
+    const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
+    __builtin_prefetch(&host_[index]);
+    const uint32_t entry = words_[index];
+    if (entry & kChild && size_t{entry & kPointerMask} + kNodeWords <= size_) {
+      __builtin_prefetch(&words_[entry & kPointerMask]);
+      __builtin_prefetch(&words_[(entry & kPointerMask) + kNodeWords - 1]);
+    }
+  }
   // Every direct entry from the host trie, into zeroed words (the bulk build).
   void build();
   // Zero the words in use and forget every block (not safe for concurrent lookups).
