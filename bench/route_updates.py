@@ -4,6 +4,7 @@
                                         [--table PATH] [--seed 2024]
                                         [--structure 16-8-8|poptrie|both]
                                         [--bands [--band-updates 2000] [--no-dpdk]]
+                                        [--worst]
 
 For IPv4 and IPv6 separately: the full real table (../shared/data/routes/
 full-table-2024.txt.gz by default, next hops by the documented rule of npkit.runtime.routes)
@@ -36,13 +37,14 @@ not a test.  Results go to docs/performance.md, "Route updates".  `--structure p
 measures the Poptries of microblocks/lpm_poptrie.mbl (8 MB memories, so the modelled chip
 keeps the preset's 8 MB SRAM channels) through PoptrieRouteManager instead; `both`, each.
 `--bands` instead runs bench/update_bands.py: updates/s per prefix-length band beside
-DPDK's rte_lpm / rte_lpm6 on the same prefixes.
+DPDK's rte_lpm / rte_lpm6 on the same prefixes; `--worst` the slowest single updates.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import ipaddress
 import platform
 import random
 import statistics
@@ -56,12 +58,14 @@ from typing import Any
 import numpy as np
 
 from npkit.bench.update_bands import (
+    WORST_UP_TO,
     BandResult,
     band_samples,
     dpdk_bands,
     npkit_bands,
     percentiles,
     report_bands,
+    worst_updates,
 )
 from npkit.runtime.lpm import IPV4, IPV6
 from npkit.runtime.route_manager import PoptrieRouteManager, RouteManager, RouteUpdate
@@ -380,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--band-updates", type=int, default=2_000,
                         help="table prefixes per band, each deleted and added back")
     parser.add_argument("--no-dpdk", action="store_true", help="--bands without DPDK")
+    parser.add_argument("--worst", action="store_true",
+                        help="the slowest single updates: every short table prefix (IPv4 up "
+                             "to /12, IPv6 to /20) deleted and added back, min of 3 tries")
     args = parser.parse_args(argv)
     if not args.table.is_file():
         print(f"error: no route table at {args.table} (pass --table)", file=sys.stderr)
@@ -391,12 +398,35 @@ def main(argv: list[str] | None = None) -> int:
     structures = STRUCTURES if args.structure == "both" else (args.structure,)
     if args.bands:
         return bands(routes.v4, routes.v6, structures, args)
+    if args.worst:
+        return worst(routes.v4, routes.v6, structures)
     results = [measure(family, table, args.updates, args.batch, args.runs, args.seed,
                        structure)
                for structure in structures
                for family, table in ((4, routes.v4), (6, routes.v6)) if table]
     report(results, args.table, args.batch, args.runs)
     return 0 if all(r.check.startswith("ok") for r in results) else 1
+
+
+def worst(v4: dict[Prefix, int], v6: dict[Prefix, int], structures: tuple[str, ...]) -> int:
+    """The slowest single updates per structure and family (update_bands.worst_updates)."""
+    for structure in structures:
+        for family, table in ((4, v4), (6, v6)):
+            if not table:
+                continue
+            mgr, _ = load(family, table, log=False, structure=structure)
+            shown = worst_updates(mgr, table, family)
+            count = sum(1 for _, n in table if n <= WORST_UP_TO[family])
+            print(f"{structure} IPv{family}, {count} prefixes up to /{WORST_UP_TO[family]}, "
+                  f"slowest (min of 3 tries, wall): " + "; ".join(
+                      f"{op} {prefix_text(family, p)} {us:.1f} us" for us, op, p in shown))
+    return 0
+
+
+def prefix_text(family: int, prefix: Prefix) -> str:
+    value, length = prefix
+    return f"{ipaddress.ip_address(value) if family == 4 else ipaddress.IPv6Address(value)}" \
+        f"/{length}"
 
 
 def bands(v4: dict[Prefix, int], v6: dict[Prefix, int], structures: tuple[str, ...],

@@ -260,6 +260,40 @@ def dpdk_bands(v4: dict[Prefix, int], v6: dict[Prefix, int], up4: dict[Prefix, i
     return results, builds
 
 
+WORST_UP_TO = {4: 12, 6: 20}  # the prefixes whose updates can take longest: the short ones
+
+
+def worst_updates(mgr, table: dict[Prefix, int], family: int, tries: int = 3,
+                  show: int = 3) -> list[tuple[float, str, Prefix]]:
+    """Every table prefix up to WORST_UP_TO[family] deleted and added back, each update
+    timed `tries` times (undone in between) and the minimum kept, so that a try the
+    scheduler preempted does not count: the `show` slowest as (microseconds, op, prefix).
+    The table is the same afterwards."""
+    clock = time.perf_counter_ns
+    out = []
+    for value, length in sorted(k for k in table if k[1] <= WORST_UP_TO[family]):
+        hop = table[(value, length)]
+        for op in ("delete", "add"):
+            best = None
+            for attempt in range(tries):
+                start = clock()
+                if op == "delete":
+                    mgr.delete(family, value, length)
+                else:
+                    mgr.add(family, value, length, hop)
+                mgr.reclaim()
+                spent = clock() - start
+                best = spent if best is None else min(best, spent)
+                if attempt < tries - 1:  # undo, to time the same update again
+                    if op == "delete":
+                        mgr.add(family, value, length, hop)
+                    else:
+                        mgr.delete(family, value, length)
+                    mgr.reclaim()
+            out.append((best / 1e3, op, (value, length)))
+    return sorted(out)[-show:]
+
+
 def report_bands(results: list[BandResult], builds: dict[int, float], batch: int) -> None:
     print("route updates per prefix-length band: each sampled table prefix deleted, then "
           "added back (2 updates); rates per CPU second of the process (wall in brackets); "
