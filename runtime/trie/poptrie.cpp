@@ -232,17 +232,50 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
                                u128 last, uint32_t header[kNodeWords], Pending& p) {
   const uint64_t old_vector = read64(old), old_leafvec = read64(old + 2);
   const uint32_t old_base1 = read(old + 4), old_base0 = read(old + 5);
-  __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
-  uint64_t vector, leafvec;
-  uint32_t leaves[64];
-  const int count = scan(ply, vector, leafvec, leaves);
   const uint32_t* row = host_ + ply;
-  const int kids = __builtin_popcountll(vector);
   const int below = 128 - used - kStride;  // key bits under one slot
   const u128 span = below == 0 ? u128{0} : (u128{1} << below) - 1;
   auto old_child = [&](int k) -> uint32_t {
     return old_base1 + kNodeWords * (__builtin_popcountll(old_vector & rank_mask(k)) - 1);
   };
+  // A prefix strictly inside one slot that is a child before and after (the node is an
+  // ancestor of the prefix's own node): the node's bitmaps and leaves cannot change, only
+  // that child.  Skip the slot scan and the leaf compare; copy the children block if the
+  // child's header changed.
+  const u128 node_last = start | (used == 0 ? ~u128{0} : (~u128{0} >> used));
+  if (below > 0 && low >= start && last <= node_last && (low >> below) == (last >> below) &&
+      last - low < span) {
+    if (size_t{ply} + 64 > host_size_) throw TrieError("Poptrie: host ply out of range");
+    const int k = static_cast<int>((low >> below) & 63);
+    if ((row[k] & kChild) && (old_vector >> k & 1)) {
+      ++counters_.nodes_visited;
+      ++counters_.host_words_read;
+      if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
+      uint32_t child[kNodeWords];
+      if (!update_node(row[k] & kPointerMask, start | (u128(k) << below), used + kStride,
+                       old_child(k), low, last, child, p))
+        return false;
+      const int kids = __builtin_popcountll(old_vector);
+      const uint32_t base1 = alloc(kNodeWords * kids, p);
+      const uint32_t mine = old_child(k) - old_base1;
+      for (uint32_t j = 0; j < kNodeWords * kids; ++j)
+        p.writes.emplace_back(base1 + j, j - mine < kNodeWords ? child[j - mine]
+                                                               : read(old_base1 + j));
+      p.retire.emplace_back(old_base1, kNodeWords * kids);
+      header[0] = static_cast<uint32_t>(old_vector);
+      header[1] = static_cast<uint32_t>(old_vector >> 32);
+      header[2] = static_cast<uint32_t>(old_leafvec);
+      header[3] = static_cast<uint32_t>(old_leafvec >> 32);
+      header[4] = base1;
+      header[5] = old_base0;
+      return true;
+    }
+  }
+  __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
+  uint64_t vector, leafvec;
+  uint32_t leaves[64];
+  const int count = scan(ply, vector, leafvec, leaves);
+  const int kids = __builtin_popcountll(vector);
   // Children the update reaches: their new headers, if they change.
   uint32_t changed[64][kNodeWords];
   uint64_t changed_mask = 0;
