@@ -1,6 +1,6 @@
 """DPDK's rte_lpm / rte_lpm6 beside npkit's route tables, same table, same addresses.
 
-    python -m npkit.bench.lpm_dpdk [--lookups 1000000] [--updates 2000] [--table PATH]
+    python -m npkit.bench.lpm_dpdk [--lookups 1000000] [--updates 2000] [--table PATH] [--router]
 
 Needs Debian's dpdk-dev (pkg-config libdpdk) and a C compiler; DPDK runs without hugepages
 or PCI (--no-huge --no-pci --in-memory).  The same seeded destinations (uniform inside
@@ -11,8 +11,9 @@ band: --updates table prefixes, each deleted then added back) go to:
   (IPv6) from the table and times rte_lpm_lookup one by one, rte_lpm_lookup_bulk,
   rte_lpm_lookupx4, rte_lpm6_lookup_bulk_func, and the delete + add pairs per band;
 * npkit, in the same process run right after it: the MBL Poptrie and 16-8-8 walkers
-  (lookup-only probes, bench/lpm_native_rate.py's driver) and the Poptrie / 16-8-8
-  updaters on the same samples.
+  (lookup-only probes, bench/lpm_native_rate.py's driver, both batch drivers) and the
+  Poptrie / 16-8-8 updaters on the same samples; with --router also IPv4 forwarding
+  through the MBL router (both structures, 64-byte frames to the same destinations).
 
 Host time, one thread, the median of --runs for lookups.  A benchmark, not a test.
 """
@@ -29,8 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-from npkit.bench.lpm_native_rate import PROBES
-from npkit.bench.native_fwd import DEFAULT_TABLE, Batch, median_rate
+from npkit.bench.lpm_native_rate import DRIVERS, PROBES, poptrie_router
+from npkit.bench.native_fwd import (
+    DEFAULT_TABLE,
+    ROUTER,
+    Batch,
+    load_router,
+    median_rate,
+    udp_frame,
+)
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import NativeProgram
 from npkit.runtime.lpm import IPV4, IPV6, MultibitTrie, RouteTables
@@ -227,6 +235,20 @@ def npkit_updates(table, routes: dict, picked: dict, family: int) -> None:
               f"{2 * len(keys) / seconds:,.0f}/s (worst {worst * 1e6:.1f} us)")
 
 
+def forward(routes, dst4: list[int], runs: int) -> None:
+    """IPv4 forwarding through the router pipeline (bench/lpm_native_rate.py's two routers)
+    to the lookups' destinations, one batch, Mpps per core."""
+    frames = Batch.of([udp_frame(d) for d in dst4])
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(Path(tmp)))):
+            native = NativeProgram(compile_file(source), "router")
+            load_router(native, routes)
+            rate, forwarded = median_rate(native, frames, runs)
+            print(f"  forward IPv4, router pipeline, {name}: {rate / 1e6:.1f} Mpps "
+                  f"({100 * forwarded:.1f} % forwarded)", flush=True)
+            del native
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", default=str(DEFAULT_TABLE))
@@ -234,6 +256,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--updates", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--router", action="store_true",
+                        help="also forward IPv4 through the MBL router (16-8-8 and Poptrie), "
+                             "64-byte frames to the same destinations")
     args = parser.parse_args(argv)
     routes = read_routes(args.table)
     rng = random.Random(args.seed)
@@ -266,12 +291,16 @@ def main(argv: list[str] | None = None) -> None:
     for name, path in PROBES.items():
         program = compile_file(path)
         for block, batch, label in (("probe4", keys4, "IPv4"), ("probe6", keys6, "IPv6")):
-            probe = NativeProgram(program, block, prefetch=False)
-            RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
-                                       routes.v6 if label == "IPv6" else {})
-            rate, _ = median_rate(probe, batch, args.runs)
-            print(f"  MBL walker, {label}, {name}: {rate / 1e6:.1f} M lookups/s", flush=True)
-            del probe
+            for prefetch, driver in DRIVERS:
+                probe = NativeProgram(program, block, prefetch=prefetch)
+                RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
+                                           routes.v6 if label == "IPv6" else {})
+                rate, _ = median_rate(probe, batch, args.runs)
+                print(f"  MBL walker, {label}, {name}, {driver}: {rate / 1e6:.1f} M lookups/s",
+                      flush=True)
+                del probe
+    if args.router:
+        forward(routes, dst4, args.runs)
     for family, v, shape, pshape in ((4, routes.v4, IPV4, POPTRIE4),
                                      (6, routes.v6, IPV6, POPTRIE6)):
         picked = up4 if family == 4 else up6

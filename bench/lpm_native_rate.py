@@ -6,7 +6,8 @@ The same seeded destinations (uniform inside uniform prefixes of the real 2024 t
 through, one JIT batch call each (bench/native_fwd.py's driver), median of --runs:
 
 * lookup only: tests/mbl/programs/lpm_probe.mbl (16-8-8, microblocks/lpm.mbl) and
-  tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6;
+  tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6,
+  with each batch driver (one pass; the prefetch pipeline, NativeProgram(prefetch=True));
 * forwarding, IPv4, the router pipeline (examples/router/router.mbl) with each: the
   Poptrie router is the router's sources with lpm.mbl replaced by lpm_poptrie.mbl (in a
   temporary copy), so it is the same forwarding code over the other structure.
@@ -39,6 +40,9 @@ from npkit.runtime.routes import read_routes
 
 PROBES = {"16-8-8": REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl",
           "Poptrie": REPO / "tests" / "runtime" / "programs" / "lpm_poptrie_probe.mbl"}
+# the two batch drivers (compiler/mbl/native.py): packets one after the other, and the
+# prefetch pipeline (slice runs ahead of each block)
+DRIVERS = ((False, "one pass"), (True, "prefetch pipeline"))
 
 
 def poptrie_router(root: Path) -> Path:
@@ -76,13 +80,14 @@ def main(argv: list[str] | None = None) -> None:
     for name, path in PROBES.items():
         program = compile_file(path)
         for block, batch, label in (("probe4", keys4, "IPv4"), ("probe6", keys6, "IPv6")):
-            probe = NativeProgram(program, block, prefetch=False)
-            RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
-                                       routes.v6 if label == "IPv6" else {})
-            rate, found = median_rate(probe, batch, args.runs)
-            print(f"lookup only, {label}, {name}: {rate / 1e6:.1f} M lookups/s "
-                  f"({100 * found:.1f} % found)", flush=True)
-            del probe
+            for prefetch, driver in DRIVERS:
+                probe = NativeProgram(program, block, prefetch=prefetch)
+                RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
+                                           routes.v6 if label == "IPv6" else {})
+                rate, found = median_rate(probe, batch, args.runs)
+                print(f"lookup only, {label}, {name}, {driver}: {rate / 1e6:.1f} M lookups/s "
+                      f"({100 * found:.1f} % found)", flush=True)
+                del probe
     with tempfile.TemporaryDirectory() as tmp:
         for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(Path(tmp)))):
             native = NativeProgram(compile_file(source), "router")

@@ -2,7 +2,8 @@
 examples/router (2 forwarding MEs per port) at 90 % of line rate, FRAMES frames per port,
 run five times with the frame log off or on; with it on, the core's events, the time to
 build the journeys and write the trace file at a 10 MB cap (with and without commands) and
-without a cap (with commands), and the utilisation table.
+without a cap (with commands; for ``pftrace`` also without the compression, at the cap and
+without one), and the utilisation table.
 
     python -m npkit.bench.packet_trace_cost off|on [FRAMES] [json|pftrace]
 
@@ -81,6 +82,14 @@ def report(trace: Any, run: CompiledRun, suffix: str) -> None:
                                    trace.source_of, run.chip.config.me_label,
                                    TraceOptions(cap_bytes=1 << 40), status, counters)
         print(f"no cap, commands True: {whole.frames:,} frames, {whole.bytes:,} bytes")
+        if suffix == "pftrace":     # the packets as they are, without the compression
+            for cap in (CAP, 1 << 40):
+                plain = write_packet_trace(Path(folder) / "plain.pftrace", journeys, clock,
+                                           trace.source_of, run.chip.config.me_label,
+                                           TraceOptions(cap_bytes=cap, compress=False),
+                                           status, counters)
+                print(f"uncompressed, cap {cap:,}, commands True: {plain.frames:,} frames, "
+                      f"{plain.bytes:,} bytes")
     print(f"journeys and files: {time.perf_counter() - start:.1f} s")
     shares = util.me_shares(raw, trace.log.baseline, status["units"], run.chip.config.me_label)
     print(util.table(shares))

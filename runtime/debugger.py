@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ from npkit.base.errors import NpkitError
 from npkit.sim import isa
 from npkit.sim.chip import Chip, ChipSnapshot, SimFault
 from npkit.sim.packets import ListSink
+
+from .debug_condition import Condition, ConditionError
 
 ARRIVAL_SLICE_CYCLES = 50      # run slices while a packet-arrival breakpoint is set
 DEFAULT_BUDGET_CYCLES = 5_000_000
@@ -58,6 +60,7 @@ class Breakpoint:
     watch: int | None = None    # the core's watch index
     watch_args: tuple[str, int, int, int] | None = None  # Chip.add_watch's, to set it again
     packets: int | None = None  # packet: stop once this many frames have arrived
+    condition: Condition | None = None  # stop only where it holds (set_condition)
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,49 @@ class Debugger:
             raise DebugError("break_packet: frames count from 1")
         return self._add("packet", f"{n}", packets=n)
 
+    def set_condition(self, bp_id: int, text: str | None) -> Breakpoint:
+        """Stop at breakpoint ``bp_id`` only where ``text`` holds in the stopped context
+        (debug_condition.Condition: ``ttl == 1``, ``packet.IP.dst == 10.1.2.3 and a3 > 0``);
+        None removes the condition."""
+        bp = self.breakpoints.get(bp_id)
+        if bp is None:
+            raise DebugError(f"no breakpoint {bp_id}")
+        if bp.kind == "packet" and text is not None:
+            raise DebugError("a packet breakpoint stops no context, so a condition has "
+                             "nothing to look at")
+        bp = replace(bp, condition=None if text is None else Condition.parse(text))
+        self.breakpoints[bp_id] = bp
+        return bp
+
+    def _condition_value(self, me: int, ctx: int, name: str) -> int | str:
+        """A name of a condition in a stopped context: ``packet.FIELD``, an MBL variable at
+        the context's PC, or a register (as ``print`` names them)."""
+        if name.startswith("packet."):
+            wanted = name.removeprefix("packet.")
+            return self.packet_fields(me, ctx, [wanted])[wanted]
+        if getattr(self.info(me).image, "variables_at", None) is not None:
+            values = self.variables(me, ctx)
+            if name in values:
+                if values[name] is None:
+                    raise ConditionError(f"{name} is optimized out at pc "
+                                         f"{self.context(me, ctx)['pc']}")
+                return int(values[name])
+        return self.reg(me, ctx, name)
+
+    def _condition_fails(self, stop: Stop) -> Stop | None:
+        """None when ``stop``'s breakpoint has a condition that does not hold (run on);
+        else the stop, with the reason when the condition could not be evaluated."""
+        bp = self.breakpoints.get(stop.breakpoint) if stop.breakpoint is not None else None
+        if bp is None or bp.condition is None or stop.me is None or stop.ctx is None:
+            return stop
+        try:
+            holds = bp.condition.holds(lambda name: self._condition_value(stop.me, stop.ctx,
+                                                                          name))
+        except (DebugError, ConditionError) as error:
+            return replace(stop, detail=f"condition {bp.condition.text!r} not evaluated: "
+                                        f"{error}")
+        return stop if holds else None
+
     def delete(self, bp_id: int) -> None:
         if bp_id not in self.breakpoints:
             raise DebugError(f"no breakpoint {bp_id}")
@@ -327,7 +373,10 @@ class Debugger:
                 return self._stopped(Stop("fault", chip.now, fault.me, fault.ctx, fault.pc,
                                           fault.source, detail=f"{fault.kind}: {fault.detail}"))
             if result.reason in ("breakpoint", "step", "watch"):
-                return self._stopped(self._core_stop())
+                stop = self._condition_fails(self._core_stop())
+                if stop is None:
+                    continue        # its breakpoint's condition does not hold here
+                return self._stopped(stop)
             if result.reason == "packets":
                 return self._stopped(Stop("frames", chip.now, detail="a frame was transmitted"))
             arrived = self.frames_arrived()

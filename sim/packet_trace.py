@@ -263,6 +263,7 @@ def journeys(events: np.ndarray, units: list[str],
 
 # --------------------------------------------------------------------------- trace file
 SourceOf = Callable[[int, int], "str | None"]   # (me, pc) -> "file:line:col"
+MAX_LINES = 24             # source lines listed on a slice (the rest are counted)
 MEDIA_PID = 10_000
 UNITS_PID = 10_001
 PACKET_PID_BASE = 20_000   # + ME index: the ME's contexts as packet carriers
@@ -276,6 +277,7 @@ class TraceOptions:
     commands: bool = True          # the commands a carrying context issued (async slices)
     keep: Callable[[Journey], bool] | None = None   # frame filter (flow, verdict ...)
     block_of: SourceOf | None = None   # (me, pc) -> the MBL block (or fn) of the line
+    compress: bool = True          # .pftrace: zlib-compressed packets (Perfetto reads them)
 
 
 @dataclass
@@ -356,7 +358,10 @@ def _frame_events(j: Journey, w: _Writer, source_of: SourceOf, options: TraceOpt
                    (limits or {}).get((j.frame, me, ctx), 1 << 62))
         lines = sorted({s for h in hops if h.pc >= 0
                         for s in [source_of(me, h.pc)] if s is not None})
-        args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome, "lines": lines[:24]}
+        args: dict[str, Any] = {"frame": j.frame, "outcome": j.outcome,
+                                "lines": lines[:MAX_LINES]}
+        if len(lines) > MAX_LINES:      # said, not dropped silently (each command has its line)
+            args["lines_left_out"] = len(lines) - MAX_LINES
         if options.block_of is not None:
             args["blocks"] = sorted({b for h in hops if h.pc >= 0
                                      for b in [options.block_of(me, h.pc)] if b is not None})
@@ -429,12 +434,39 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
                        options: TraceOptions | None = None,
                        log_status: dict[str, Any] | None = None,
                        extra_events: list[dict[str, Any]] | None = None) -> TraceWriteResult:
-    """Write the journeys as trace-event JSON, whole frames in id order until the next one
-    would take the file past ``options.cap_bytes``; ``otherData`` records the cap, whether
-    it was reached, and whether the core's event cap was (``log_status``)."""
+    """Write the journeys as trace-event JSON (or, for a ``PROTO_SUFFIXES`` name, Perfetto's
+    protobuf: ``perfetto_proto``), whole frames in id order while the file stays within
+    ``options.cap_bytes``; ``otherData`` (the protobuf's ``trace info``) records the cap,
+    whether it was reached, and whether the core's event cap was (``log_status``)."""
     options = options or TraceOptions()
     source_of = _short_sources(source_of)
     w = _Writer(clock_hz)
+    kept = [j for _, j in sorted(frames.items())
+            if options.keep is None or options.keep(j)]
+    ports = {j.port for j in kept if j.port >= 0} | {j.out_port for j in kept
+                                                       if j.out_port is not None}
+    mes = {h.me for j in kept for h in j.hops if h.me >= 0}
+    limits = _context_limits(kept)
+    status = log_status or {}
+    other = {
+        "clock_hz": clock_hz, "time_unit": "simulated microseconds",
+        "core_events_recorded": status.get("recorded"),
+        "core_events_lost": status.get("lost"),
+        "core_event_cap_reached_at_cycle": status.get("full_at") if status.get("lost") else None,
+    }
+    return write_trace_events(path, _metadata(ports, mes, me_name) + (extra_events or []),
+                              (_frame_events(j, w, source_of, options, limits) for j in kept),
+                              len(kept), options, other)
+
+
+def write_trace_events(path: str | Path, head: list[dict[str, Any]],
+                       frames: Iterable[list[dict[str, Any]]], frames_total: int,
+                       options: TraceOptions, other: dict[str, Any]) -> TraceWriteResult:
+    """Write trace events -- ``head`` (metadata, counters), then each frame's events, taken
+    from ``frames`` until the next would take the file past ``options.cap_bytes`` -- as
+    trace-event JSON or, for a ``PROTO_SUFFIXES`` name, Perfetto's protobuf
+    (``perfetto_proto``); ``other`` goes into the file's metadata with the frame counts,
+    the cap and whether it was reached."""
     proto = Path(path).suffix in PROTO_SUFFIXES
     if proto:
         try:
@@ -442,62 +474,74 @@ def write_packet_trace(path: str | Path, frames: dict[int, Journey], clock_hz: f
         except ImportError as err:
             raise NpkitError(f"{path}: Perfetto's protobuf format needs the perfetto package "
                              f"(pip install perfetto): {err}; or write a .json trace") from None
-        encoder: _JsonEncoder | ProtoEncoder = ProtoEncoder()
+        encoder: _JsonEncoder | ProtoEncoder = ProtoEncoder(compress=options.compress)
     else:
         encoder = _JsonEncoder()
-    kept = [j for _, j in sorted(frames.items())
-            if options.keep is None or options.keep(j)]
-    ports = {j.port for j in kept if j.port >= 0} | {j.out_port for j in kept
-                                                       if j.out_port is not None}
-    mes = {h.me for j in kept for h in j.hops if h.me >= 0}
-    head = encoder.encode(_metadata(ports, mes, me_name))
-    extra = encoder.encode(extra_events or [])
-    reserve = 2048 + sum(len(t) + 1 for t in head + extra)  # metadata and the closing part
-    if reserve > options.cap_bytes:
-        raise ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any frame")
-    parts = head + extra
-    size = reserve
-    limits = _context_limits(kept)
-    written = 0
-    truncated = False
-    for j in kept:
-        encoded = encoder.encode(_frame_events(j, w, source_of, options, limits))
-        more = sum(len(t) + 1 for t in encoded)
-        if size + more > options.cap_bytes:
-            truncated = True
-            break
-        parts += encoded
-        size += more
-        written += 1
-    status = log_status or {}
-    other = {
-        "clock_hz": clock_hz, "time_unit": "simulated microseconds",
-        "frames_written": written, "frames_selected": len(kept),
-        "cap_bytes": options.cap_bytes, "cap_reached": truncated,
-        "core_events_recorded": status.get("recorded"),
-        "core_events_lost": status.get("lost"),
-        "core_event_cap_reached_at_cycle": status.get("full_at") if status.get("lost") else None,
-    }
+    no_room = ValueError(f"a cap of {options.cap_bytes} bytes leaves no room for any frame")
+    room = options.cap_bytes - _INFO_RESERVE     # the trace info and the closing bytes
+    if room <= 0:
+        raise no_room
+    encoder.start(room)
+    try:
+        encoder.offer(encoder.encode(head), frame=False)
+        for events in frames:
+            if not encoder.offer(encoder.encode(events), frame=True):
+                break
+        written = encoder.close()
+    except ValueError:
+        raise no_room from None
+    truncated = written < frames_total
+    other = {**other, "frames_written": written, "frames_selected": frames_total,
+             "cap_bytes": options.cap_bytes, "cap_reached": truncated}
     if truncated:
-        other["note"] = (f"size cap reached: {written} of {len(kept)} selected frames written; "
-                         "narrow the selection (frame range, ports, sampling) to see the rest")
-    data = encoder.finish(parts, other)
+        other["note"] = (f"size cap reached: {written} of {frames_total} selected frames "
+                         "written; narrow the selection (frame range, ports, sampling) to see "
+                         "the rest")
+    if proto and options.compress:
+        other["compression"] = ("zlib (deflate) in TracePacket.compressed_packets, as "
+                                "Perfetto's tracing service writes it")
+    data = encoder.finish(other)
     Path(path).write_bytes(data)
-    return TraceWriteResult(Path(path), written, len(kept), len(data), truncated)
+    return TraceWriteResult(Path(path), written, frames_total, len(data), truncated)
 
 
 PROTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+_INFO_RESERVE = 2048   # bytes of the cap kept for the trace info and the file's closing
 
 
 class _JsonEncoder:
-    """Trace-event JSON: one text per event, joined into the object format at the end."""
+    """Trace-event JSON: one text per event, joined into the object format at the end;
+    parts are taken while they fit (a comma between events)."""
+
+    def __init__(self) -> None:
+        self.room = self.size = self.frames = 0
+        self.parts: list[str] = []
+        self.full = False
 
     def encode(self, events: list[dict[str, Any]]) -> list[str]:
         return [json.dumps(e, separators=(",", ":")) for e in events]
 
-    def finish(self, parts: list[str], other: dict[str, Any]) -> bytes:
+    def start(self, room: int) -> None:
+        self.room = room
+
+    def offer(self, parts: list[str], frame: bool) -> bool:
+        more = sum(len(t) + 1 for t in parts)
+        if self.full or self.size + more > self.room:
+            if not frame:
+                raise ValueError("the cap leaves no room for the trace's metadata")
+            self.full = True
+            return False
+        self.parts += parts
+        self.size += more
+        self.frames += frame
+        return True
+
+    def close(self) -> int:
+        return self.frames
+
+    def finish(self, other: dict[str, Any]) -> bytes:
         return ('{"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":"))
-                + ',"traceEvents":[' + ",".join(parts) + "]}").encode("utf-8")
+                + ',"traceEvents":[' + ",".join(self.parts) + "]}").encode("utf-8")
 
 
 def iter_verdicts(frames: dict[int, Journey]) -> Iterator[tuple[Journey, TracePointInfo]]:

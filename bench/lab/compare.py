@@ -13,8 +13,9 @@ frame size (64..1518 bytes with FCS):
   out in memory, on one worker (one core) and on every host core with RSS; the rate the
   program forwards, not a NIC's (no wire, no driver), as % of the same four 10GbE ports;
 * **published** (``published_rows``): the seed documents' figures as FACTS.md §3 gives
-  them, each naming its document.  FACTS.md names the documents but not their tables or
-  figures; a figure FACTS.md does not give is not shown;
+  them, each with its document and the place in it (table, figure) as far as they were
+  found (``published.X86_FIGURES``: quoted, or "not found" figure by figure); a figure
+  FACTS.md does not give is not shown;
 * **flow affinity** (``affinity``): RSS alone vs Flow Director (EP programmed, ATR learned)
   with many flows, natively and on the chip for a sample.
 
@@ -35,7 +36,7 @@ from npkit.bench.lab.device import Device, Trial
 from npkit.bench.lab.devices import ChipOptions, CompiledChipDevice
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.l2fwd_device import L2fwdChipDevice, l2fwd_out_port
-from npkit.bench.lab.published import X86_SOURCE
+from npkit.bench.lab.published import X86_FIGURES
 from npkit.bench.lab.rfc2544 import BenchmarkNetwork
 from npkit.bench.lab.search import ThroughputResult, search_throughput
 from npkit.bench.tester import Sizes, Stream, port_model
@@ -45,8 +46,6 @@ APPS = ("l2fwd", "router")
 SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 PORTS = (0, 1, 2, 3)
 PORT_KIND = "10gbe"
-DPDK_SOURCE = "FACTS.md §3: DPDK (performance figures as FACTS.md quotes them)"
-NO_TABLE = "table/figure not recorded in FACTS.md"
 Progress = Callable[[str], None]
 
 
@@ -121,14 +120,17 @@ class ChipPoint:
 
 @dataclass(frozen=True)
 class PublishedRow:
-    """A published figure beside ours: as FACTS.md writes it, with its document."""
+    """A published figure beside ours: as FACTS.md writes it, with its document, the place
+    in it (``table``: a table, figure or other place, or why it is not known) and the words
+    found that carry it (``quote``)."""
 
     app: str
     what: str
     value: str
     frame_bytes: int | None
     document: str
-    table: str = NO_TABLE
+    table: str
+    quote: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,19 +149,12 @@ class CompareResult:
 
 
 def published_rows() -> tuple[PublishedRow, ...]:
-    """FACTS.md §3's x86 and DPDK figures (nothing derived; a ratio stays a ratio)."""
-    return (
-        PublishedRow("router", "RFC 2544, 64-byte frames, whole box (Sandy Bridge i7-2600 + "
-                     "82599)", "22.3–32.5 Mpps", 64, X86_SOURCE),
-        PublishedRow("router", "RFC 2544, 64-byte frames, whole box (earlier Xeon X5690)",
-                     "10.24 Mpps", 64, X86_SOURCE),
-        PublishedRow("router", "RFC 2544 line rate on 4 x 10GbE from this frame size "
-                     "(i7-2600 + 82599)", "line rate from 256 B", 256, X86_SOURCE),
-        PublishedRow("router", "DPDK L3 forwarding, 64 B, high-end Xeons", "over 80 Mpps", 64,
-                     DPDK_SOURCE),
-        PublishedRow("l2fwd", "DPDK l2fwd vs Linux bridge, small packets", "up to 10x the "
-                     "bridge", None, DPDK_SOURCE),
-    )
+    """FACTS.md §3's x86 and DPDK figures with their sources (nothing derived; a ratio stays
+    a ratio)."""
+    return tuple(PublishedRow(f.app, f.what, f.value, f.frame_bytes,
+                              f"{f.facts}; document: {f.source.document}", f.source.location,
+                              f.source.quote)
+                 for f in X86_FIGURES)
 
 
 # --------------------------------------------------------------------------- the chip

@@ -202,18 +202,21 @@ def _why_section(result: CompareResult) -> Section | None:
 
 
 def _published_section(rows: Sequence[PublishedRow]) -> Section:
-    body = md_table(("app", "figure", "published", "frame B", "document", "table / figure"),
-                    [(r.app, r.what, r.value, r.frame_bytes or MISSING, r.document, r.table)
-                     for r in rows])
-    note = ("\nEvery figure is copied from /work/shared/FACTS.md §3, which names the "
-            "documents (the 2011 Sandy Bridge i7-2600 + 82599 RFC 2544 report; the DPDK "
-            "performance figures it quotes) but not the table or figure each number comes "
-            "from; those are left open here rather than guessed.  The x86 figures are whole "
-            "boxes with their own NICs, drivers and port counts: compare where each reaches "
-            "line rate, not only the numbers.  There is no Linux bridge in this run, so the "
-            "l2fwd-vs-bridge ratio has nothing of ours beside it.  Figures FACTS.md does not "
-            "give (per-core rates of those boxes, l2fwd Mpps by size, the NPF system on "
-            "10GbE) are not shown.\n")
+    body = md_table(("app", "figure", "published", "frame B", "document", "table / figure",
+                     "text found"),
+                    [(r.app, r.what, r.value, r.frame_bytes or MISSING, r.document, r.table,
+                      f"\"{r.quote}\"" if r.quote else MISSING) for r in rows])
+    note = ("\nEvery figure is copied from /work/shared/FACTS.md §3; the document and the "
+            "place in it come from bench/lab/published.py (X86_FIGURES), found with the "
+            "project's search tool and quoted from the text found.  Where the document or "
+            "its table was not found, the row says so; nothing is guessed.  The x86 figures "
+            "are whole boxes with their own NICs, drivers and port counts: compare where "
+            "each reaches line rate, not only the numbers.  There is no Linux bridge in this "
+            "run; bench/linux_bridge.py measures one on this box (veth pairs in network "
+            "namespaces, not NICs) beside l2fwd natively: docs/lab/compare/linux_bridge.md.  "
+            "Figures "
+            "FACTS.md does not give (per-core rates of those boxes, l2fwd Mpps by size, the "
+            "NPF system on 10GbE) are not shown.\n")
     return Section("Published figures", body + note)
 
 

@@ -1,8 +1,13 @@
 """Published figures the lab's results are shown beside, each with where it comes from.
 
-Everything here is copied from /work/shared/FACTS.md (the project's reference facts); the
+The figures are copied from /work/shared/FACTS.md (the project's reference facts); the
 ``source`` of each figure names the FACTS.md section and the system it describes.  Nothing
 is derived or rounded here: a figure FACTS.md does not give is absent, never estimated.
+
+The x86 figures of issue 15's comparison (``X86_FIGURES``) also carry the document each
+comes from and the place in it (``Source``), as found with the project's search tool (page
+and documentation corpora, 27 Nov 2026) and quoted from the text found.  Where the document
+or the table was not found, ``Source`` says so, figure by figure; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ IMIX_AT_LINE = "Internet mix, at 100 % of line rate (= its throughput)"
 NPF_LATENCY_SOURCE = (f"FACTS.md §3 and §1a (the latency rows are Internet-mix rows, taken "
                       f"at line rate, which was the throughput): {NPF_SYSTEM}")
 X86_SOURCE = "FACTS.md §3: x86, Sandy Bridge i7-2600 + 82599, RFC 2544 (2011)"
+DPDK_SOURCE = "FACTS.md §3: DPDK"
 
 
 @dataclass(frozen=True)
@@ -94,3 +100,75 @@ def rfc2544_rows() -> list[Rfc2544Row]:
         Rfc2544Row("line rate on 4 x 10GbE from this frame size", "line rate", 256,
                    X86_SOURCE),
     ]
+
+
+# --------------------------------------------------------------------------- x86 sources
+@dataclass(frozen=True)
+class Source:
+    """Where a published figure comes from: ``document`` (title, publisher, year, URL, as
+    found), ``location`` (its table or figure, or why none is given) and ``quote`` (the
+    words found that carry the figure; empty when the document was not found)."""
+
+    document: str
+    location: str
+    quote: str = ""
+    found: bool = False  # the document itself was found (not only FACTS.md's mention)
+
+
+SANDY_BRIDGE_NOT_FOUND = Source(
+    document="not found: FACTS.md §3 names it only as \"x86, Sandy Bridge i7-2600 + 82599, "
+             "RFC 2544 (2011)\"; searches for the i7-2600 + 82599 RFC 2544 report, "
+             "\"22.3\"/\"32.5 Mpps\" and \"Xeon X5690 10.24 Mpps\" found no such document",
+    location="not known: the document was not found")
+INTEL_80_MPPS = Source(
+    document="Intel, Solution Brief \"Packet Processing on Intel® Architecture: Impressive "
+             "Packet Processing Performance Enables Greater Workload Consolidation\" (year not "
+             "shown in the text found; its Figure 1 roadmap runs 2011-2013), "
+             "http://www.intel.com/content/dam/www/public/us/en/documents/solution-briefs/"
+             "communications-packet-processing-brief.pdf (copy: https://docslib.org/doc/"
+             "2325856/)",
+    location="the brief's title block (its subtitle, with footnote 1), not a table or "
+             "figure; the text found names neither L3 forwarding nor 64-byte frames, which "
+             "FACTS.md adds, and footnote 1's text was not found",
+    # as docslib's text gives it: it drops "Xeon", which its page address and a gist
+    # citing the brief ("Single Intel Xeon processor platform achieves over 80 Mpps
+    # throughput") have
+    quote="Single Intel® ® processor platform achieves Over 80 Mpps throughput1",
+    found=True)
+ACCTON_BRIDGE = Source(
+    document="Accton, Technology Brief \"Intel® DPDK Performance on the SAU5081I Server\" "
+             "(year not shown in the text found), https://www.accton.com/Technology-Brief/"
+             "intel-dpdk-performance-on-the-sau5081i-server/ -- the likely document: it "
+             "compares DPDK with Linux bridging on a server with dual or quad 10 Gbps ports",
+    location="not found: the text found is the brief's opening; the test cases' results, "
+             "l2fwd by name and the \"up to 10x\" figure were not in it",
+    quote="Four test cases were used to measure the DPDK throughput enhancement as compared "
+          "to normal Linux bridging performance.",
+    found=True)
+
+
+@dataclass(frozen=True)
+class X86Figure:
+    """A published x86 figure of issue 15's comparison, with its source."""
+
+    app: str  # our program it is set beside: router | l2fwd
+    what: str
+    value: str  # as FACTS.md writes it
+    frame_bytes: int | None
+    facts: str  # the FACTS.md entry it is copied from
+    source: Source
+
+
+X86_FIGURES: tuple[X86Figure, ...] = (
+    X86Figure("router", "RFC 2544, 64-byte frames, whole box (Sandy Bridge i7-2600 + 82599)",
+              "22.3–32.5 Mpps", 64, X86_SOURCE, SANDY_BRIDGE_NOT_FOUND),
+    X86Figure("router", "RFC 2544, 64-byte frames, whole box (earlier Xeon X5690)",
+              "10.24 Mpps", 64, X86_SOURCE, SANDY_BRIDGE_NOT_FOUND),
+    X86Figure("router", "RFC 2544 line rate on 4 x 10GbE from this frame size "
+              "(i7-2600 + 82599)", "line rate from 256 B", 256, X86_SOURCE,
+              SANDY_BRIDGE_NOT_FOUND),
+    X86Figure("router", "DPDK L3 forwarding, 64 B, high-end Xeons", "over 80 Mpps", 64,
+              DPDK_SOURCE, INTEL_80_MPPS),
+    X86Figure("l2fwd", "DPDK l2fwd vs Linux bridge, small packets", "up to 10x the bridge",
+              None, DPDK_SOURCE, ACCTON_BRIDGE),
+)

@@ -90,6 +90,10 @@ def media_signatures() -> dict[str, ir.FunctionType]:
         # (ctx, handle, len): the buffer's first len bytes become the packet
         "npu.buf.attach": ir.FunctionType(VOID, [PTR, I32, I32]),
         "npu.buf.free": ir.FunctionType(VOID, [PTR, I32]),
+        # (ctx): media.turn_begin() / media.turn_end(), the receive stage's turn (no-ops
+        # natively, where mpackets run one at a time; pool.uc's REG turn on the chip)
+        "npu.rx.turn_take": ir.FunctionType(VOID, [PTR]),
+        "npu.rx.turn_done": ir.FunctionType(VOID, [PTR]),
     }
 
 
@@ -840,6 +844,10 @@ class Lowerer:
                                         ir.Constant(I32, 0))
         if e.method == "consume":
             self.verdict(VERDICT_CONSUMED, 0)
+            return None
+        if e.method in ("turn_begin", "turn_end"):
+            name = "npu.rx.turn_take" if e.method == "turn_begin" else "npu.rx.turn_done"
+            self.b.call(self.media_fn(name), [self.ctx])
             return None
         args = [self.widen32(self.expr(a)) for a in e.args]
         if e.method == "send":

@@ -20,7 +20,7 @@ from llvmlite import ir
 from npkit.base.errors import NpkitError
 
 from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, LineTable, lower
-from .passes import new_target_machine, optimize
+from .passes import new_target_machine, optimize, target_machine
 from .sema import Program
 from .types import (
     MEDIA_EOP,
@@ -44,9 +44,10 @@ from .types import (
 
 I128 = ir.IntType(128)
 # Host context: 8-byte slots: packet, metadata record, sram, scratch, local memory,
-# packet length; a seventh for the prefetch slice: how many memory reads it still makes.
-CTX = ir.ArrayType(ir.IntType(64), 7)
-CTX_PKT, CTX_META, CTX_SRAM, CTX_LEN, CTX_READS = 0, 1, 2, 5, 6
+# packet length; two more for the prefetch slice: how many new cache lines of large
+# memories it may still read (-1: it has stopped at a prefetch), and the line it read last.
+CTX = ir.ArrayType(ir.IntType(64), 8)
+CTX_PKT, CTX_META, CTX_SRAM, CTX_LEN, CTX_READS, CTX_LINE = 0, 1, 2, 5, 6, 7
 VALID = 0x8000_0000
 EXACT_HASH_MULTIPLIER = 0x9E3779B1  # 2^32 / golden ratio (Fibonacci hashing)
 HEADROOM = 64  # bytes before each packet in the batch buffer, room for packet.push
@@ -172,6 +173,7 @@ class _HostOps:
                                self.hash_unit.multiplier[k])
         if any(name.startswith("npu.buf.") for name in self.m.globals):
             self.buffer_ops()
+        self.turn_ops()
 
     def has(self, name: str) -> bool:
         return name in self.m.globals
@@ -184,6 +186,13 @@ class _HostOps:
             g = ir.GlobalVariable(self.m, PTR, name)
             g.initializer = ir.Constant(PTR, None)
         return b.load(g, typ=PTR)
+
+    def turn_ops(self) -> None:
+        """npu.rx.turn_take / turn_done (media.turn_begin / turn_end): nothing natively,
+        where each mpacket runs to completion before the next."""
+        for name in ("npu.rx.turn_take", "npu.rx.turn_done"):
+            if self.has(name):
+                self.fn(name)[1].ret_void()
 
     def buffer_ops(self) -> None:
         """npu.buf.*: buffers in host memory, a stack of free handles (word 0 = how many)."""
@@ -474,11 +483,22 @@ class _HostOps:
 
 class _PrefetchSliceOps(_HostOps):
     """Host bodies for the prefetch slice: the block with its packet and memory writes
-    dropped (metadata goes to a copy of the record, see _batch_driver) and every memory read
-    also prefetching its word.  What is
-    left after optimization is the reads that lead to memory addresses: for a trie walk, the
-    root read and a prefetch of the ply word.  It changes nothing, so running it early only
-    warms the cache (see _batch_driver)."""
+    dropped (metadata goes to a copy of the record, see _batch_driver).  Reads of small
+    memories are real; reads of the large ones (`cold`: word ranges of memories of at least
+    COLD_BYTES, the route tables) are real only within the slice's budget of cache lines
+    (CTX_READS): a read of the line read last is free, a new line takes one from the budget,
+    and the first new line beyond it is prefetched and ends the slice's useful work (it reads
+    0 without waiting and prefetches nothing more; CTX_READS becomes -1).  So a slice run
+    with budget k reads the k lines the runs before it prefetched, from cache, and
+    prefetches the next one: one dependent miss of a walk per run (see _batch_driver).  What
+    is left after optimization is the reads that lead to memory addresses: for a trie walk,
+    the parse, the checks before the walk and the walk.  It changes nothing, so running it
+    early only warms the cache."""
+
+    def __init__(self, module: ir.Module, hash_unit: HashUnit,
+                 cold: Iterable[tuple[int, int, int]] = ()) -> None:
+        super().__init__(module, hash_unit)
+        self.cold = tuple(cold)  # (space id, first word, words)
 
     def packet_ops(self) -> None:
         f, b = self.fn("npu.pkt.load8")  # bounded: a dropped write may leave another offset
@@ -499,33 +519,57 @@ class _PrefetchSliceOps(_HostOps):
         b.ret_void()
         self.fn("npu.pkt.store8")[1].ret_void()
 
+    def is_cold(self, b: ir.IRBuilder, space: ir.Value, word: ir.Value) -> ir.Value:
+        """Whether (space, word) is in a large memory (space is a constant after inlining,
+        so only the word range test of the memories of that space stays)."""
+        cold = ir.Constant(I1, 0)
+        for space_id, first, words in self.cold:
+            inside = b.icmp_unsigned("<", b.sub(word, ir.Constant(I32, first)),
+                                     ir.Constant(I32, words))
+            same = b.icmp_unsigned("==", space, ir.Constant(I32, space_id))
+            cold = b.or_(cold, b.and_(same, inside))
+        return cold
+
     def memory_ops(self) -> None:
         prefetch = ir.Function(self.m, ir.FunctionType(VOID, [PTR, I32, I32, I32]),
                                "llvm.prefetch.p0")
+        i64 = ir.IntType(64)
         f, b = self.fn("npu.mem.read")
         ctx, space, word = f.args
         ptr = self.word_ptr(b, ctx, space, word)
+        line = b.lshr(b.ptrtoint(ptr, i64), ir.Constant(i64, 6))
+        line_ptr = _slot(b, ctx, CTX_LINE)
+        budget_ptr = _slot(b, ctx, CTX_READS)
+        entry = b.block
+        cold, fresh, spend, stop, stop_now, done = (f.append_basic_block(x) for x in (
+            "cold", "fresh", "spend", "stop", "stop_now", "done"))
+        b.cbranch(self.is_cold(b, space, word), cold, done)
+        b.position_at_end(cold)
+        b.cbranch(b.icmp_unsigned("==", b.load(line_ptr, typ=i64), line), done, fresh)
+        b.position_at_end(fresh)
+        budget = b.load(budget_ptr, typ=I32)
+        b.cbranch(b.icmp_signed(">", budget, ir.Constant(I32, 0)), spend, stop)
+        b.position_at_end(spend)
+        b.store(b.sub(budget, ir.Constant(I32, 1)), budget_ptr)
+        b.store(line, line_ptr)
+        b.branch(done)
+        b.position_at_end(stop)
+        b.cbranch(b.icmp_signed("==", budget, ir.Constant(I32, 0)), stop_now, done)
+        b.position_at_end(stop_now)
         # read, high temporal locality (3: keep it in all levels), data cache (1)
         b.call(prefetch, [ptr, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
-        # Only the first PREFETCH_DEPTH reads are real; later ones give 0 without waiting,
-        # so a slice never stalls on the miss it has just started (a trie walk ends there).
-        budget_ptr = _slot(b, ctx, CTX_READS)
-        budget = b.load(budget_ptr, typ=I32)
-        real = b.icmp_unsigned("!=", budget, ir.Constant(I32, 0))
-        with b.if_else(real) as (then, otherwise):
-            with then:
-                b.store(b.sub(budget, ir.Constant(I32, 1)), budget_ptr)
-                value = b.load(ptr, typ=I32)
-                then_block = b.block
-            with otherwise:
-                else_block = b.block
-        result = b.phi(I32)
-        result.add_incoming(value, then_block)
-        result.add_incoming(ir.Constant(I32, 0), else_block)
-        b.ret(result)
+        b.store(ir.Constant(I32, -1), budget_ptr)
+        b.branch(done)
+        b.position_at_end(done)
+        real = b.phi(I1)
+        for block, value in ((entry, 1), (cold, 1), (spend, 1), (stop, 0), (stop_now, 0)):
+            real.add_incoming(ir.Constant(I1, value), block)
+        # a slice that stopped reads 0 without touching memory
+        safe = b.select(real, ptr, b.gep(budget_ptr, [ir.Constant(I32, 0)], source_etype=I8))
+        b.ret(b.select(real, b.load(safe, typ=I32), ir.Constant(I32, 0)))
         f, b = self.fn("npu.mem.write")
         b.ret_void()
-        f, b = self.fn("npu.mem.add")
+        f, b = self.fn("npu.mem.add")  # counters are small memories: a plain read
         ctx, space, word, _ = f.args
         b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
 
@@ -539,20 +583,37 @@ class _PrefetchSliceOps(_HostOps):
                 self.fn(name)[1].ret_void()
 
 
-PREFETCH_DEPTH = 1  # memory reads a slice really makes (the rest only prefetch)
-PREFETCH_GROUP = 16  # packets whose slices run before their blocks (misses in flight)
+COLD_BYTES = 1 << 20  # memories at least this large miss the cache: their reads are paced
+# Slice runs before a packet's block: the dependent misses hidden.  2 covers the IPv4 trie's
+# root and ply (/0-/24); a third run pays for every /17-/24 packet (it only finds the route
+# in cache) to help the rare /25-/32 ones, and measured slower (docs/performance.md).
+PREFETCH_PASSES = 2
+PREFETCH_DISTANCE = 8  # packets between a packet's slice runs (misses in flight per run)
 
 
-def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None) -> str:
+def cold_ranges(program: Program) -> list[tuple[int, int, int]]:
+    """(space id, first word, words) of the memories large enough to miss the cache."""
+    return [(SPACE_IDS[m.space], m.word_offset, m.words) for m in program.memories.values()
+            if 4 * m.words >= COLD_BYTES]
+
+
+def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
+                  passes: int | None = None, distance: int | None = None) -> str:
     """`void @mbl.batch(pkts, stride, lens, metas, n, sram, scratch, local)`.
 
-    With a prefetch slice (`slice_fn`, see _PrefetchSliceOps) the batch runs in groups of
-    PREFETCH_GROUP packets: first the slice of each packet of the group (on its own context
-    and a copy of the metadata record, so it changes nothing), then the block on each.  The
-    slices are short, so the CPU has the cache misses of the whole group in flight at once
-    (a trie walk's ply reads) instead of paying them one packet after the other inside the
-    long block; the blocks then find their words in cache.  Results are the same: the slice
-    only reads."""
+    With a prefetch slice (`slice_fn`, see _PrefetchSliceOps) the batch runs as a software
+    pipeline over the packets: step i runs the slice of packet i with a budget of 0 cache
+    lines, of packet i - distance with 1, ... of packet i - (passes - 1) * distance with
+    passes - 1, then the block of packet i - passes * distance.  Each slice run reads from
+    cache what the run before prefetched and prefetches the walk's next line, so a packet's
+    dependent misses are in flight while the `distance` packets between its runs are worked
+    on, and its block finds them all in cache (group prefetching over a rolling window, as
+    in AMAC, with the slice re-run instead of a saved state).  A packet whose slice finished
+    without stopping at a prefetch (e.g. a short route, or a drop before the walk) gets no
+    further runs.  Each run has its own context and a copy of the metadata record, so it
+    changes nothing; the results are the block's alone."""
+    passes = PREFETCH_PASSES if passes is None else passes
+    distance = PREFETCH_DISTANCE if distance is None else distance
     name = f"mbl.batch.{block.split('.', 2)[-1]}"
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I32, PTR, PTR, I32, PTR, PTR, PTR]),
                      name)
@@ -597,43 +658,69 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None) ->
 
     def run_block(i: ir.Value) -> None:
         set_packet(ctx, i)
-        b.call(module.get_global(block), [ctx])
+        b.call(module.get_global(block), [ctx], attrs=("alwaysinline",))
 
-    if slice_fn is None:
+    if slice_fn is None or passes < 1:
         loop(ir.Constant(I32, 0), n, run_block)
         b.ret_void()
         return name
     slice_ctx = new_ctx()
     meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
     slice_decl = ir.Function(module, ir.FunctionType(VOID, [PTR]), slice_fn)
+    # per packet in flight: did its last slice run stop at a prefetch (1) or finish (0)
+    ring = 1 << max(1, (passes * distance).bit_length())
+    pending = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I8, ring)), i64), PTR)
 
-    def run_slice(i: ir.Value) -> None:
-        meta = set_packet(slice_ctx, i)
-        for w in range(META_WORDS):
-            word = b.load(b.gep(meta, [ir.Constant(I32, w)], source_etype=I32), typ=I32)
-            b.store(word, b.gep(meta_copy, [ir.Constant(I32, w)], source_etype=I32))
-        b.store(meta_copy, _slot(b, slice_ctx, CTX_META))
-        b.store(ir.Constant(I32, PREFETCH_DEPTH), _slot(b, slice_ctx, CTX_READS))
-        b.call(slice_decl, [slice_ctx])
+    memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, i64])
+    prefetch = ir.Function(module, ir.FunctionType(VOID, [PTR, I32, I32, I32]),
+                           "llvm.prefetch.p0")
 
-    def run_group(first: ir.Value) -> None:
-        last = b.add(first, ir.Constant(I32, PREFETCH_GROUP))
-        end = b.select(b.icmp_unsigned("<", last, n), last, n)
-        loop(first, end, run_slice)
-        loop(first, end, run_block)
+    def run_slice(i: ir.Value, budget: ir.Value) -> None:
+        """Packet i's slice with a budget of `budget` lines, unless an earlier run of it
+        finished (then it has nothing more to prefetch)."""
+        flag = b.gep(pending, [b.and_(i, ir.Constant(I32, ring - 1))], source_etype=I8)
+        go = b.or_(b.icmp_unsigned("==", budget, ir.Constant(I32, 0)),
+                   b.icmp_unsigned("!=", b.load(flag, typ=I8), ir.Constant(I8, 0)))
+        with b.if_then(go):
+            meta = set_packet(slice_ctx, i)
+            b.call(memcpy, [meta_copy, meta, ir.Constant(i64, 4 * META_WORDS),
+                            ir.Constant(I1, 0)])
+            b.store(meta_copy, _slot(b, slice_ctx, CTX_META))
+            b.store(budget, _slot(b, slice_ctx, CTX_READS))
+            b.store(ir.Constant(i64, -1), _slot(b, slice_ctx, CTX_LINE))
+            b.call(slice_decl, [slice_ctx], attrs=("alwaysinline",))
+            stopped = b.icmp_signed("<", b.load(_slot(b, slice_ctx, CTX_READS), typ=I32),
+                                    ir.Constant(I32, 0))
+            b.store(b.zext(stopped, I8), flag)
 
-    g_slot = b.alloca(I32)
-    b.store(ir.Constant(I32, 0), g_slot)
-    head, inner, done = (fn.append_basic_block(x) for x in ("groups", "group", "end"))
-    b.branch(head)
-    b.position_at_end(head)
-    g = b.load(g_slot, typ=I32)
-    b.cbranch(b.icmp_unsigned("<", g, n), inner, done)
-    b.position_at_end(inner)
-    run_group(g)
-    b.store(b.add(g, ir.Constant(I32, PREFETCH_GROUP)), g_slot)
-    b.branch(head)
-    b.position_at_end(done)
+    def warm(i: ir.Value) -> None:
+        """Prefetch packet i's first bytes and metadata record (the batch is larger than the
+        cache; the slice of packet i runs `distance` steps later)."""
+        i_wide = b.zext(b.select(b.icmp_unsigned("<", i, n), i, ir.Constant(I32, 0)), i64)
+        pkt = b.gep(pkts, [b.add(b.mul(i_wide, b.zext(stride, i64)),
+                                 ir.Constant(i64, HEADROOM))], source_etype=I8)
+        meta = b.gep(metas, [b.mul(i_wide, ir.Constant(i64, META_WORDS))], source_etype=I32)
+        for address in (pkt, meta):
+            b.call(prefetch, [address, ir.Constant(I32, 0), ir.Constant(I32, 3),
+                              ir.Constant(I32, 1)])
+
+    def step(i: ir.Value) -> None:
+        warm(b.add(i, ir.Constant(I32, distance)))
+
+        def stage(k: ir.Value) -> None:
+            # slice run with budget k on packet i - k * distance (one copy of the slice)
+            lag = b.mul(k, ir.Constant(I32, distance))
+            j = b.sub(i, lag)
+            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+                run_slice(j, k)
+
+        loop(ir.Constant(I32, 0), ir.Constant(I32, passes), stage)
+        lag = ir.Constant(I32, passes * distance)
+        j = b.sub(i, lag)
+        with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+            run_block(j)
+
+    loop(ir.Constant(I32, 0), b.add(n, ir.Constant(I32, passes * distance)), step)
     b.ret_void()
     return name
 
@@ -643,12 +730,27 @@ SLICE_PREFIX = "mbl.slice."
 
 def prefetch_slice(program: Program, entry: str,
                    hash_unit: HashUnit | None = None) -> llvm.ModuleRef:
-    """The optimized prefetch slice of a block or pipeline, as `@mbl.slice.mbl.<kind>.<entry>`
-    (all its own symbols renamed, so it links into the main module)."""
+    """The prefetch slice of a block or pipeline, not yet optimized, as
+    `@mbl.slice.mbl.<kind>.<entry>` (all its own symbols renamed and internal, so it links
+    into the main module, inlines into the batch driver and leaves nothing else behind)."""
     module = lower(program)
-    _PrefetchSliceOps(module, hash_unit or HashUnit()).build()
+    _PrefetchSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
+    kind = "pipeline" if entry in program.pipelines else "block"
+    _inline_blocks(module, keep=f"mbl.{kind}.{entry}")
     text = str(module).replace('@"mbl.', f'@"{SLICE_PREFIX}mbl.')
-    return optimize(text)
+    return llvm.parse_assembly(text)
+
+
+def _inline_blocks(module: ir.Module, keep: str | None = None) -> None:
+    """Blocks inline into the pipelines and the batch driver that call them: one loop body
+    per batch, the context in registers (the chip keeps its blocks; this is host-only).
+    They become internal, so what the driver does not reach goes; `keep` stays external
+    (the slice's entry, which the main module links against)."""
+    for fn in module.functions:
+        if fn.name.startswith(("mbl.block.", "mbl.pipeline.")) and fn.blocks:
+            fn.attributes.add("alwaysinline")
+            if fn.name != keep:
+                fn.linkage = "internal"
 
 
 def native_module(program: Program, entry: str, hash_unit: HashUnit | None = None,
@@ -660,9 +762,22 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
     (npkit.compiler.mbl.linetrace: hooks before every statement)."""
     module = lower(program, trace=trace)
     _HostOps(module, hash_unit or HashUnit(), pool).build()
+    _inline_blocks(module)
     kind = "pipeline" if entry in program.pipelines else "block"
     target = f"mbl.{kind}.{entry}"
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
+
+
+def host_optimize(module: llvm.ModuleRef) -> None:
+    """LLVM's own -O3 pipeline, vectorizers included, over the module the fixed pipeline
+    (passes.optimize) made: host code only, so it may use what the ME has not (loop
+    unrolling of a walk's levels, vector moves); the program's results do not change, the
+    ME backend never sees this module."""
+    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+    tuning.loop_vectorization = True
+    tuning.slp_vectorization = True
+    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder.getModulePassManager().run(module, builder)
 
 
 def _slot_bytes(length: int) -> int:
@@ -681,11 +796,14 @@ def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]
 
 
 class NativeProgram:
-    """A compiled block or pipeline with its memories, ready to run packet batches."""
+    """A compiled block or pipeline with its memories, ready to run packet batches.
+    `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `host_o3`: LLVM's -O3
+    over the module after the fixed pipeline (host_optimize)."""
 
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
-                 buffers: BufferPool | None = None, trace: LineTable | None = None) -> None:
+                 buffers: BufferPool | None = None, trace: LineTable | None = None,
+                 host_o3: bool = True) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
@@ -698,9 +816,14 @@ class NativeProgram:
         self.pool = buffers or BufferPool()
         module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool,
                                        trace)
-        self.ir = optimize(module)
-        if prefetch:
-            self.ir.link_in(prefetch_slice(program, self.block, hash_unit))
+        if prefetch:  # one optimization of both: the slice inlines into the driver
+            linked = llvm.parse_assembly(str(module))
+            linked.link_in(prefetch_slice(program, self.block, hash_unit))
+            self.ir = optimize(str(linked))
+        else:
+            self.ir = optimize(module)
+        if host_o3:
+            host_optimize(self.ir)
         used = [f.name for f in self.ir.functions
                 if f.is_declaration and f.name.startswith("npu.")]
         if used:

@@ -7,7 +7,7 @@ every expression for the lowering.  Every problem becomes a diagnostic; nothing 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from npkit.base.diagnostics import SourceLocation
@@ -63,6 +63,8 @@ MEDIA_OPS: dict[tuple[str, str], MediaOp] = {
     ("media", "sop"): MediaOp((), "bool", "rx"),
     ("media", "eop"): MediaOp((), "bool", "rx"),
     ("media", "consume"): MediaOp((), "verdict", "rx"),
+    ("media", "turn_begin"): MediaOp((), "void", "rx"),
+    ("media", "turn_end"): MediaOp((), "void", "rx"),
     ("media", "send"): MediaOp((16,), "verdict", "tx"),
     ("buffer", "alloc"): MediaOp((), "fallible", "any"),
     ("buffer", "store"): MediaOp((32, 16, 16), "fallible", "rx"),
@@ -369,6 +371,8 @@ class Checker:
             self.err("missing-verdict", f"block {b.name} can finish a packet without a verdict",
                      b.span, "end every path with forward(...), drop(reason), "
                      "exception(code) or next")
+        if any(_is_turn_op(e) for e in _exprs(b.body)):
+            TurnCheck(self).block(b.body, "before")
 
     def block(self, b: A.Block) -> bool:
         """Check statements; return True when every path through them ends (never falls off)."""
@@ -1292,3 +1296,93 @@ def check_file(path: str | Path) -> tuple[Program, DiagnosticBag]:
                   "split the program into files that import each other")
         return Program(sources={}), bag
     return check_source(text, str(p), bag, p.resolve())
+
+
+# ---- the receive turn (media.turn_begin / turn_end; docs/datapath.md) ----------------
+TURN_OPS = ("turn_begin", "turn_end")
+
+
+def _is_turn_op(e: object) -> bool:
+    return isinstance(e, A.MethodCall) and isinstance(e.target, A.Name) \
+        and e.target.name == "media" and e.method in TURN_OPS
+
+
+def _exprs(node: object):
+    """Every expression in a statement or expression tree, outermost first."""
+    if isinstance(node, list):
+        for x in node:
+            yield from _exprs(x)
+        return
+    if isinstance(node, A.Expr):
+        yield node
+    if isinstance(node, A.Expr | A.Stmt):
+        for f in fields(node):
+            if f.name != "span":
+                yield from _exprs(getattr(node, f.name))
+
+
+class TurnCheck:
+    """A receive block that says where its turn is (`media.turn_begin();` ...
+    `media.turn_end();`): on every path the begin at most once, the end only after it, not
+    in a loop, the paths meeting on the same side of the turn; its registers and arrays
+    (per-port state: read and written in mpacket order on the chip) only inside.  Counters
+    (atomic) and tables may be used anywhere.  A verdict inside the turn ends it too."""
+
+    def __init__(self, checker: Checker) -> None:
+        self.c = checker
+
+    def block(self, b: A.Block, state: str | None) -> str | None:
+        for s in b.stmts:
+            if state is None:
+                return None
+            state = self.stmt(s, state)
+        return state
+
+    def branches(self, outs: list[str | None], span: SourceLocation) -> str | None:
+        live = {o for o in outs if o is not None}
+        if len(live) > 1:
+            self.c.err("turn-order", "paths meet here inside and outside the receive turn",
+                       span, "begin and end the turn on both branches, or outside them")
+        return min(live) if live else None
+
+    def exprs(self, node: object, state: str) -> None:
+        for e in _exprs(node):
+            if _is_turn_op(e):
+                continue
+            target = e.target if isinstance(e, A.Index | A.MethodCall) else None
+            m = self.c.p.memories.get(target.name) if isinstance(target, A.Name) else None
+            if m is not None and m.kind in ("register", "array") and state != "in":
+                self.c.err("turn-order", f"{m.name} is per-port state: use it between "
+                           "media.turn_begin() and media.turn_end()", e.span,
+                           "the chip reads and writes it in mpacket order only in the turn")
+
+    def stmt(self, s: A.Stmt, state: str) -> str | None:
+        if isinstance(s, A.ExprStmt) and _is_turn_op(s.expr):
+            begin = s.expr.method == "turn_begin"      # type: ignore[attr-defined]
+            if state != ("before" if begin else "in"):
+                self.c.err("turn-order", "media.turn_begin() once, then media.turn_end(), "
+                           "on every path", s.span, "the turn is the stretch between them "
+                           "(docs/datapath.md, \"Receive blocks\")")
+            return "in" if begin else "after"
+        if isinstance(s, A.Block):
+            return self.block(s, state)
+        if isinstance(s, A.If):
+            self.exprs(s.cond, state)
+            other = state if s.otherwise is None else self.stmt(s.otherwise, state)
+            return self.branches([self.block(s.then, state), other], s.span)
+        if isinstance(s, A.For):
+            if any(_is_turn_op(e) for e in _exprs(s.body)):
+                self.c.err("turn-order", "the receive turn cannot begin or end in a loop",
+                           s.span, "begin it before the loop and end it after")
+            self.exprs([s.start, s.stop, s.body], state)
+            return state
+        if isinstance(s, A.Let | A.Adjust) and s.otherwise is not None:
+            self.exprs(s.value if isinstance(s, A.Let) else s.amount, state)
+            self.stmt(s.otherwise, state)
+            return state
+        self.exprs(s, state)
+        verdict = isinstance(s, A.Forward | A.Drop | A.Exception_ | A.Next | A.Return) or (
+            isinstance(s, A.ExprStmt) and isinstance(s.expr, A.MethodCall)
+            and isinstance(s.expr.target, A.Name) and s.expr.target.name == "media"
+            and s.expr.method in ("consume", "send"))
+        return None if verdict else state

@@ -1,25 +1,36 @@
 """N worker threads on the native target (docs/steering.md): DPDK-style run to completion per
 core.  A steering program (microblocks/rss.mbl, flow_director.mbl) or the caller gives each
 packet a queue; queue q belongs to worker q mod N; each worker runs its own replica of the
-program (the same JIT code, its own memories) over its queue's packets in arrival order, on
-its own thread.  A flow always maps to one queue, so per-flow order holds; packets of
-different workers are not ordered with respect to each other.
+program (the same JIT code) over its queue's packets in arrival order, on its own thread.
+A flow always maps to one queue, so per-flow order holds; packets of different workers are
+not ordered with respect to each other.
 
 The JIT call releases the GIL, so workers run in parallel on host cores; packets are laid
-out once per run (lay_out) and the threads only call the native batch driver.
+out once per run (lay_out) and the threads only call the native batch driver.  The N - 1
+helper threads are started once, with the pool, and wait for work between runs (DPDK
+launches its lcores once too); the caller's thread is worker 0.
 
-Memories: each replica has its own copy (tables, arrays, counters), like per-core tables and
-per-core statistics in DPDK.  The control plane changes all of them (each), and a counter's
-value is the sum over workers (read_total)."""
+Memories: a memory space the program's data plane never writes (no store, no counter or
+register add into it: `written_spaces`) is one copy shared by all workers, as DPDK's lcores
+share one rte_lpm or hash table; a space it writes (counters, registers, per-flow state) is
+a copy per worker, like per-lcore statistics.  The control plane changes every worker
+(`each`); on a shared space a change then runs once per worker on the same words, so it must
+give the same words each time (table_add, write and the runtime's table loaders do).  A
+counter's value is the sum over workers (read_total)."""
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from llvmlite import ir
 
+from .lower import SPACE_IDS, lower
 from .native import (
     BATCH_FRAMES,
     MAX_PACKET_BYTES,
@@ -28,7 +39,10 @@ from .native import (
     Verdict,
     _slot_bytes,
 )
+from .sema import Program
 from .types import MEDIA_EOP, MEDIA_SOP
+
+WRITES = frozenset({"npu.mem.write", "npu.mem.add"})  # the data plane's memory writes
 
 
 @dataclass
@@ -58,6 +72,17 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class WorkerTiming:
+    """One worker in one execute: when it began and ended its batches (seconds after execute
+    was called, perf_counter) and the CPU time its thread spent on them (thread_time)."""
+
+    packets: int
+    start: float
+    end: float
+    cpu: float
+
+
+@dataclass(frozen=True)
 class WorkerRun:
     verdicts: list[Verdict]  # in input order
     order: list[list[int]]  # per worker: input positions in the order it processed them
@@ -69,13 +94,84 @@ def steer(steering: NativeProgram, packets: Sequence[bytes],
     return steering.run(list(packets), list(in_ports))
 
 
-class NativeWorkers:
-    """A program replicated over `workers` threads."""
+def written_spaces(program: Program) -> frozenset[str]:
+    """The memory spaces the program's data plane writes (a store into a memory, or a counter
+    or register add), from its lowered code; the other spaces it only reads."""
+    names = {number: space for space, number in SPACE_IDS.items()}
+    written = set()
+    for function in lower(program).functions:
+        for block in function.blocks:
+            for instr in block.instructions:
+                if isinstance(instr, ir.CallInstr) and instr.callee.name in WRITES:
+                    written.add(names[instr.args[1].constant])  # lower gives a constant
+    return frozenset(written)
 
-    def __init__(self, program: NativeProgram, workers: int) -> None:
+
+def _serve(jobs: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
+    """A helper thread: run each job given, report its result or exception; None stops it.
+    It holds no reference to the pool, so a pool nobody uses can be collected (and stops
+    its threads)."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        try:
+            result = job()
+        except BaseException as e:  # noqa: BLE001 -- re-raised in the caller's thread
+            result = e
+        del job  # the job refers to the pool: do not keep it while waiting
+        done.put(result)
+        del result
+
+
+def _stop(helpers: list[tuple[threading.Thread, queue.SimpleQueue, queue.SimpleQueue]]) -> None:
+    for _, jobs, _ in helpers:
+        jobs.put(None)
+    for thread, _, _ in helpers:
+        if thread is not threading.current_thread():
+            thread.join()
+
+
+class NativeWorkers:
+    """A program replicated over `workers` threads (worker 0: the caller's thread).
+
+    `share`: spaces the data plane never writes are one copy for all workers (the
+    default); False gives every worker a copy of every space."""
+
+    def __init__(self, program: NativeProgram, workers: int, share: bool = True) -> None:
         if workers < 1:
             raise NativeError(f"{workers} workers: at least 1")
+        self.shared: frozenset[str] = frozenset()
+        if share and workers > 1:
+            self.shared = frozenset(program.memory) - written_spaces(program.program)
         self.programs = [program, *(program.replica() for _ in range(workers - 1))]
+        for replica in self.programs[1:]:
+            for space in self.shared:
+                replica.memory[space] = program.memory[space]
+        self._helpers = []
+        for w in range(1, workers):
+            jobs: queue.SimpleQueue = queue.SimpleQueue()
+            done: queue.SimpleQueue = queue.SimpleQueue()
+            thread = threading.Thread(target=_serve, args=(jobs, done), daemon=True,
+                                      name=f"npkit-worker-{w}")
+            thread.start()
+            self._helpers.append((thread, jobs, done))
+        self._finalizer = weakref.finalize(self, _stop, self._helpers)
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The helper threads (workers 1..N-1)."""
+        return [thread for thread, _, _ in self._helpers]
+
+    def close(self) -> None:
+        """Stop the helper threads (also done when the pool is collected, or at exit)."""
+        self._finalizer()
+
+    def __enter__(self) -> NativeWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def workers(self) -> int:
@@ -88,8 +184,11 @@ class NativeWorkers:
             change(program)
 
     def read_total(self, name: str, index: int) -> int:
-        """A counter summed over the workers (wrapping at 32 bits, as the counter does)."""
-        return sum(p.read(name, index) for p in self.programs) & 0xFFFFFFFF
+        """A counter summed over the workers (wrapping at 32 bits, as the counter does); a
+        memory in a shared space has one value, counted once."""
+        programs = self.programs[:1] if self.programs[0]._mem(name).space in self.shared \
+            else self.programs
+        return sum(p.read(name, index) for p in programs) & 0xFFFFFFFF
 
     def worker_of(self, queue: int) -> int:
         return queue % self.workers
@@ -122,26 +221,33 @@ class NativeWorkers:
                 plan.batches[w].append(LaidOutBatch(chunk, buf, lens, metas))
         return plan
 
-    def execute(self, plan: Plan) -> None:
-        """Run every worker's batches on its own thread (in place); returns when all end."""
-        errors: list[BaseException] = []
+    def execute(self, plan: Plan) -> list[WorkerTiming]:
+        """Run every worker's batches on its own thread (in place); returns when all end,
+        with each worker's timing."""
+        if not self._finalizer.alive:
+            raise NativeError("the workers were closed")
+        began = time.perf_counter()
 
-        def work(w: int) -> None:
-            try:
-                for b in plan.batches[w]:
-                    self.programs[w].run_laid_out(b.buf, b.lens, b.metas)
-            except BaseException as e:  # noqa: BLE001 -- re-raised in the caller's thread
-                errors.append(e)
+        def work(w: int) -> WorkerTiming:
+            start, cpu = time.perf_counter(), time.thread_time()
+            for b in plan.batches[w]:
+                self.programs[w].run_laid_out(b.buf, b.lens, b.metas)
+            cpu = time.thread_time() - cpu
+            return WorkerTiming(sum(len(b.indices) for b in plan.batches[w]),
+                                start - began, time.perf_counter() - began, cpu)
 
-        threads = [threading.Thread(target=work, args=(w,), name=f"npkit-worker-{w}")
-                   for w in range(1, self.workers)]
-        for t in threads:
-            t.start()
-        work(0)  # the caller's thread is worker 0
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+        for w, (_, jobs, _) in enumerate(self._helpers, 1):
+            jobs.put(lambda w=w: work(w))
+        results: list[WorkerTiming | BaseException] = []
+        try:
+            results.append(work(0))  # the caller's thread is worker 0
+        except BaseException as e:  # noqa: BLE001 -- raised after the helpers end
+            results.append(e)
+        results.extend(done.get() for _, _, done in self._helpers)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results  # type: ignore[return-value]
 
     def collect(self, plan: Plan) -> WorkerRun:
         """The verdicts of a plan that ran, in input order, and each worker's order."""

@@ -48,10 +48,16 @@ POOL_NAMES = {"K_DATA": 0x80, "BUF_SHIFT": 11, "FRAME_BYTES_MAX": 1920, "RX_FL_C
               "FREELIST_QUEUE": 0, "ELEMENT_SHIFT": 7}
 META_HANDLE = 13           # the packet's buffer (0: none); pool.uc sends its tail, frees it
 META_RX_ELEMENT = 14       # the mpacket's RBUF element | 1 << 16, held for buffer.store;
-                           # bit 31: a store of it in flight (RX_STORE_SIGNAL)
+                           # bit 31: a store of it in flight (RX_STORE_SIGNAL); bit 30: kept
+                           # for a buffer's window (buffer.store at 0: RX_KEEP_DESC_BYTE)
+RX_KEEP_DESC_BYTE = 28     # the buffer descriptor's word (SRAM, at the handle; 32 bytes,
+                           # link.media Layout.desc_bytes) naming the RBUF element that holds
+                           # the buffer's window (element | 1 << 16; 0: none).  The pool
+                           # mapping writes only LW1..LW3 of a descriptor (exceptions)
 META_TBUF_MORE = 15        # TBUF elements the packet needs - 1
 RX_STORE_SIGNAL = 14       # pool.uc's SIG_IO: a buffer.store in flight at the body's exit
 RX_TURN_LABEL = "rx_turn_pass"
+RX_TURN_TAKE_LABEL = "rx_turn_take"   # a stage with media.turn_begin() takes its turn there
 RX_TURN_RET = "a14"
 
 # The compiled data path's body (docs/datapath.md): the window in local memory after the two

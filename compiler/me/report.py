@@ -56,6 +56,7 @@ from .abi import (
     BODY_EXIT,
     POOL_NAMES,
     RX_TURN_LABEL,
+    RX_TURN_TAKE_LABEL,
     BodyABI,
     Mapping,
 )
@@ -537,7 +538,8 @@ def wrap_body(fragment: str) -> str:
     instruction each (the routine is the dispatch's; it returns where it was called)."""
     pool = [name for name in POOL_NAMES if name in fragment]
     head = "".join(f"#define {name} {POOL_NAMES[name]}\n" for name in pool)
-    fragment = fragment.replace(f"br[{RX_TURN_LABEL}#]", "alu[--, --, B, 0]")
+    for label in (RX_TURN_LABEL, RX_TURN_TAKE_LABEL):
+        fragment = fragment.replace(f"br[{label}#]", "alu[--, --, B, 0]")
     return f"{head}{fragment.rstrip()}\n{BODY_EXIT}#:\n    ctx_arb[kill]\n"
 
 

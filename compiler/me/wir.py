@@ -441,6 +441,17 @@ class RxTurnDone(Instr):
         return "rx_turn_done"
 
 
+@dataclass
+class RxTurnTake(Instr):
+    """The receive stage's turn starts here (MBL `media.turn_begin()`): what comes before it
+    runs outside the port's receive turn (pool.uc takes the REG turn here instead of
+    before the body; a path that never takes it passes it at RxTurnDone or the body's exit,
+    which take it first)."""
+
+    def __str__(self) -> str:
+        return "rx_turn_take"
+
+
 BUFFER_OPS = (BufAlloc, BufStore, BufAttach, BufFree)
 
 

@@ -68,7 +68,9 @@
 #define XFER_STATUS 14
 
 #define flags a12         // bit 0: I take the tokens from the wrap word; bit 1: I pass by
-                          // NEXT_NEIGHBOR_SIGNAL; bit 2: I pass through the wrap word
+                          // NEXT_NEIGHBOR_SIGNAL; bit 2: I pass through the wrap word;
+                          // RX_STAGE: bit 3: I hold the REG turn; bit 4: I have yet to
+                          // take it (rx_turn_take / rx_turn_pass)
 #define st1 a13           // status word 1 (the element), after the body the output port
 #define ret a14
 #define t_a a15
@@ -267,17 +269,13 @@ meta_setup:
 #ifdef RX_STAGE
     alu[*l$index1[META_MEDIA], b4, AND, 3]    // the status's SOP (bit 0) and EOP (bit 1)
     // the body's receive stage runs in the port's REG turn, so its per-port state (MBL
-    // registers) changes in mpacket order; the turn passes when the stage is over
-    // (rx_turn_pass, called by the body) or at the body's exit.  Everything before it
-    // (the window, a one-element frame's tail) is outside the turn.
+    // registers) changes in mpacket order.  The body takes the turn (rx_turn_take: at its
+    // entry, or where the stage's media.turn_begin() says) and passes it when the stage is
+    // over (rx_turn_pass); a body that never took it takes and passes it at its exit.
+    // Everything before (the window, a one-element frame's tail) is outside the turn.
     immed[*l$index1[LM_MORE], 0]              // buffer.attach sets it (a drop leaves it)
-    load_addr[ret, rx_turn#]
-    br[take_reg#]
-rx_turn:
-    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
-    msf[fast_wr, --, fl_csr, t_a]
     br[body_entry#], defer[1]
-    alu[flags, flags, OR, 8]                  // bit 3: I hold the REG turn
+    alu[flags, flags, OR, 16]                 // bit 4: the REG turn is still to be taken
 // an mpacket of a frame of several elements with a receive stage: no buffer of the
 // dispatch's; its element is held for the body's buffer.store (metadata word LM_SOP,
 // compiler/me/abi.py META_RX_ELEMENT: element | 1 << 16) and freed at the body's exit
@@ -463,6 +461,12 @@ rx_turn_passed:
     alu_shf[t_a, --, B, t_a, <<1]
     alu_shf[t_a, --, B, t_a, >>1]
 rx_element_stored:
+    // bit 30: the element holds a buffer's window (buffer.store at 0); the buffer's
+    // attach or free frees it (compiler/me/abi.py RX_KEEP_DESC_BYTE), not this exit
+    br_bclr[t_a, 30, rx_element_own#]
+    br[rx_element_free#], defer[1]
+    immed[*l$index1[LM_SOP], 0]
+rx_element_own:
     // the body passes the mpacket itself on (a forward or an exception without
     // buffer.attach): its bytes past the window go to a buffer as a one-element frame's
     alu[--, --, B, *l$index1[LM_HANDLE]]
@@ -1143,9 +1147,22 @@ free_sop:
 // compiler/me/abi.py's RX_TURN_LABEL: the body's receive stage is over (the body calls it
 // with the return address in ret) or the body is: pass the REG turn if still held
 rx_turn_pass:
+    br_bset[flags, 4, rx_turn_owed#]
     br_bclr[flags, 3, rx_turn_gone#]
     alu[flags, flags, XOR, 8]
     alu[t_b, --, B, ret]                      // pass_reg keeps t_b
+    load_addr[ret, rx_turn_yield#]
+    br[pass_reg#]
+rx_turn_owed:
+    // a body that did not take the turn (a verdict before its stage's media.turn_begin()):
+    // every mpacket takes and passes it once, so take it now and pass it at once
+    alu[flags, flags, XOR, 16]
+    alu[t_b, --, B, ret]                      // take_reg and pass_reg keep t_b
+    load_addr[ret, rx_turn_owed_taken#]
+    br[take_reg#]
+rx_turn_owed_taken:
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
     load_addr[ret, rx_turn_yield#]
     br[pass_reg#]
 rx_turn_yield:
@@ -1155,6 +1172,17 @@ rx_turn_yield:
     rtn[t_b]
 rx_turn_gone:
     rtn[ret]
+// compiler/me/abi.py's RX_TURN_TAKE_LABEL: the body's receive stage starts its turn (at the
+// body's entry, or at its media.turn_begin()): take the REG token, re-register
+rx_turn_take:
+    alu[flags, flags, XOR, 24]                // bit 3: I hold the REG turn; bit 4 cleared
+    alu[t_b, --, B, ret]                      // take_reg keeps t_b
+    load_addr[ret, rx_turn_taken#]
+    br[take_reg#]
+rx_turn_taken:
+    immed[t_a, ((SIG_STATUS << 8) | XFER_STATUS)]
+    msf[fast_wr, --, fl_csr, t_a]
+    rtn[t_b]
 #endif
 take_reg:
     br_bset[flags, 0, take_reg_w#]

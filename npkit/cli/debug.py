@@ -26,6 +26,9 @@ from .mbl import PLATFORM_OPTION, checked_program, native_tables, platform_ports
 
 HELP = """commands (ME/ctx: the current context, set by each stop or by `ctx ME CTX`):
   break FILE:LINE | LABEL | pc N [ME] | drop REASON|any | packet N    set a breakpoint
+        ... if NAME OP VALUE [and ...]          stop only where it holds (NAME: an MBL
+                                                variable, a register, packet.FIELD)
+  condition ID [NAME OP VALUE [and ...]]                             set / remove a condition
   watch sram|dram|scratch|local ADDR [BYTES] [UNIT]                  stop when memory changes
   info | delete ID                                                   list / remove breakpoints
   continue [CYCLES] | stepi [N] | step | steppacket                  run (step: one MBL line)
@@ -103,6 +106,7 @@ class DebugShell(cmd.Cmd):
 
     # ---- breakpoints
     def do_break(self, arg: str) -> None:
+        arg, sep, condition = arg.partition(" if ")
         words = shlex.split(arg)
         if not words:
             raise NpkitError("break what? FILE:LINE, LABEL, pc N [ME], drop REASON, packet N")
@@ -119,7 +123,23 @@ class DebugShell(cmd.Cmd):
             bp = dbg.break_line(words[0])
         else:
             bp = dbg.break_label(words[0])
-        self.say(f"breakpoint {bp.id}: {bp.kind} {bp.spec}{self._where(bp)}")
+        if sep:
+            try:
+                bp = dbg.set_condition(bp.id, condition)
+            except NpkitError:
+                dbg.delete(bp.id)
+                raise
+        self.say(f"breakpoint {bp.id}: {self._describe(bp)}")
+
+    def do_condition(self, arg: str) -> None:
+        number, _, condition = arg.strip().partition(" ")
+        bp_id = self._ints(number, "condition ID [NAME OP VALUE [and ...]]", 1)[0]
+        bp = self.dbg.set_condition(bp_id, condition.strip() or None)
+        self.say(f"breakpoint {bp.id}: {self._describe(bp)}")
+
+    def _describe(self, bp: Any) -> str:
+        condition = f" if {bp.condition.text}" if bp.condition is not None else ""
+        return f"{bp.kind} {bp.spec}{condition}{self._where(bp)}"
 
     @staticmethod
     def _where(bp: Any) -> str:
@@ -141,7 +161,7 @@ class DebugShell(cmd.Cmd):
         if not self.dbg.breakpoints:
             self.say("no breakpoints")
         for bp in self.dbg.breakpoints.values():
-            self.say(f"{bp.id}: {bp.kind} {bp.spec}{self._where(bp)}")
+            self.say(f"{bp.id}: {self._describe(bp)}")
 
     def do_delete(self, arg: str) -> None:
         self.dbg.delete(self._ints(arg, "a breakpoint number", 1)[0])

@@ -212,3 +212,67 @@ def finish(trace: PacketTraceRun | None, chip: Any, console: Console) -> None:
         console.print("  [yellow]the size cap was reached: narrow the selection "
                       "(--trace-frames, --trace-ports, --trace-sample) to see the rest"
                       "[/yellow]")
+
+
+# the options --target native uses (the rest follow the chip's units and contexts)
+NATIVE_OPTIONS = {"packet_trace", "trace_frames", "trace_ports", "trace_sample",
+                  "trace_verdict", "trace_flow", "trace_cap"}
+
+
+def native_trace(native: Any, in_files: dict[int, Path], options: dict[str, Any],
+                 console: Console) -> None:
+    """``--packet-trace`` for ``--target native``: the selected frames' journeys block by
+    block (npkit.runtime.native_journey), selected as on the chip (range, ports and
+    sampling by port sequence number; flow by the frame's bytes; verdict by the outcome)."""
+    path = options.get("packet_trace")
+    if path is None:
+        return
+    from npkit.base.packetfile import read_packets
+    from npkit.runtime.native_journey import NativeJourneys, outcome_words, write_native_trace
+    from npkit.runtime.packet_trace import FlowSpec
+    from npkit.sim.packet_trace import PROTO_SUFFIXES, TraceOptions
+
+    if path.suffix in PROTO_SUFFIXES:
+        try:
+            import npkit.sim.perfetto_proto  # noqa: F401
+        except ImportError as err:
+            raise NpkitError(f"--packet-trace {path}: Perfetto's protobuf format needs the "
+                             f"perfetto package (pip install perfetto): {err}") from None
+    first, last = parse_range(options["trace_frames"]) if options.get("trace_frames") \
+        else (0, None)
+    sample = options.get("trace_sample") or 1
+    try:
+        ports = ({int(p, 0) for p in options["trace_ports"].split(",") if p.strip()}
+                 if options.get("trace_ports") else None)
+        flow = FlowSpec.parse(options["trace_flow"]) if options.get("trace_flow") else None
+    except ValueError as err:
+        raise NpkitError(f"packet trace selection: {err}") from None
+
+    def items() -> Any:
+        for port in sorted(in_files):
+            if ports is not None and port not in ports:
+                continue
+            for seq, (_, data) in enumerate(read_packets(in_files[port])):
+                if last is not None and seq >= last:
+                    break
+                if seq >= first and (seq - first) % sample == 0 and \
+                        (flow is None or flow.matches(data)):
+                    yield port, seq, data
+
+    journeys = NativeJourneys(native).follow_items(items())
+    verdict = options.get("trace_verdict")
+    if verdict is not None:
+        journeys = [j for j in journeys
+                    if any(w == verdict or w.startswith(verdict) for w in outcome_words(j))]
+    result = write_native_trace(path, journeys,
+                                TraceOptions(cap_bytes=options.get("trace_cap") or 10_000_000))
+    outcomes: dict[str, int] = {}
+    for j in journeys:
+        outcomes[j.outcome] = outcomes.get(j.outcome, 0) + 1
+    console.print(f"packet trace: {path} ({result.frames:,} of {result.frames_total:,} "
+                  f"selected frames, {result.bytes:,} bytes; open in https://ui.perfetto.dev)",
+                  markup=False)
+    if outcomes:
+        console.print("  followed frames: " + ", ".join(
+            f"{n:,} {k}" for k, n in sorted(outcomes.items(), key=lambda kv: -kv[1])),
+            markup=False)

@@ -20,6 +20,7 @@ from click.core import ParameterSource
 from npkit.base.errors import NpkitError
 from npkit.base.portspec import parse_port_files
 
+from . import packet_trace
 from .app import console as make_console
 from .app import reject_unused
 from .chip_run import RunRequest, execute_run, run_options
@@ -132,8 +133,11 @@ def run(targets: tuple[Path, ...], target_kind: str, inputs: tuple[str, ...],
     program = checked_program(program_path)
     table_args = (tables, route_files, route_seed, next_hop_count)
     if target_kind == "native":
-        reject_unused(CHIP_ONLY, "only for the simulated chip (--target chip)")
+        reject_unused(CHIP_ONLY - packet_trace.NATIVE_OPTIONS,
+                      "only for the simulated chip (--target chip)")
         native = native_tables(program, entry, *table_args, port_count or DEFAULT_NATIVE_PORTS)
+        # the journeys first: their line-trace build copies the tables as the run finds them
+        packet_trace.native_trace(native, in_files, options, console)
         _run_native(native, in_files, out_files)
         return
     from npkit.link import DEFAULT_PLATFORM, chip_manifest

@@ -75,3 +75,17 @@ def test_the_documented_ttl_session_finds_the_planted_bug() -> None:
     step = out.split("(npkit) step\n")[1]
     assert "lpm.mbl:19:5" in step.splitlines()[1]      # fell through into the lookup
     assert "back at checkpoint 1, cycle 3,216" in out
+
+
+def test_a_conditional_breakpoint_from_the_repl(tmp_path: Path) -> None:
+    script = tmp_path / "session.txt"
+    script.write_text("break ipv4_fwd.mbl:68 if packet.ttl == 1\ninfo\ncontinue\n"
+                      "packet ttl\ncondition 1 ttl is 1\ncondition 1\ninfo\nquit\n")
+    code, out = invoke("debug", ROUTER, "--in", SAMPLE, "--routes", ROUTES, "-x", str(script))
+    assert code == 0, out
+    assert "breakpoint 1: line ipv4_fwd.mbl:68 if packet.ttl == 1 (pc" in out
+    assert "(npkit) continue\nbreakpoint [breakpoint 1] at ME" in out
+    assert "ttl = 1" in out or "ttl: 1" in out           # sample.pcap's TTL-1 frame
+    assert "error: condition 'ttl is 1': expected NAME OP VALUE" in out
+    last_info = out.rsplit("(npkit) info\n", 1)[1]
+    assert last_info.startswith("1: line ipv4_fwd.mbl:68 (pc")          # condition removed

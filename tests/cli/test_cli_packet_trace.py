@@ -85,8 +85,33 @@ def test_packet_trace_cap_and_bad_options(tmp_path: Path) -> None:
                            "--in", f"0={tmp_path / 'in.pcap'}", "--packet-trace", str(trace),
                            *bad)
         assert code != 0 and message in out, out
-    code, out = invoke("run", str(ROUTER), "--target", "native", "--packet-trace", str(trace))
-    assert code == 1 and "only for the simulated chip" in out
+    code, out = invoke("run", str(ROUTER), "--target", "native", "--packet-trace", str(trace),
+                       "--utilisation", str(tmp_path / "u.png"))
+    assert code == 1 and "--utilisation: only for the simulated chip" in out
+
+
+def test_native_packet_trace(tmp_path: Path) -> None:
+    """--target native --packet-trace: the selected frames' journeys block by block, with
+    the verdict's MBL line (docs/debugging.md, "The native target's journey")."""
+    frames = _frames(tmp_path / "in.pcap")
+    trace = tmp_path / "native.json"
+    code, out = invoke("run", str(ROUTER), "--target", "native", "--routes", str(ROUTES),
+                       "--in", f"0={tmp_path / 'in.pcap'}", "--packet-trace", str(trace),
+                       "--trace-frames", "2:", "--trace-verdict", "exception")
+    assert code == 0, out
+    doc = json.loads(trace.read_text())
+    # TTL 1 on arrival: frames 4, 8 and 12 (port sequence numbers 3, 7, 11) go to the
+    # control plane, at ipv4_fwd's TTL check
+    expected = [i - 1 for i in range(1, len(frames) + 1) if i % 4 == 0]
+    assert doc["otherData"]["frames_written"] == len(expected) and "3 exception" in out
+    verdicts = [e for e in doc["traceEvents"] if e["ph"] == "i"]
+    assert [e["args"]["verdict"] for e in verdicts] == ["exception"] * len(expected)
+    assert {e["args"]["block"] for e in verdicts} == {"ipv4_fwd"}
+    lines = {e["args"]["source"] for e in verdicts}
+    assert len(lines) == 1 and lines.pop().startswith("ipv4_fwd.mbl:")
+    seqs = [e["args"]["seq"] for e in doc["traceEvents"]
+            if e["ph"] == "X" and e["name"].startswith("frame")]
+    assert seqs == expected
 
 
 def test_pftrace_is_written_with_the_perfetto_package_and_refused_without(

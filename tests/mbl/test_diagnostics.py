@@ -98,6 +98,8 @@ CASES = [
      "at most one transmit stage", "4:40"),
     ("media-context", "block a { if media.sop() { media.consume(); } media.send(1); }\n"
      "pipeline p { stage s = a; }", "both receives and transmits", "2:14"),
+    ("turn-order", "register r : bit<32> [2] in scratch;\nblock b { media.turn_end();"
+     + OK_END, "media.turn_begin() once, then media.turn_end()", "2:11"),
     ("bad-method", "block b { media.rewind();" + OK_END, "media has no method 'rewind'",
      "1:11"),
     ("bad-method", "block b { let v = media.consume();" + OK_END,

@@ -3,6 +3,7 @@ completion; the results against one program running every packet in arrival orde
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from scapy.all import IP, UDP, Ether, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file, compile_source
 from npkit.compiler.mbl.native import NativeError
-from npkit.compiler.mbl.workers import NativeWorkers, steer
+from npkit.compiler.mbl.workers import NativeWorkers, steer, written_spaces
 from npkit.runtime.rss import MICROSOFT_KEY, program_rss, spread_reta
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,3 +112,79 @@ def test_bad_arguments():
         NativeWorkers(_program(), 0)
     with pytest.raises(NativeError):
         NativeWorkers(_program(), 2).run([_frame(1, 1)], 0, [0, 1])
+
+
+# Reads its tables (sram) and counts in scratch: the tables can be one copy for all workers.
+READ_ONLY_TABLES = """
+import "std/headers.mbl";
+counter pkts [2] in scratch;
+table port_of : hash(bit<32>) -> bit<16> [64] in sram;
+block b {
+    let ip = packet<ipv4_t>(14) else drop(runt);
+    pkts.count(0);
+    let port = port_of.lookup(ip.dst) else forward(0);
+    forward(port);
+}
+"""
+
+
+def test_written_spaces_from_the_code():
+    assert written_spaces(compile_source(COUNTING, "counting.mbl")) == {"sram", "scratch"}
+    assert written_spaces(compile_source(READ_ONLY_TABLES, "ro.mbl")) == {"scratch"}
+    assert written_spaces(compile_file(REPO / "examples" / "router" / "router.mbl")) == \
+        {"scratch"}
+
+
+def test_read_only_spaces_are_shared_and_written_ones_are_not():
+    program = NativeProgram(compile_source(READ_ONLY_TABLES, "ro.mbl"), "b")
+    with NativeWorkers(program, 2) as pool:
+        assert pool.shared == {"sram", "local"}
+        a, b = pool.programs
+        assert a.memory["sram"] is b.memory["sram"]
+        assert a.memory["scratch"] is not b.memory["scratch"]
+        pool.each(lambda p: p.table_add("port_of", 0xC0A80003, 7))  # twice on one copy
+        pool.each(lambda p: p.table_add("port_of", 0xC0A80003, 9))
+        run = pool.run([_frame(9, 3)] * 4, 0, [0, 1, 2, 3])
+        assert [v.port for v in run.verdicts] == [9] * 4
+        assert [p.read("pkts", 0) for p in pool.programs] == [2, 2]
+        assert pool.read_total("pkts", 0) == 4
+        slot = next(i for i in range(64) if pool.programs[0].read("port_of", i))
+        once = pool.programs[0].read("port_of", slot) & 0xFFFFFFFF  # shared: counted once
+        assert pool.read_total("port_of", slot) == once
+    with NativeWorkers(NativeProgram(compile_source(READ_ONLY_TABLES, "ro.mbl"), "b"), 2,
+                       share=False) as pool:
+        assert pool.shared == frozenset()
+        assert pool.programs[0].memory["sram"] is not pool.programs[1].memory["sram"]
+    # the per-flow program writes sram (its register): nothing shared, as before
+    assert NativeWorkers(_program(), 2).shared == {"local"}
+
+
+def test_helper_threads_persist_report_errors_and_stop():
+    pool = NativeWorkers(_program(), 3)
+    assert [t.name for t in pool.threads] == ["npkit-worker-1", "npkit-worker-2"]
+    assert all(t.is_alive() for t in pool.threads)
+    packets = [_frame(f, 1) for f in range(30)]
+    plan = pool.lay_out(packets, [0] * 30, [f % 3 for f in range(30)])
+    timings = pool.execute(plan)
+    assert [t.packets for t in timings] == [10, 10, 10]
+    assert all(0 <= t.start <= t.end and t.cpu >= 0 for t in timings)
+    assert pool.execute(pool.lay_out(packets, [0] * 30, [0] * 30))[1].packets == 0
+    broken = pool.lay_out(packets, [0] * 30, [f % 3 for f in range(30)])
+    broken.batches[2][0].buf = None  # a helper thread fails on it
+    with pytest.raises(AttributeError):
+        pool.execute(broken)
+    helpers = pool.threads
+    pool.close()
+    assert not any(t.is_alive() for t in helpers)
+    with pytest.raises(NativeError):
+        pool.execute(plan)
+
+
+def test_an_unused_pool_is_collected_with_its_threads():
+    pool = NativeWorkers(_program(), 2)
+    pool.run([_frame(1, 1)], 0, [1])
+    [thread] = pool.threads
+    del pool
+    gc.collect()
+    thread.join(timeout=5)
+    assert not thread.is_alive()

@@ -17,6 +17,7 @@ from npkit.compiler.me import compile_me
 from npkit.link import link
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.coverage import parse_lcov
+from npkit.runtime.debug_condition import ConditionError
 from npkit.runtime.debugger import DebugError, Debugger
 from npkit.runtime.lpm import RouteTables
 
@@ -221,3 +222,48 @@ def test_hand_written_microcode_labels_registers_and_a_fault() -> None:
     fault = dbg.cont()
     assert fault.reason == "fault" and fault.source == "spin.uc:11:5"
     assert fault.detail.startswith("bad_address")
+
+
+@pytest.mark.parametrize(("condition", "expected"), [
+    ("packet.IP.id == 5", 4),                          # a field as a number
+    ("packet.IP.dst == 10.1.0.7", 3),                  # as text (scapy's spelling)
+    ("packet.IP.id >= 7 and packet.ttl == 64", 6),     # both must hold
+])
+def test_a_conditional_breakpoint_stops_at_the_frame_it_names(router, condition: str,
+                                                               expected: int) -> None:
+    dbg = debugger(router)
+    bp = dbg.break_line("ipv4_fwd.mbl:68")             # every IPv4 frame runs this line
+    dbg.set_condition(bp.id, condition)
+    stop = dbg.cont()
+    assert stop.reason == "breakpoint" and stop.breakpoint == bp.id, stop.describe()
+    assert dbg.packet(stop.me, stop.ctx) == FRAMES[expected]
+
+
+def test_a_condition_that_never_holds_lets_every_frame_through(router) -> None:
+    dbg = debugger(router)
+    bp = dbg.break_line("ipv4_fwd.mbl:68")
+    dbg.set_condition(bp.id, "packet.IP.id == 99")
+    assert dbg.cont(max_cycles=60_000).reason == "cycles"
+    assert len(dbg.output()) == 5                      # as without the breakpoint
+    dbg.set_condition(bp.id, None)                     # removed: the next frame stops
+    assert dbg.breakpoints[bp.id].condition is None
+
+
+def test_conditions_that_cannot_be_read_or_evaluated(router) -> None:
+    dbg = debugger(router)
+    bp = dbg.break_line("ipv4_fwd.mbl:68")
+    with pytest.raises(ConditionError, match="expected NAME OP VALUE"):
+        dbg.set_condition(bp.id, "ttl is 1")
+    arrivals = dbg.break_packet(3)
+    with pytest.raises(DebugError, match="packet breakpoint stops no context"):
+        dbg.set_condition(arrivals.id, "a0 == 1")
+    dbg.delete(arrivals.id)
+    with pytest.raises(DebugError, match="no breakpoint 99"):
+        dbg.set_condition(99, "a0 == 1")
+    # evaluated where it fires: a name nothing knows stops there and says why
+    dbg.set_condition(bp.id, "nosuch == 3")
+    stop = dbg.cont()
+    assert stop.reason == "breakpoint" and "not evaluated: unknown register 'nosuch'" \
+        in stop.detail
+    dbg.set_condition(bp.id, "packet.IP.dst > 3")
+    assert "only == and != compare it" in dbg.cont().detail

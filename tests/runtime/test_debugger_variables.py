@@ -7,10 +7,10 @@ per statement, an independent build) has for it at that line."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from mbl_variables import compare
 from scapy.all import IP, UDP, Ether, IPv6, raw
 
 from npkit.compiler.mbl import compile_file
@@ -80,9 +80,6 @@ def test_step_by_line_with_variables_equal_to_the_native_target(router, case: st
     linked, tracer = router
     frame = FRAMES[case]
     native = tracer.trace(frame, 0)
-    at = defaultdict(list)
-    for state in native.states:
-        at[(state.loc.file, state.loc.line)].append(state)
     run = CompiledRun(linked)
     run.load_memories(tracer)
     dbg = Debugger(run.chip, run.program)
@@ -93,21 +90,9 @@ def test_step_by_line_with_variables_equal_to_the_native_target(router, case: st
     # whose code the compiler merged into another's has no instruction of its own)
     ran = {(s.loc.file, s.loc.line) for s in native.states}
     assert len(ran & set(lines)) >= len(ran) // 2, (case, sorted(ran - set(lines)))
-    agreed, wrong = 0, []
-    for file, line, values in stops:
-        for var, value in values:
-            if value is None:
-                continue          # optimised out here
-            name, decl = var.variable.name, var.variable.decl.line
-            seen = {s.values[name] for s in at[(file, line)]
-                    if name in s.values and s.variables[name].decl.line == decl}
-            if not seen:
-                continue          # not assigned yet in the source's order (scheduled early)
-            if value in seen:
-                agreed += 1
-            else:
-                wrong.append(f"{Path(file).name}:{line} {name} = {value:#x}, native "
-                             f"{sorted(map(hex, seen))}")
+    agreed, wrong = compare(
+        [(file, line, {(var.variable.name, var.variable.decl): value for var, value in values})
+         for file, line, values in stops], native)
     assert not wrong, "\n".join(wrong)
     assert agreed >= 3, f"{case}: only {agreed} values compared"
 

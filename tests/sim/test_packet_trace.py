@@ -4,8 +4,10 @@ A 10,000-frame run of the compiled examples/router with planted faults (bad IPv4
 checksums, a foreign ethertype, TTL 1) is followed frame by frame; the journeys are checked
 against what the tester saw (the frames out, with their wire cycles, and the drop counters),
 every verdict against the MBL source text of its line, the trace file against the
-trace-event format and its size cap.  The "native" journey and the Perfetto trace processor
-are not used: the processor downloads a binary at run time, which this machine cannot.
+trace-event format and its size cap.  The native target's journey is checked against these
+in tests/runtime/test_native_packet_trace.py; the Perfetto trace processor is not used: it
+downloads a binary at run time, which this machine cannot (tests/sim/test_perfetto_proto.py
+checks the protobuf file instead).
 """
 
 from __future__ import annotations

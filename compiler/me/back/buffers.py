@@ -30,9 +30,11 @@ from ..abi import (
     META_HANDLE,
     META_RX_ELEMENT,
     META_TBUF_MORE,
+    RX_KEEP_DESC_BYTE,
     RX_STORE_SIGNAL,
     RX_TURN_LABEL,
     RX_TURN_RET,
+    RX_TURN_TAKE_LABEL,
 )
 from .errors import compile_error
 from .mir import MOpnd
@@ -167,26 +169,59 @@ def plan_turn_writes(fn: wir.Function, only: set[str], slots: tuple[int, ...]
     return None
 
 
-def _window_copy() -> list[str]:
-    return [f"alu[*l$index0[{2 + w}], --, B, $${w}]" for w in range(WINDOW_WORDS)]
+def _window_copy(xfer: str = "$$") -> list[str]:
+    return [f"alu[*l$index0[{2 + w}], --, B, {xfer}{w}]" for w in range(WINDOW_WORDS)]
 
 
-def blocks_in_turn(fn: wir.Function) -> set[str]:
-    """WIR blocks a path from the entry reaches before RxTurnDone (a receive stage's, in
-    its port's turn); none when the function has no RxTurnDone."""
+def has_turn_take(fn: wir.Function) -> bool:
+    """Whether the receive stage says where its turn starts (media.turn_begin()); else the
+    turn starts at the body's entry."""
+    return any(isinstance(i, wir.RxTurnTake) for b in fn.blocks for i in b.instrs)
+
+
+def _holds_turn_at_end(b: wir.Block, at_start: bool) -> bool:
+    holds = at_start
+    for i in b.instrs:
+        if isinstance(i, wir.RxTurnTake):
+            holds = True
+        elif isinstance(i, wir.RxTurnDone):
+            holds = False
+    return holds
+
+
+def blocks_entered_in_turn(fn: wir.Function) -> set[str]:
+    """WIR blocks a path enters holding its port's turn: from the entry (or, when the stage
+    takes its turn itself, from each RxTurnTake) before RxTurnDone; none when the function
+    has no RxTurnDone.  The media-turn check of the front end (sema) makes every path take
+    the turn at most once, and pass it after taking it."""
     if not any(isinstance(i, wir.RxTurnDone) for b in fn.blocks for i in b.instrs):
         return set()
     blocks = {b.label: b for b in fn.blocks}
+    if has_turn_take(fn):
+        work = [s for b in fn.blocks if any(isinstance(i, wir.RxTurnTake) for i in b.instrs)
+                and _holds_turn_at_end(b, False) for s in b.successors()]
+    else:
+        work = [fn.blocks[0].label]
     seen: set[str] = set()
-    work = [fn.blocks[0].label]
     while work:
         label = work.pop()
         if label in seen:
             continue
         seen.add(label)
-        if not any(isinstance(i, wir.RxTurnDone) for i in blocks[label].instrs):
+        if _holds_turn_at_end(blocks[label], True):
             work += blocks[label].successors()
     return seen
+
+
+def blocks_in_turn(fn: wir.Function) -> set[str]:
+    """WIR blocks with code in the receive stage's turn: those a path enters holding it and
+    those that take it (media.turn_begin()); none when the function has no RxTurnDone."""
+    entered = blocks_entered_in_turn(fn)
+    if not entered and not any(isinstance(i, wir.RxTurnDone) for b in fn.blocks
+                               for i in b.instrs):
+        return set()
+    return entered | {b.label for b in fn.blocks
+                      if any(isinstance(i, wir.RxTurnTake) for i in b.instrs)}
 
 
 class BufferSelection:
@@ -227,11 +262,25 @@ class BufferSelection:
             return
         queue = self.freelist_address()
         handle = self.reg_value(ins.handle)
+        kept = self._new("kept", gpr_only=True)
         x, sig, skip = self.xfer_range(1).start, self.signal(), self.label("nofree")
-        lines = [f"alu[${x}, --, B, {{1}}]", f"beq[{skip}#]",
+        unkept = self.label("unkept")
+        # a buffer that keeps an RBUF element for its window (select_store_keeping) frees
+        # it too, and forgets it
+        lines = ["alu[--, --, B, {1}]", f"beq[{skip}#]",
+                 f"sram[read, ${x}, {{1}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+                 *self.wait_lines(sig),
+                 f"alu[{{2}}, --, B, ${x}]", f"beq[{unkept}#]",
+                 f"alu[${x}, --, B, 0]",
+                 f"sram[write, ${x}, {{1}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+                 *self.wait_lines(sig),
+                 "msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, {2}]",
+                 f"{unkept}#:",
+                 f"alu[${x}, --, B, {{1}}]",
                  f"sram[enqueue, ${x}, {{0}}, 0], sig_done[{sig}]", *self.wait_lines(sig),
                  f"{skip}#:"]
-        self.op("\n".join(lines), [queue, handle], uses=(0, 1), sets_cc=True)
+        self.op("\n".join(lines), [queue, handle, kept], defs=(2,), uses=(0, 1),
+                late_uses=(0, 1), sets_cc=True)
 
 
     def _element_address(self, start: MOpnd, add: bool) -> MOpnd:
@@ -265,6 +314,9 @@ class BufferSelection:
         self.require_pool(ins)
         _aligned_constant(ins.at, "'at'", ins)
         _aligned_constant(ins.start, "'from'", ins)
+        if ins.at == 0 and ins.start == 0:
+            self.select_store_keeping(ins)
+            return
         handle = self.reg_value(ins.handle)
         at, start = self.value(ins.at), self.value(ins.start)    # constants 0..63 stay immediates
         n, e, al = (self._new(h, gpr_only=True) for h in ("n", "end", "align"))
@@ -336,6 +388,68 @@ class BufferSelection:
         self.op("\n".join(lines), ops, defs=(0, 1, 2, 3, 4, 5), uses=uses, late_uses=uses,
              pairs=((2, 7), (2, 8), (4, 3), (10, 11), (2, 5)), sets_cc=True)
 
+
+    def select_store_keeping(self, ins: wir.BufStore) -> None:
+        """`buffer.store(h, 0, 0)`: the mpacket is the buffer's start, so its header window
+        stays in its RBUF element, which the buffer keeps (RX_KEEP_DESC_BYTE of its
+        descriptor; flag bit 30 of META_RX_ELEMENT: pool.uc does not free it at the body's
+        exit): `attach` reads the window from there and frees the element, `free` frees it.
+        Only bytes 56.. go to DRAM (as pool.uc's own reassembly): 56 bytes written and 56 read
+        less per frame than a whole store and a window read from DRAM.  Both commands
+        complete before the store ends (the element may be freed by the frame's last
+        mpacket as soon as it has read the window)."""
+        handle = self.reg_value(ins.handle)
+        n, fm, q, t, w = (self._new(h, gpr_only=True) for h in ("n", "max", "qw", "jump",
+                                                                "elem"))
+        self.move(n, f"*l$index1[{LEN}]")
+        dram = self._buffer_address(handle)
+        self.alu(dram, dram, "+", WINDOW_BYTES)      # DRAM byte of buffer byte 56
+        rbuf = self._element_address(WINDOW_BYTES, True)
+        end, ok = self._dst(ins.end), self._dst(ins.ok)
+        x, sig = self.xfer_range(1).start, self.signal()
+        fail, out, table, issued, short, idle = (self.label(h) for h in (
+            "kpfail", "kpout", "kptab", "kpissued", "kpshort", "kpidle"))
+        # operands: 0 end, 1 ok, 2 max, 3 qw, 4 jump, 5 elem | 6 handle, 7 n, 8 dram, 9 rbuf
+        lines = [
+            "alu[--, --, B, {6}]",
+            f"beq[{fail}#]",                         # handle 0 is not a buffer
+            "immed[{2}, FRAME_BYTES_MAX]",
+            "alu[--, {2}, -, {7}]",
+            f"bcc[{fail}#]",                         # too many bytes
+            f"alu[{{5}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
+            f"br_bclr[{{5}}, 31, {idle}#]",
+            *self.wait_lines(RX_STORE_SIGNAL),       # this mpacket's previous store
+            "alu_shf[{5}, --, B, {5}, <<1]",
+            "alu_shf[{5}, --, B, {5}, >>1]",
+            f"{idle}#:",
+            "alu_shf[{2}, --, B, {5}, <<2]",
+            "alu_shf[{2}, --, B, {2}, >>2]",         # the element | 1 << 16, no flags
+            f"alu[${x}, --, B, {{2}}]",
+            f"sram[write, ${x}, {{6}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+            "immed[{2}, 0x4000]",
+            "alu_shf[{5}, {5}, OR, {2}, <<16]",      # bit 30: kept for the buffer
+            f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{5}}]",
+            f"alu[{{3}}, {{7}}, -, {WINDOW_BYTES - 7}]",
+            f"blt[{short}#]",
+            "alu_shf[{3}, --, B, {3}, >>3]",         # quadwords of bytes 56..: 0..9
+            f"beq[{short}#]",                        # the window holds it all
+            f"load_addr[{{4}}, {table}#]",
+            "alu_shf[{4}, {4}, +, {3}, <<1]",
+            "alu[{4}, {4}, -, 2]",
+            f"jump[{{4}}, {table}#]",
+            f"{table}#:",
+        ]
+        for count in range(1, QUADWORDS_MAX + 1):
+            lines += [f"dram[rbuf_rd, --, {{8}}, {{9}}, {count}], sig_done[{RX_STORE_SIGNAL}]",
+                      f"br[{issued}#]"]
+        lines += [f"{issued}#:", *self.wait_lines(RX_STORE_SIGNAL),
+                  f"{short}#:", *self.wait_lines(sig),
+                  "alu[{0}, --, B, {7}]", "alu[{1}, --, B, 1]", f"br[{out}#]",
+                  f"{fail}#:", "alu[{1}, --, B, 0]", f"{out}#:"]
+        ops = [end, ok, fm, q, t, w, handle, n, dram, rbuf]
+        uses = tuple(range(6, len(ops)))
+        self.op("\n".join(lines), ops, defs=(0, 1, 2, 3, 4, 5), uses=uses, late_uses=uses,
+                pairs=((2, 7), (4, 3), (8, 9), (5, 2)), sets_cc=True)
 
     def reserve_turn_writes(self) -> tuple[int, ...]:
         """Signals and transfer registers (TURN_WRITES of each) kept for the receive stage's
@@ -443,10 +557,13 @@ class BufferSelection:
         handle, length = self.reg_value(ins.handle), self.reg_value(ins.length)
         queue = self.freelist_address()
         n, dram, k, fm = (self._new(h, gpr_only=True) for h in ("n", "dram", "kdata", "max"))
+        kept = self._new("kept", gpr_only=True)
         x, sig = self.xfer_range(1).start, self.signal()
         rsig = self.attach_signal if deferred else sig
         old, out, fits, short = (self.label(h) for h in ("atold", "atout", "atfits", "atshort"))
-        # operands: 0 n, 1 dram, 2 kdata, 3 max | 4 handle, 5 length, 6 queue
+        fromdram, windowed, noflag, copied = (self.label(h) for h in (
+            "atdram", "atwin", "atnoflag", "atcopied"))
+        # operands: 0 n, 1 dram, 2 kdata, 3 max | 4 handle, 5 length, 6 queue | 7 kept
         lines = [
             "alu[{1}, --, B, {4}]",
             f"beq[{out}#]",                          # not a buffer: nothing changes
@@ -455,16 +572,35 @@ class BufferSelection:
             f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
             *self.wait_lines(sig),
             f"{old}#:",
-            f"alu[*l$index1[{META_HANDLE}], --, B, {{1}}]",
+            # the window from the RBUF element the buffer keeps (select_store_keeping),
+            # which is then freed and forgotten; else from DRAM
+            f"sram[read, ${x}, {{4}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+            *self.wait_lines(sig),
+            f"alu[{{7}}, --, B, ${x}]",
+            f"alu[*l$index1[{META_HANDLE}], --, B, {{4}}]",
             "immed32[{2}, K_DATA]",
-            "alu_shf[{1}, {2}, +, {1}, <<BUF_SHIFT]",
+            "alu_shf[{1}, {2}, +, {4}, <<BUF_SHIFT]",
             f"alu[*l$index1[{META_DRAM_ADDR}], --, B, {{1}}]",
+            "alu[--, --, B, {7}]",
+            f"beq[{fromdram}#]",
+            f"alu[${x}, --, B, 0]",
+            f"sram[write, ${x}, {{4}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+            *self.wait_lines(sig),
+            "alu_shf[{2}, --, B, {7}, <<16]",
+            "alu_shf[{2}, --, B, {2}, >>16]",
+            "alu_shf[{2}, --, B, {2}, <<ELEMENT_SHIFT]",
+            f"msf[read, $0, {{2}}, 0, {WINDOW_WORDS}], sig_done[{sig}]",
+            *self.wait_lines(sig), *_window_copy("$"),
+            "msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, {7}]",
+            f"br[{windowed}#]",
+            f"{fromdram}#:",
         ]
         if deferred:
             lines.append(f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{rsig}]")
         else:
             lines += [f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{sig}]",
                       *self.wait_lines(sig), *_window_copy()]
+        lines.append(f"{windowed}#:")
         lines += [
             "immed[{3}, FRAME_BYTES_MAX]",
             "alu[{0}, --, B, {5}]",
@@ -478,8 +614,10 @@ class BufferSelection:
             "alu[{2}, {0}, -, 1]",
             "alu_shf[{2}, --, B, {2}, >>ELEMENT_SHIFT]",
         ]
-        if deferred:
-            lines += ["immed[{3}, 0x8000]", "alu_shf[{2}, {2}, OR, {3}, <<16]"]
+        if deferred:                                 # a window read in flight
+            lines += ["alu[--, --, B, {7}]", f"bne[{noflag}#]",
+                      "immed[{3}, 0x8000]", "alu_shf[{2}, {2}, OR, {3}, <<16]",
+                      f"{noflag}#:"]
         lines += [
             f"alu[*l$index1[{META_TBUF_MORE}], --, B, {{2}}]",
             f"br[{out}#]",
@@ -487,7 +625,8 @@ class BufferSelection:
             f"immed[*l$index1[{META_TBUF_MORE}], 0]",
         ]
         if deferred:                                 # the buffer goes back: its read first
-            lines += [*self.wait_lines(rsig), *_window_copy()]
+            lines += ["alu[--, --, B, {7}]", f"bne[{copied}#]",
+                      *self.wait_lines(rsig), *_window_copy(), f"{copied}#:"]
         lines += [
             f"alu[${x}, --, B, *l$index1[{META_HANDLE}]]",
             f"sram[enqueue, ${x}, {{6}}, 0], sig_done[{sig}]",
@@ -496,9 +635,26 @@ class BufferSelection:
             f"{out}#:",
         ]
         uses = (4, 5, 6)
-        self.op("\n".join(lines), [n, dram, k, fm, handle, length, queue], defs=(0, 1, 2, 3),
-             uses=uses, late_uses=uses, pairs=((2, 1), (3, 0), (2, 3)), sets_cc=True)
+        self.op("\n".join(lines), [n, dram, k, fm, handle, length, queue, kept],
+                defs=(0, 1, 2, 3, 7), uses=uses, late_uses=uses,
+                pairs=((2, 1), (3, 0), (2, 3), (2, 4)), sets_cc=True)
 
+
+    def take_turn_lines(self) -> list[str]:
+        """Call the dispatch's RX_TURN_TAKE_LABEL: wait for the port's receive turn (pool.uc
+        takes its REG token and re-registers the thread there)."""
+        back = self.label("rxtake")
+        return [f"load_addr[{RX_TURN_RET}, {back}#]", f"br[{RX_TURN_TAKE_LABEL}#]",
+                f"{back}#:"]
+
+    def select_rx_turn_take(self, ins: wir.RxTurnTake) -> None:
+        """media.turn_begin(): what the stage did before (a buffer taken, a store of the
+        window's bytes) completes first, sleeping (the turn is not held yet); from here on
+        the stage waits by polling, and its state reads and writes are in mpacket order."""
+        self.require_pool(ins)
+        self.flush()
+        self.op("\n".join(self.take_turn_lines()), [])
+        self.spinning = True
 
     def select_rx_turn_done(self, ins: wir.RxTurnDone) -> None:
         """Call the dispatch's RX_TURN_LABEL: the port's next mpacket may run its receive

@@ -110,6 +110,7 @@ class Selector(buffers.BufferSelection):
         # the receive stage holds its port's turn: it waits by polling its signals, so the
         # turn does not also wait for the ME's other contexts to swap out (buffers.py)
         self.turn_blocks = buffers.blocks_in_turn(fn)
+        self.turn_entered = buffers.blocks_entered_in_turn(fn)
         self.spinning = False
         self.xfer_limit = abi.xfer_regs - sum(len(s.xfer) for s in self.slots.values())
         # the receive stage's scratch writes awaited after its turn (buffers.py)
@@ -417,6 +418,9 @@ class Selector(buffers.BufferSelection):
                              (0,)))
         for k, v in self.hdr_vregs.items():
             self.move(v, f"$${k}")
+        if self.turn_blocks and not buffers.has_turn_take(self.fn):
+            # a receive stage without media.turn_begin(): its turn starts at the entry
+            self.op("\n".join(self.take_turn_lines()), [])
         first = self.labels[self.fn.blocks[0].label]
         return MBlock("body_entry#", self.state.instrs, (first,), "")
 
@@ -450,7 +454,7 @@ class Selector(buffers.BufferSelection):
     def _block(self, b: wir.Block, following: str | None) -> MBlock:
         self.state = BlockState()
         self.current_label = b.label
-        self.spinning = b.label in self.turn_blocks
+        self.spinning = b.label in self.turn_entered
         self.start_turn_writes(b.label)
         folds = self.folds = self._shift_folds(b)
         for index, ins in enumerate(b.instrs):
@@ -944,6 +948,9 @@ class Selector(buffers.BufferSelection):
 
     def _sel_RxTurnDone(self, ins: wir.RxTurnDone, folds: Folds, _: str | None) -> None:
         self.select_rx_turn_done(ins)
+
+    def _sel_RxTurnTake(self, ins: wir.RxTurnTake, folds: Folds, _: str | None) -> None:
+        self.select_rx_turn_take(ins)
 
     # --- control
     def _sel_Jump(self, ins: wir.Jump, folds: Folds, following: str | None) -> None:

@@ -18,6 +18,7 @@ from .words import Words
 CRC32_POLY = 0xEDB88320
 # the marker the front end puts after a pipeline's receive stage (prepare.py)
 RX_TURN_DONE = "npu.rx.turn_done"
+RX_TURN_TAKE = "npu.rx.turn_take"
 LEN_WORD = META_FIELDS["len"].word
 
 
@@ -54,7 +55,7 @@ class Intrinsics:
         self.buffer_table: dict[str, Callable[[list[Words], Reg | None], Words | None]] = {
             "npu.buf.alloc": self.buf_alloc, "npu.buf.store": self.buf_store,
             "npu.buf.attach": self.buf_attach, "npu.buf.free": self.buf_free,
-            RX_TURN_DONE: self.rx_turn_done,
+            RX_TURN_DONE: self.rx_turn_done, RX_TURN_TAKE: self.rx_turn_take,
         }
 
     def expand(self, name: str, args: list[Words], out: Reg | None, width: int) -> Words | None:
@@ -161,6 +162,9 @@ class Intrinsics:
 
     def rx_turn_done(self, args: list[Words], out: Reg | None) -> None:
         self.b.emit(wir.RxTurnDone())
+
+    def rx_turn_take(self, args: list[Words], out: Reg | None) -> None:
+        self.b.emit(wir.RxTurnTake())
 
     # ---- table lookups (native.py: hash_lookup, lpm) ----
     def loop(self, hint: str, trips: int) -> tuple[Reg, wir.Block]:

@@ -171,9 +171,12 @@ def _mark_receive_stage_end(module: ir.Module, program: Program, pipeline: str) 
     for block in fn.blocks:
         for instr in block.instructions:
             if isinstance(instr, ir.CallInstr) and instr.callee.name == callee:
-                marker = ir.Function(module, ir.FunctionType(ir.VoidType(),
-                                                             [fn.args[0].type]), RX_TURN_DONE)
-                marker.attributes.add("nounwind")
+                try:        # declared already when the stage ends its turn itself
+                    marker = module.get_global(RX_TURN_DONE)
+                except KeyError:
+                    marker = ir.Function(module, ir.FunctionType(
+                        ir.VoidType(), [fn.args[0].type]), RX_TURN_DONE)
+                    marker.attributes.add("nounwind")
                 b = ir.IRBuilder(block)
                 b.position_after(instr)
                 b.call(marker, [fn.args[0]])

@@ -12,7 +12,8 @@ USE_FIELDS = ("a", "b", "src", "hi", "lo", "cond", "offset", "addr", "value", "s
               "handle", "at", "start", "length")
 
 SIDE_EFFECTS = (wir.HdrWrite, wir.PktStore8, wir.MetaWrite, wir.MemWrite, wir.MemAdd,
-                wir.Jump, wir.Branch, wir.Ret, *wir.BUFFER_OPS, wir.RxTurnDone)
+                wir.Jump, wir.Branch, wir.Ret, *wir.BUFFER_OPS, wir.RxTurnDone,
+                wir.RxTurnTake)
 
 
 def map_uses(instr: wir.Instr, f: Callable[[Operand], Operand]) -> bool:

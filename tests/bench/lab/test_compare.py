@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from scapy.all import IP, UDP, Ether
 
-from npkit.bench.lab import affinity, compare, native_rates
+from npkit.bench.lab import affinity, compare, native_rates, published
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.l2fwd_device import L2fwdChipDevice, L2fwdReference
 from npkit.bench.tester.reference import Expected
@@ -172,7 +172,20 @@ def test_the_command_writes_a_report(tmp_path: Path) -> None:
                                        "--flows", "400", "--out", str(out)])
     assert result.exit_code == 0, result.output
     text = (out / "report.md").read_text()
-    assert "Flow affinity" in text and "table/figure not recorded in FACTS.md" in text
+    assert "Flow affinity" in text and "## Published figures" in text
     assert (out / "compare_affinity.png").exists() and (out / "results.json").exists()
     bad = CliRunner().invoke(main, ["bench", "compare", "--apps", "l3fwd", "--out", str(out)])
     assert bad.exit_code != 0 and "l3fwd" in bad.output
+
+
+def test_every_published_figure_names_its_document_and_place() -> None:
+    rows = compare.published_rows()
+    assert len(rows) == len(published.X86_FIGURES) == 5
+    for row in rows:
+        assert row.document.startswith("FACTS.md §3") and "document: " in row.document
+        assert row.table  # a table/figure, or why it is not known
+        found = "not found" not in row.document.split("document: ")[1][:9]
+        assert bool(row.quote) == found  # a document found is quoted, one not found is not
+    sandy = [r for r in rows if "i7-2600" in r.what or "X5690" in r.what]
+    assert len(sandy) == 3 and all("not found" in r.document for r in sandy)
+    assert any("80 Mpps" in r.quote for r in rows)

@@ -16,7 +16,7 @@ import pytest
 
 from npkit.compiler.mbl import CompileError, compile_file, compile_source
 from npkit.compiler.me import compile_me, wir
-from npkit.compiler.me.abi import LM_WINDOW_ABI, RX_TURN_LABEL, RX_TURN_RET
+from npkit.compiler.me.abi import LM_WINDOW_ABI, RX_TURN_LABEL, RX_TURN_RET, RX_TURN_TAKE_LABEL
 from npkit.compiler.me.report import abi_violations, analyze_body
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,25 +32,30 @@ def test_frame_rx_compiles_to_the_pool_s_buffer_commands(media_build) -> None:
     uc = media_build.body.uc
     assert len(re.findall(r"sram\[dequeue, ", uc)) == 1           # buffer.alloc
     assert len(re.findall(r"sram\[enqueue, ", uc)) >= 3           # free (x2), attach's
-    # two buffer.store sites, each one dram[rbuf_rd] of 1..16 quadwords through a table
+    # three buffer.store sites (the first, a middle and the last mpacket's), each one
+    # dram[rbuf_rd] of 1..16 quadwords through a table
     counts = [int(c) for c in re.findall(r"dram\[rbuf_rd, --, \w+, \w+, (\d+)\]", uc)]
-    assert sorted(counts) == sorted(list(range(1, 17)) * 2)
-    assert len(re.findall(r"jump\[\w+, ", uc)) == 2
+    assert sorted(counts) == sorted(list(range(1, 17)) * 3)
+    assert len(re.findall(r"jump\[\w+, ", uc)) == 3
     # buffer.attach: the window (56 bytes) from the buffer into local memory
     assert len(re.findall(r"dram\[read, \$\$0, \w+, 0, 7\]", uc)) == 1
-    # the receive stage's end: a call of the dispatch's turn routine, and on the paths that
-    # jump there with scratch writes in flight an earlier call (test below)
-    calls = uc.count(f"br[{RX_TURN_LABEL}#]")
-    assert calls >= 1 and len(re.findall(rf"load_addr\[{RX_TURN_RET}, ", uc)) == calls
+    # the receive turn: each media.turn_begin() a call of the dispatch's turn-taking
+    # routine, each media.turn_end() and the receive stage's end one of its passing routine
+    takes, calls = uc.count(f"br[{RX_TURN_TAKE_LABEL}#]"), uc.count(f"br[{RX_TURN_LABEL}#]")
+    assert takes == 5 and calls == takes + 1
+    assert len(re.findall(rf"load_addr\[{RX_TURN_RET}, ", uc)) == takes + calls
     # the window stays in local memory: $$ only between the attach's read and the copies
     assert set(re.findall(r"\$\$\d+", uc)) == {f"$${k}" for k in range(14)}
     assert not re.search(r"alu\[\$\$", uc)
 
 
-def test_the_receive_stage_polls_its_waits_in_the_turn(media_build) -> None:
+def test_the_receive_stage_polls_its_waits_in_the_turn() -> None:
     """In the receive turn a wait polls (br_!signal) instead of sleeping: the turn passes
-    without waiting for the ME's other contexts; after it, waits sleep as usual."""
-    uc = media_build.body.uc
+    without waiting for the ME's other contexts; after it, waits sleep as usual (a stage
+    whose turn is its whole body and reads its state there: frame_rx waits for nothing in
+    its turn, below)."""
+    uc = compile_me(compile_source(RX_READS_AFTER_ATTACH, "gather.mbl"), "p",
+                    LM_WINDOW_ABI).body.uc
     polls = re.findall(r"(b_poll\d+)#:\n\s*br_!signal\[\d+, (b_poll\d+)#\]", uc)
     assert polls and all(a == b for a, b in polls)          # each spins on itself
     assert "ctx_arb[" in uc                                  # the later stages sleep
@@ -60,21 +65,35 @@ def test_the_receive_stage_polls_its_waits_in_the_turn(media_build) -> None:
     assert "br_!signal" not in plain
 
 
-def test_the_receive_stage_s_scratch_writes_are_awaited_after_its_turn(media_build) -> None:
-    """frame_rx's writes of its per-port state (rx_frame, rx_bytes) are issued in the turn
-    and waited for once the turn has passed (buffers.select_turn_write): the first mpacket's
-    two, a middle one's, the last one's and a too long frame's each by a sleeping wait right
-    after a call of the turn routine, never by a poll in the turn (only the rare stale-frame
-    path, whose write precedes the buffer.alloc, waits in the turn)."""
+def _turns(uc: str) -> list[str]:
+    """The code between each call of the turn-taking routine and the next call of the
+    turn-passing one (frame_rx's turns: media.turn_begin() .. media.turn_end())."""
+    return re.findall(rf"br\[{RX_TURN_TAKE_LABEL}#\](.*?)br\[{RX_TURN_LABEL}#\]", uc, re.S)
+
+
+def test_frame_rx_waits_for_nothing_in_its_turn(media_build) -> None:
+    """frame_rx's turns (the first mpacket's, given up for no buffer or too long, a middle
+    one's, the last one's) only issue their scratch commands: the reads of rx_frame /
+    rx_bytes, the middle mpacket's test_and_add, the writes; each is waited for by a
+    sleeping wait after the call of the turn-passing routine (buffers.select_turn_write,
+    and isel's pending reads, collected at their first use), never by a poll in the turn.
+    The buffer and the first mpacket's store come before the turn."""
     uc = media_build.body.uc
-    writes = re.findall(r"scratch\[write, \$\d+, \w+, \w+, 1\], sig_done\[(\d+)\]", uc)
-    after_pass = re.findall(rf"br\[{RX_TURN_LABEL}#\]\n(b_rxturn\d+)#:\n\s*ctx_arb\[([\d, ]+)\]",
-                            uc)
-    slept = {int(sig) for _, sigs in after_pass for sig in sigs.split(", ")}
-    assert len(after_pass) == 4 and {int(sig) for sig in writes} == slept
-    assert any(sigs == f"{min(slept)}, {max(slept)}" for _, sigs in after_pass)   # the SOP's
-    polled = [sig for sig in slept if f"br_!signal[{sig}, " in uc]
-    assert len(polled) == 1 and len(re.findall(rf"br_!signal\[{polled[0]}, ", uc)) == 1
+    turns = _turns(uc)
+    assert len(turns) == 5
+    for turn in turns:
+        assert "br_!signal" not in turn and "ctx_arb" not in turn
+        assert "sram[" not in turn and "dram[" not in turn
+        assert re.search(r"scratch\[(read|write|test_and_add), ", turn)
+    assert "br_!signal" not in uc                            # no poll anywhere
+    commands = [c for t in turns for c in re.findall(r"scratch\[(\w+), ", t)]
+    assert sorted(set(commands)) == ["read", "test_and_add", "write"]
+    # every signal a turn's command raises is slept for after the pass
+    after = re.split(rf"br\[{RX_TURN_TAKE_LABEL}#\]", uc)[1:]
+    for turn, rest in zip(turns, after, strict=True):
+        tail = rest[len(turn):]
+        for sig in re.findall(r"sig_done\[(\d+)\]", turn):
+            assert re.search(rf"ctx_arb\[[\d, ]*\b{sig}\b", tail)
 
 
 def test_the_body_assembles_and_keeps_to_the_pool_abi(media_build) -> None:
@@ -88,7 +107,7 @@ def test_the_body_assembles_and_keeps_to_the_pool_abi(media_build) -> None:
     assert abi_violations(stats, LM_WINDOW_ABI) == [
         f"uses dispatch registers {RX_TURN_RET}", "waits for dispatch signals 14",
         "leaves with signals pending: 14"]
-    assert {"dram rbuf_rd", "dram read", "sram enqueue"} <= set(stats.memory_detail)
+    assert {"dram rbuf_rd", "msf read", "sram enqueue"} <= set(stats.memory_detail)
 
 
 def _ret_reachable_without_marker(fn: wir.Function) -> tuple[bool, set[int]]:
@@ -112,18 +131,41 @@ def _ret_reachable_without_marker(fn: wir.Function) -> tuple[bool, set[int]]:
     return ret, before
 
 
+def _in_turn(fn: wir.Function) -> set[int]:
+    """The id()s of the instructions some path runs holding the turn (after an RxTurnTake,
+    before an RxTurnDone), from a walk of every path (the CFG has no cycle here)."""
+    blocks = {b.label: b for b in fn.blocks}
+    inside: set[int] = set()
+    work, seen = [(fn.blocks[0].label, False)], set()
+    while work:
+        label, holds = work.pop()
+        if (label, holds) in seen:
+            continue
+        seen.add((label, holds))
+        for i in blocks[label].instrs:
+            holds = True if isinstance(i, wir.RxTurnTake) else (
+                False if isinstance(i, wir.RxTurnDone) else holds)
+            if holds:
+                inside.add(id(i))
+        work += [(s, holds) for s in blocks[label].successors()]
+    return inside
+
+
 def test_the_receive_turn_ends_right_after_the_receive_stage(media_build) -> None:
     fn = media_build.wir
-    markers = [i for b in fn.blocks for i in b.instrs if isinstance(i, wir.RxTurnDone)]
-    assert len(markers) == 1
     ret, before = _ret_reachable_without_marker(fn)
     assert not ret                           # every path passes the turn on
+    # frame_rx's reads and writes of its registers are inside a turn, its counter outside
+    inside = _in_turn(fn)
     rx_state = [i for b in fn.blocks for i in b.instrs
-                if isinstance(i, wir.MemRead | wir.MemWrite | wir.MemAdd | wir.BufAttach)
+                if isinstance(i, wir.MemRead | wir.MemWrite | wir.MemAdd)
                 and i.loc is not None and i.loc.file.endswith("media_rx.mbl")]
-    assert rx_state and all(id(i) in before for i in rx_state)
+    registers = [i for i in rx_state if not (isinstance(i, wir.MemAdd) and i.dst is None)]
+    assert len(registers) >= 8 and all(id(i) in inside for i in registers)
+    assert not any(id(i) in inside for b in fn.blocks for i in b.instrs
+                   if isinstance(i, wir.BufAlloc | wir.BufStore | wir.BufAttach))
     routing = [i for b in fn.blocks for i in b.instrs if isinstance(i, wir.HdrRead)]
-    assert routing and not any(id(i) in before for i in routing)
+    assert routing and not any(id(i) in before or id(i) in inside for i in routing)
 
 
 RX_READS_AFTER_ATTACH = """

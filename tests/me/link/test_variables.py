@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mbl_variables import compare
 from scapy.all import IP, UDP, Ether, IPv6, raw
 
 from npkit.compiler.mbl import compile_file
@@ -21,7 +22,7 @@ from npkit.link import link
 from npkit.link.header import body_defines
 from npkit.runtime.lpm import RouteTables
 
-from .varsteps import compare, step_by_line
+from .varsteps import step_by_line
 
 REPO = Path(__file__).parents[3]
 ROUTER = REPO / "examples" / "router" / "router.mbl"

@@ -10,13 +10,14 @@ import struct
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from mbl_variables import compare
 
 from npkit.compiler.mbl import compile_source
 from npkit.compiler.mbl.linetrace import LineTracer
 from npkit.compiler.me import compile_me
 from npkit.link import link
 
-from .varsteps import compare, step_by_line
+from .varsteps import step_by_line
 
 SOURCE = """\
 header eth_t { dst: bit<48>; src: bit<48>; ethertype: bit<16>; }

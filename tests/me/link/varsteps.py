@@ -1,14 +1,13 @@
 """Stepping a compiled program on the chip by MBL line and comparing the variables the
 image's debug info locates with the native target's line trace (npkit.compiler.mbl.
-linetrace): the helpers of test_variables.py and test_variables_props.py."""
+linetrace): the helpers of test_variables.py and test_variables_props.py (the comparison
+itself is tests/mbl_variables.py's)."""
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from pathlib import Path
 
-from npkit.compiler.mbl.linetrace import LineRun, LineTracer
+from npkit.compiler.mbl.linetrace import LineTracer
 from npkit.compiler.uc.operands import parse_register_spelling
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.sim.packets import ListSink, ListSource
@@ -74,28 +73,3 @@ def step_by_line(linked, tracer: LineTracer, frame: bytes) -> list[tuple]:
         if any(chip.frames_out.values()) and stops and not last:
             break
     return stops
-
-
-def compare(stops: list[tuple], native: LineRun) -> tuple[int, list[str]]:
-    """How many values agree; what disagrees.  A line the scheduled code reaches more than
-    once, or the native code runs more than once (a loop), matches any of its visits."""
-    at = defaultdict(list)
-    for s in native.states:
-        at[(s.loc.file, s.loc.line)].append(s)
-    agreed, wrong = 0, []
-    for file, line, values in stops:
-        for (name, decl), value in values.items():
-            if value is None:
-                continue
-            seen = {s.values[name] for s in at[(file, line)]
-                    if name in s.values and s.variables[name].decl == decl}
-            if not seen:
-                continue        # not yet assigned in the source's order (scheduled early)
-            if value in seen:
-                agreed += 1
-            else:
-                wrong.append(f"{Path(file).name}:{line} {name} = {value:#x}, native "
-                             f"{sorted(map(hex, seen))}")
-    return agreed, wrong
-
-
