@@ -579,7 +579,7 @@ class Chip : public MediaHost {
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
-  void process_events_until(uint64_t t);
+  template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
   inline bool wake_check(ME& m, int ci, uint64_t t);  // true: the context became Ready
   [[noreturn]] void deadlock(const char* why);
