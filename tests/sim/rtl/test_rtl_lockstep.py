@@ -173,3 +173,55 @@ def test_a_mismatch_in_compiled_code_names_the_mbl_line() -> None:
         chip.run(cycles=CYCLES)
     first = err.value.report.splitlines()[1]
     assert f"pc {pc}: alu" in first and "ipv4_fwd.mbl:" in first
+
+
+def command_program() -> list[int]:
+    """Every context: SRAM, scratch and DRAM writes and reads with ctx_swap, an atomic, a
+    hash, 20 SRAM increments back to back (more than the 16-entry command FIFO: the ME
+    stalls), a sig_done command waited for with ctx_arb, then kill."""
+    from rtlprog import OPND, csr_rd, enc, immed, kill
+    a, b, x, xd, imm = OPND["gpr_a"], OPND["gpr_b"], OPND["xfer_s"], OPND["xfer_d"], OPND["imm"]
+    none = isa.XFER_NONE
+
+    def alu(dest: int, op: str, src: int, shamt: int = 0, first: int = isa.OPERAND_NONE) -> int:
+        return enc("alu", op=isa.ALU_OPS[op], dest=dest, a=first, b=src, shift=0, shamt=shamt)
+
+    def mem(unit: str, cmd: str, xfer: int, first: int, second: int, count: int, sig: int,
+            swap: int) -> int:
+        cmds = isa.BY_MNEMONIC[unit].cmds
+        return enc(unit, cmd=cmds[cmd], xfer=xfer, a=first, b=second, count=count - 1,
+                   sig=sig, swap=swap)
+
+    words = [csr_rd("ACTIVE_CTX_STS"), immed(a + 0, 0),  # a0 = ACTIVE_CTX_STS
+             alu(a + 1, "AND", imm + 7, first=a + 0),
+             alu(a + 2, "B", a + 1, shamt=6),              # a2 = ctx * 64
+             alu(x + 0, "B", a + 2), alu(x + 1, "~B", a + 2),
+             mem("sram", "write", 0, a + 2, imm + 0, 2, 1, 1),
+             mem("sram", "read", 2, a + 2, imm + 0, 2, 2, 1),
+             alu(a + 3, "+", x + 3, first=x + 2),
+             alu(x + 4, "B", a + 3),
+             mem("scratch", "test_and_add", 4, a + 2, imm + 8, 1, 3, 1),
+             alu(xd + 0, "B", x + 4), alu(xd + 1, "B", a + 3),
+             mem("dram", "write", 0, a + 2, imm + 0, 1, 4, 1),
+             mem("dram", "read", 2, a + 2, imm + 0, 1, 5, 1),
+             alu(x + 6, "B", xd + 2), alu(x + 7, "B", xd + 3),
+             enc("hash_48", size=isa.HASH_SIZES["hash_48"], xfer=6, count=0, sig=6, swap=1),
+             *[mem("sram", "incr", none, a + 2, imm + 12, 1, 0, 0) for _ in range(20)],
+             mem("scratch", "read", 8, a + 2, imm + 8, 1, 7, 0),
+             enc("ctx_arb", mode=isa.CTX_ARB_MODES["all"], sigs=1 << 7),
+             alu(b + 0, "+", x + 8, first=x + 6),
+             kill()]
+    return words
+
+
+def test_every_command_kind_and_a_full_command_fifo_in_lockstep() -> None:
+    from npkit.compiler.uc.image import Image
+    from npkit.sim import Chip
+
+    chip = Chip("ixp2800")
+    chip.load(Image(mes=(0,), ctx_mode=8, words=command_program()))
+    mirror = Lockstep.attach(chip, 0)
+    chip.run(cycles=20_000, until_idle=True)
+    assert mirror.checked == 8 * len(command_program())
+    assert mirror.commands == 8 * 27  # 2 sram, 1 atomic, 2 dram, hash, 20 incr, 1 read
+    assert chip._core.lockstep_state(0)  # the run ended in agreement
