@@ -2,7 +2,9 @@
 
     python -m npkit.bench.route_updates [--updates 30000] [--batch 1000] [--runs 5]
                                         [--table PATH] [--seed 2024]
-                                        [--structure 16-8-8|poptrie]
+                                        [--structure 16-8-8|poptrie|both]
+                                        [--bands [--band-updates 2000] [--no-dpdk]]
+                                        [--worst]
 
 For IPv4 and IPv6 separately: the full real table (../shared/data/routes/
 full-table-2024.txt.gz by default, next hops by the documented rule of npkit.runtime.routes)
@@ -23,20 +25,26 @@ so every run starts from and ends at the same table.  Two ways to apply them:
 * batched: one `mgr.apply(batch)` per --batch updates (one C++ call), one `reclaim()` each.
 
 Reported: updates per second in host time, median of --runs, beside the IXP2800's published
-figures and the issue's goal; and, from a manager with a write log (the chip's shadow
-copy), the mean number of 32-bit words written to chip memory per update, which is what
-the XScale pays for; and the rate in modelled XScale time (`modelled_xscale_rate`: the
-stream replayed through the control-processor model into a simulated chip).  After the runs
+figures and the issue's goal, also per CPU second of the process (robust on a shared box);
+the single-update latency distribution of one more per-call pass (median, p99, p99.9,
+max: on a loaded box the tail is the scheduler's time slices); and, from a manager with a
+write log (the chip's shadow copy), the mean number of 32-bit words written to chip memory
+per update; and the rate in modelled XScale time (`modelled_xscale_rate`: the stream
+replayed through the control-processor model into a simulated chip; for Poptrie each
+update's cost comes from its counted work, npkit.runtime.xscale_update).  After the runs
 the trie is checked against a freshly built one on random addresses.  This is a benchmark,
 not a test.  Results go to docs/performance.md, "Route updates".  `--structure poptrie`
 measures the Poptries of microblocks/lpm_poptrie.mbl (8 MB memories, so the modelled chip
-keeps the preset's 8 MB SRAM channels) through PoptrieRouteManager instead.
+keeps the preset's 8 MB SRAM channels) through PoptrieRouteManager instead; `both`, each.
+`--bands` instead runs bench/update_bands.py: updates/s per prefix-length band beside
+DPDK's rte_lpm / rte_lpm6 on the same prefixes; `--worst` the slowest single updates.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import ipaddress
 import platform
 import random
 import statistics
@@ -49,6 +57,16 @@ from typing import Any
 
 import numpy as np
 
+from npkit.bench.update_bands import (
+    WORST_UP_TO,
+    BandResult,
+    band_samples,
+    dpdk_bands,
+    npkit_bands,
+    percentiles,
+    report_bands,
+    worst_updates,
+)
 from npkit.runtime.lpm import IPV4, IPV6
 from npkit.runtime.route_manager import PoptrieRouteManager, RouteManager, RouteUpdate
 from npkit.runtime.routes import (
@@ -61,6 +79,7 @@ from npkit.runtime.routes import (
     reference_histogram,
 )
 from npkit.runtime.xscale import ControlProcessor
+from npkit.runtime.xscale_update import UpdateCostModel
 from npkit.sim import Chip, ChipConfig
 
 IXP2800_RATE = {4: 58_883, 6: 24_000}  # published route updates/s (issue 5)
@@ -109,16 +128,33 @@ def batched(mgr: RouteManager, updates: list[RouteUpdate], batch: int) -> None:
         mgr.reclaim()
 
 
+@dataclass(frozen=True)
+class Modelled:
+    """The stream in modelled XScale time; for Poptrie also the counted work per update."""
+
+    rate: float  # updates/s of simulated time
+    instructions: float = 0.0  # mean per update (Poptrie: from the counters)
+    misses: float = 0.0  # data-cache misses per update (line fills from DRAM)
+    work_cycles: float = 0.0  # XScale cycles of work per update, writes not included
+    counters: dict[str, float] | None = None  # mean counters per update
+
+
 def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[RouteUpdate],
-                         chip_name: str = "ixp2800", structure: str = "16-8-8") -> float:
+                         chip_name: str = "ixp2800", structure: str = "16-8-8") -> Modelled:
     """Updates/s in modelled time: the XScale model (npkit.runtime.xscale) applies the stream
     one update at a time to a chip whose SRAM channel 0 holds the trie -- the same path as
     npkit.runtime.chip_router: the route manager updates the host shadow, the XScale spends
-    `[xscale] route_update_cycles`, then replays the update's write log into SRAM as posted
-    writes (issue cost per word, at most `max_posted_writes` in flight, visible after the
-    write latency, barriers kept).  Time runs from the first update to the last word
-    visible.  For the 16-8-8 trie the channel is made 64 MB (the HRM's maximum) so the real
-    table fits; a Poptrie fits the preset's channel."""
+    the update's work, then replays the update's write log into SRAM as posted writes
+    (issue cost per word, at most `max_posted_writes` in flight, visible after the write
+    latency, barriers kept).  Time runs from the first update to the last word visible.
+
+    The work: for a Poptrie, costed from what the updater counted (nodes visited, slots
+    scanned, words read and written, blocks allocated and retired) and the data-cache misses
+    of the addresses it read (npkit.runtime.xscale_update, parameters in
+    runtime/data/xscale_update.toml); for the 16-8-8 trie, whose updater keeps no counters,
+    still the constant `[xscale] route_update_cycles`.  For the 16-8-8 trie the channel is
+    made 64 MB (the HRM's maximum) so the real table fits; a Poptrie fits the preset's
+    channel."""
     config = ChipConfig.load(chip_name)
     if structure == "16-8-8":
         raw = copy.deepcopy(config.raw)
@@ -131,13 +167,31 @@ def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[Ro
     chip.sram(0)[:len(shadow)] = shadow
     cp = ControlProcessor(chip)
     last_visible = [0]
+    counted = structure == "poptrie"
+    model = UpdateCostModel(cp.timing.dram_read_cycles)
+    totals: dict[str, float] = {}
+    work = [0, 0, 0]  # instructions, misses, cycles
+    if counted:
+        trie = mgr.trie(family)  # type: ignore[arg-type]
+        trie.take_counters()
+        trie.trace(True)
 
     def stream() -> Any:
         for update in updates:
             mgr.apply([update])
             mgr.reclaim()                       # no reader on this chip: no grace period
             log = mgr.take_log(family)  # type: ignore[arg-type]
-            yield from cp.compute(cp.timing.route_update_cycles)
+            if counted:
+                counters = trie.take_counters()
+                cost = model.cost(counters, trie.take_trace())
+                for key, value in counters.items():
+                    totals[key] = totals.get(key, 0) + value
+                work[0] += cost.instructions
+                work[1] += cost.misses
+                work[2] += cost.cycles
+                yield from cp.compute(cost.cycles)
+            else:
+                yield from cp.compute(cp.timing.route_update_cycles)
             if len(log.indices):
                 last_visible[0] = yield from cp.sram_write(0, log.indices, log.values,
                                                            list(log.barriers))
@@ -146,7 +200,12 @@ def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[Ro
     cp.process(stream())
     cp.run(until_idle=True)
     end = max(cp.now, last_visible[0])
-    return len(updates) / ((end - start) / chip.config.clock_hz)
+    rate = len(updates) / ((end - start) / chip.config.clock_hz)
+    if not counted:
+        return Modelled(rate, work_cycles=cp.timing.route_update_cycles)
+    n = len(updates)
+    return Modelled(rate, work[0] / n, work[1] / n, work[2] / n,
+                    {k: v / n for k, v in totals.items()})
 
 
 def update_stream(table: dict[Prefix, int], family: int, count: int,
@@ -189,18 +248,39 @@ class Result:
     per_call_logged: float  # one per call, with the write log (the chip's shadow)
     words_per_update: float  # mean words written per update (write log)
     barriers_per_update: float
-    modelled: float  # updates/s of simulated time on the modelled XScale
+    modelled: Modelled  # the stream on the modelled XScale, simulated time
     check: str
+    per_call_cpu: float = 0.0  # updates per CPU second of the process, one per call
+    tail_us: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # p50 p99 p99.9 max
+    structure: str = "16-8-8"
 
 
 def median_rate(mgr: RouteManager, work: list[Any], batch: int, runs: int,
-                apply: Callable[[RouteManager, list[Any], int], None]) -> float:
+                apply: Callable[[RouteManager, list[Any], int], None],
+                clock: Callable[[], float] = time.perf_counter) -> float:
     rates = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         apply(mgr, work, batch)
-        rates.append(len(work) / (time.perf_counter() - start))
+        rates.append(len(work) / (clock() - start))
     return statistics.median(rates)
+
+
+def latency_tail(mgr: RouteManager, rows: list[Row]) -> tuple[float, float, float, float]:
+    """One per call, each update (with its reclaim) timed on its own: p50, p99, p99.9 and
+    max in microseconds of wall time."""
+    add, delete, reclaim = mgr.add, mgr.delete, mgr.reclaim
+    clock = time.perf_counter_ns
+    times = []
+    for family, network, length, next_hop in rows:
+        start = clock()
+        if next_hop is None:
+            delete(family, network, length)
+        else:
+            add(family, network, length, next_hop)
+        reclaim()
+        times.append(clock() - start)
+    return percentiles(times)
 
 
 def check_against_rebuild(mgr: RouteManager, table: dict[Prefix, int], family: int,
@@ -231,6 +311,9 @@ def measure(family: int, table: dict[Prefix, int], count: int, batch: int, runs:
     mgr, load_seconds = load(family, table, log=False, structure=structure)
     updates = update_stream(table, family, count, seed)
     per_call = median_rate(mgr, rows_of(updates), batch, runs, one_per_call)
+    per_call_cpu = median_rate(mgr, rows_of(updates), batch, runs, one_per_call,
+                               time.process_time)
+    tail = latency_tail(mgr, rows_of(updates))
     in_batches = median_rate(mgr, updates, batch, runs, batched)
     check = check_against_rebuild(mgr, table, family, seed)
     del mgr
@@ -242,28 +325,48 @@ def measure(family: int, table: dict[Prefix, int], count: int, batch: int, runs:
     del shadow
     modelled = modelled_xscale_rate(family, table, updates, structure=structure)
     return Result(family, len(table), load_seconds, len(updates), per_call, in_batches, logged,
-                  len(log.indices) / applied, len(log.barriers) / applied, modelled, check)
+                  len(log.indices) / applied, len(log.barriers) / applied, modelled, check,
+                  per_call_cpu, tail, structure)
 
 
-def report(results: list[Result], table: Path, batch: int, runs: int,
-           structure: str = "16-8-8") -> None:
-    print(f"route updates ({structure}) on {table.name}; Python {platform.python_version()}, "
-          f"{platform.machine()}, one thread; host time, median of {runs} runs")
-    print(f"{'':5} {'routes':>9} {'full load':>10} {'updates':>8} {'per call /s':>12} "
-          f"{'batched /s':>11} {'logged /s':>10} {'IXP2800 /s':>11} {'goal /s':>10}")
-    for r in results:
-        print(f"IPv{r.family:<2} {r.routes:>9,} {r.load_seconds:>8.2f} s {r.updates:>8,} "
-              f"{r.per_call:>12,.0f} {r.batched:>11,.0f} {r.per_call_logged:>10,.0f} "
-              f"{IXP2800_RATE[r.family]:>11,} {GOAL_RATE[r.family]:>10,}")
-    print(f"batched = {batch:,} updates per mgr.apply call and one reclaim per batch; "
-          f"logged = one per call with the write log (chip shadow)")
-    for r in results:
-        print(f"IPv{r.family} words written per update: {r.words_per_update:.1f} "
-              f"({r.barriers_per_update:.2f} barriers); modelled XScale (simulated time, "
-              f"one update at a time): {r.modelled:,.0f} updates/s "
-              f"(IXP2800 published: {IXP2800_RATE[r.family]:,})")
-    for r in results:
-        print(f"IPv{r.family} check: {r.check}")
+def report(results: list[Result], table: Path, batch: int, runs: int) -> None:
+    for structure in dict.fromkeys(r.structure for r in results):
+        rows = [r for r in results if r.structure == structure]
+        print(f"route updates ({structure}) on {table.name}; Python "
+              f"{platform.python_version()}, {platform.machine()}, one thread; host time, "
+              f"median of {runs} runs")
+        print(f"{'':5} {'routes':>9} {'full load':>10} {'updates':>8} {'per call /s':>12} "
+              f"{'(CPU) /s':>10} {'batched /s':>11} {'logged /s':>10} {'IXP2800 /s':>11} "
+              f"{'goal /s':>10}")
+        for r in rows:
+            print(f"IPv{r.family:<2} {r.routes:>9,} {r.load_seconds:>8.2f} s {r.updates:>8,} "
+                  f"{r.per_call:>12,.0f} {r.per_call_cpu:>10,.0f} {r.batched:>11,.0f} "
+                  f"{r.per_call_logged:>10,.0f} {IXP2800_RATE[r.family]:>11,} "
+                  f"{GOAL_RATE[r.family]:>10,}")
+        print(f"batched = {batch:,} updates per mgr.apply call and one reclaim per batch; "
+              f"(CPU) = per CPU second of the process; logged = one per call with the write "
+              f"log (chip shadow)")
+        for r in rows:
+            p50, p99, p999, worst = r.tail_us
+            print(f"IPv{r.family} one update, wall time: median {p50:.2f} us, p99 {p99:.1f}, "
+                  f"p99.9 {p999:.1f}, max {worst:.1f} us")
+        for r in rows:
+            m = r.modelled
+            print(f"IPv{r.family} words written per update: {r.words_per_update:.1f} "
+                  f"({r.barriers_per_update:.2f} barriers); modelled XScale (simulated time, "
+                  f"one update at a time): {m.rate:,.0f} updates/s "
+                  f"(IXP2800 published: {IXP2800_RATE[r.family]:,})")
+            if m.counters:
+                c = m.counters
+                print(f"  counted per update: {m.instructions:,.0f} instructions, "
+                      f"{m.misses:.1f} D-cache misses, {m.work_cycles:,.0f} cycles of work "
+                      f"besides the SRAM writes; {c['nodes_visited']:.1f} nodes visited, "
+                      f"{c['entries']:.2f} direct entries, {c['host_words_read']:.0f} host "
+                      f"slots scanned, {c['image_words_read']:.1f} words read, "
+                      f"{c['words_written']:.1f} written, {c['blocks_allocated']:.2f} blocks "
+                      f"allocated, {c['host_words_written']:.1f} host words painted")
+        for r in rows:
+            print(f"IPv{r.family} check: {r.check}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,8 +377,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--table", type=Path, default=REAL_TABLE)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--structure", choices=STRUCTURES, default="16-8-8",
-                        help="lpm.mbl's 16-8-8 tries or lpm_poptrie.mbl's Poptries")
+    parser.add_argument("--structure", choices=(*STRUCTURES, "both"), default="16-8-8",
+                        help="lpm.mbl's 16-8-8 tries, lpm_poptrie.mbl's Poptries, or both")
+    parser.add_argument("--bands", action="store_true",
+                        help="updates/s per prefix-length band beside DPDK (update_bands.py)")
+    parser.add_argument("--band-updates", type=int, default=2_000,
+                        help="table prefixes per band, each deleted and added back")
+    parser.add_argument("--no-dpdk", action="store_true", help="--bands without DPDK")
+    parser.add_argument("--worst", action="store_true",
+                        help="the slowest single updates: every short table prefix (IPv4 up "
+                             "to /12, IPv6 to /20) deleted and added back, min of 3 tries")
     args = parser.parse_args(argv)
     if not args.table.is_file():
         print(f"error: no route table at {args.table} (pass --table)", file=sys.stderr)
@@ -284,11 +395,62 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --updates, --batch and --runs must be at least 1", file=sys.stderr)
         return 1
     routes = read_routes(args.table)
+    structures = STRUCTURES if args.structure == "both" else (args.structure,)
+    if args.bands:
+        return bands(routes.v4, routes.v6, structures, args)
+    if args.worst:
+        return worst(routes.v4, routes.v6, structures)
     results = [measure(family, table, args.updates, args.batch, args.runs, args.seed,
-                       args.structure)
+                       structure)
+               for structure in structures
                for family, table in ((4, routes.v4), (6, routes.v6)) if table]
-    report(results, args.table, args.batch, args.runs, args.structure)
+    report(results, args.table, args.batch, args.runs)
     return 0 if all(r.check.startswith("ok") for r in results) else 1
+
+
+def worst(v4: dict[Prefix, int], v6: dict[Prefix, int], structures: tuple[str, ...]) -> int:
+    """The slowest single updates per structure and family (update_bands.worst_updates)."""
+    for structure in structures:
+        for family, table in ((4, v4), (6, v6)):
+            if not table:
+                continue
+            mgr, _ = load(family, table, log=False, structure=structure)
+            shown = worst_updates(mgr, table, family)
+            count = sum(1 for _, n in table if n <= WORST_UP_TO[family])
+            print(f"{structure} IPv{family}, {count} prefixes up to /{WORST_UP_TO[family]}, "
+                  f"slowest (min of 3 tries, wall): " + "; ".join(
+                      f"{op} {prefix_text(family, p)} {us:.1f} us" for us, op, p in shown))
+    return 0
+
+
+def prefix_text(family: int, prefix: Prefix) -> str:
+    value, length = prefix
+    return f"{ipaddress.ip_address(value) if family == 4 else ipaddress.IPv6Address(value)}" \
+        f"/{length}"
+
+
+def bands(v4: dict[Prefix, int], v6: dict[Prefix, int], structures: tuple[str, ...],
+          args: argparse.Namespace) -> int:
+    """The per-band comparison (bench/update_bands.py): DPDK first, then each structure."""
+    picked = {4: band_samples(v4, 4, args.band_updates, args.seed),
+              6: band_samples(v6, 6, args.band_updates, args.seed + 1)}
+    results: list[BandResult] = []
+    builds: dict[int, float] = {}
+    if not args.no_dpdk:
+        results, builds = dpdk_bands(v4, v6, picked[4], picked[6])
+    for structure in structures:
+        for family, table in ((4, v4), (6, v6)):
+            if not table:
+                continue
+            mgr, _ = load(family, table, log=False, structure=structure)
+            results += npkit_bands(mgr, structure, table, family, picked[family], args.batch)
+            if mgr.routes(family) != table:  # type: ignore[arg-type]
+                print(f"error: the {structure} IPv{family} table differs after the bands",
+                      file=sys.stderr)
+                return 1
+            del mgr
+    report_bands(results, builds, args.batch)
+    return 0
 
 
 if __name__ == "__main__":

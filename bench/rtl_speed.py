@@ -12,6 +12,11 @@ for a measurable time), and prints the median simulated cycles per host second o
 only ``run`` is timed (loading and building the chip are not).  The RTL is clocked cycle
 by cycle from C++ (two evaluations per cycle), the model runs bursts.
 
+``--lockstep N`` also runs the packaged l2wire (64-byte frames at line rate on both ports)
+for N chip cycles three ways -- plain, with the debugger's instrumented loop on (coverage
+counting, the same loop lockstep needs), and with its first ME mirrored by the RTL in
+lockstep (sim/rtl/lockstep.py) -- and prints the chip cycles per host second of each.
+
 ``--clock cpu`` times with the process's CPU time instead of the wall clock (on a shared
 host the wall clock counts other processes' time).  A benchmark, not a test: it asserts
 nothing.  Results go to docs/rtl.md.
@@ -68,6 +73,8 @@ def main() -> None:
     parser.add_argument("--model-cycles", type=int, default=100_000_000, help="model cycles")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--lockstep", type=int, default=0, metavar="N",
+                        help="also time N chip cycles of l2wire with an ME in lockstep")
     args = parser.parse_args()
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     config = ChipConfig.load("ixp2800")
@@ -95,6 +102,34 @@ def main() -> None:
     print(f"model / RTL:        {model_rate / rtl_rate:8.1f} x  "
           f"({args.cycles} RTL / {args.model_cycles} model cycles, median of {args.repeat}, "
           f"{args.clock} clock)")
+    if args.lockstep:
+        for mode in ("plain", "instrumented", "lockstep"):
+            rates = [_timed(clock, lambda mode=mode: _l2wire(mode, args.lockstep))
+                     for _ in range(args.repeat)]
+            print(f"l2wire chip, {mode:12s}: {statistics.median(rates) / 1e3:9.1f} k chip "
+                  f"cycles/s (median of {args.repeat}, {args.clock} clock)")
+
+
+def _l2wire(mode: str, cycles: int) -> Callable[[], int]:
+    """A loaded l2wire chip with traffic; its run: plain, instrumented or in lockstep."""
+    from npkit.bench import sim_speed
+    from npkit.runtime.loader import load_manifest
+    from npkit.sim.packets import ListSource, RxFrame
+    from npkit.sim.rtl.lockstep import Lockstep
+
+    chip = load_manifest(sim_speed.manifest_path()).chip
+    for port in (0, 1):
+        chip.attach_source(port, ListSource([RxFrame(f) for f in
+                                             sim_speed.min_size_frames(3000, port)]))
+    if mode == "instrumented":
+        chip.enable_coverage()
+    elif mode == "lockstep":
+        Lockstep.attach(chip, min(chip._images))
+
+    def run() -> int:
+        chip.run(cycles=cycles)
+        return int(chip.now)
+    return run
 
 
 if __name__ == "__main__":

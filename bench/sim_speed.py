@@ -31,6 +31,7 @@ measured on go to docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import statistics
@@ -45,6 +46,7 @@ from npkit.bench import compiled_pos
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.loader import chip_config_for, load_manifest
 from npkit.runtime.routes import read_routes
+from npkit.sim.chip import SCHEDULE_ENV, SCHEDULES, default_schedule
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
 NEPTUNE_MIPS = 3.31  # FACTS.md section 3: Neptune (2025)
@@ -215,11 +217,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", choices=["64", "mixed", "pos", "all"], default="all")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="host time: wall clock (default) or the process's CPU time")
+    parser.add_argument("--schedule", choices=list(SCHEDULES), default=None,
+                        help=f"the ME schedule of every chip (default: ${SCHEDULE_ENV} or "
+                             "'default'); 'quantum' is the coarser model variant")
     args = parser.parse_args(argv)
+    if args.schedule is not None:  # every chip made below (manifest, compiled run) reads it
+        os.environ[SCHEDULE_ENV] = args.schedule
     clock_fn = CLOCKS[args.clock]
     print(f"npkit simulator speed, 100 % line rate on both ports, median of {args.repeat}: "
           f"l2wire on 2 x 10GbE ({args.frames} frames per port), compiled POS router on "
-          f"2 x OC-192 POS ({args.pos_frames} frames per port), {args.clock} clock")
+          f"2 x OC-192 POS ({args.pos_frames} frames per port), {args.clock} clock, "
+          f"{default_schedule()} schedule")
     print(f"host: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, {platform.system()}")
     chosen = [*WORKLOADS, "pos"] if args.workload == "all" else [args.workload]

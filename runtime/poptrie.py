@@ -24,8 +24,11 @@ with the Poptrie's geometry (the C++ updater npkit.runtime._trie with root direc
 6-bit plies, in host memory): an update changes that trie, then rebuilds the Poptrie
 subtree of every direct entry the prefix covers (copy on write: new nodes and leaves are
 written into free memory, then one word, the direct entry, switches to them) and retires
-the old subtree's blocks, which become reusable after `reclaim()` (the grace period). So a
-lookup running during an update sees the old or the new subtree, never a mixture.
+the old blocks, which become reusable after `reclaim()` (the grace period). Only what
+changes is touched: a node whose words stay the same keeps its blocks; a node whose bitmaps
+stay the same has its changed leaves rewritten in place (one word each); the nodes whose
+header words change are copied with their sibling blocks, up to the direct entry. So a
+lookup running during an update sees, for its address, the old or the new answer.
 """
 
 from __future__ import annotations
@@ -113,8 +116,10 @@ class Poptrie:
             self.sequence = Sequence()
         self._host = np.zeros(max(self.host_words, 2 * self.shape.direct_words),
                               dtype=np.uint32)
+        # With a log (the chip's shadow) the host trie logs too: its writes are counted
+        # as the update's work (take_counters), and the log is dropped after each update.
         self.core = Trie(self.shape.expanded_bits, self.shape.direct_bits, STRIDE,
-                         self._host, False, Sequence())
+                         self._host, self.log, Sequence())
         self.image = PoptrieImage(self.words, self._host, self.shape.direct_bits, self.log,
                                   self.core, self.shape.key_bits)
 
@@ -159,6 +164,8 @@ class Poptrie:
         """Empty the table (not safe for concurrent lookups)."""
         self.core.clear()
         self.image.clear()
+        if self.log:
+            self.core.take_log()
 
     def build(self, routes: dict[tuple[int, int], int]) -> None:
         """Replace the table with `routes`: the bulk load (not a concurrent update)."""
@@ -168,6 +175,8 @@ class Poptrie:
         self.core.load(*route_columns({(v << pad, n): h for (v, n), h in routes.items()},
                                       self.shape.expanded_bits))
         self.core.reclaim(None)
+        if self.log:
+            self.core.take_log()  # the host trie's bulk writes are not chip writes
         self.image.build()
 
     def load(self, routes: dict[tuple[int, int], int]) -> int:
@@ -198,6 +207,22 @@ class Poptrie:
         """End of a grace period: blocks retired by updates numbered <= upto (default: all
         so far) become reusable; a barrier orders their reuse after the unlinking."""
         self.image.reclaim(upto)
+
+    def take_counters(self) -> dict[str, int]:
+        """The updates' work since the last take (then zeroed): updates, entries (direct
+        entries refreshed), nodes_visited, host_words_read, image_words_read,
+        words_written, blocks_allocated, blocks_retired, host_words_written (counted only
+        with log=True)."""
+        return self.image.take_counters()
+
+    def trace(self, on: bool) -> None:
+        """Record every word the updates read (take_trace), for the XScale cache model."""
+        self.image.set_trace(on)
+
+    def take_trace(self) -> np.ndarray:
+        """The words read since the last take, as uint64: a word index, bit 63 set for the
+        host trie's words (else the image's)."""
+        return self.image.take_trace()
 
     def take_log(self) -> WriteLog:
         """The word writes since the last take (log=True), and restart the log."""

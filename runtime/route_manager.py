@@ -19,14 +19,13 @@ replays into the chip's SRAM (`take_log`).  The shadow must start equal to the c
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 import numpy as np
 
-from npkit.runtime._trie import Sequence, Tables
+from npkit.runtime._trie import PoptrieTables, Sequence, Tables
 from npkit.runtime.lpm import (
     FIB4_MEMORY,
     FIB6_MEMORY,
@@ -142,16 +141,18 @@ class RouteManager(_FamilyReads[MultibitTrie], Tables):
         return self._sequence.value
 
 
-class PoptrieRouteManager(_FamilyReads[Poptrie]):
+class PoptrieRouteManager(_FamilyReads[Poptrie], PoptrieTables):
     """RouteManager's calls over the IPv4 and IPv6 Poptries of microblocks/lpm_poptrie.mbl
     (either may be None): add, delete, apply, reload, reclaim, sequence, lookup, take_log,
-    stats, routes, trie.  Each add or delete is one call into C++ (the host trie and the
-    image updater, npkit.runtime.poptrie), from a Python frame.
+    stats, routes, trie.  As in RouteManager the cheap calls (`add`, `delete`, `apply`,
+    `reclaim`, `sequence`) are the C++ base class's (npkit.runtime._trie.PoptrieTables):
+    one update costs one call into C++ and no Python frame.
 
     One numbering for the updates of both families, as RouteManager's: each Poptrie numbers
-    its own updates (its retired blocks carry those numbers), so the manager remembers, per
-    family, which of its numbers each global update number ended at, and `reclaim(upto)`
-    ends the grace period of each family's updates up to the last one numbered <= upto."""
+    its own updates (its retired blocks carry those numbers), so the C++ base remembers,
+    per family, which of its numbers each global update number ended at, and
+    `reclaim(upto)` ends the grace period of each family's updates up to the last one
+    numbered <= upto."""
 
     structure = "poptrie"
 
@@ -161,40 +162,8 @@ class PoptrieRouteManager(_FamilyReads[Poptrie]):
         for family, shape, words in ((4, POPTRIE4, v4_words), (6, POPTRIE6, v6_words)):
             if words is not None:  # host_words: each host-side trie (lazily zeroed)
                 self._tries[family] = Poptrie(shape, words, log, host_words=host_words)
+        super().__init__(*(t.image if (t := self._tries.get(f)) else None for f in (4, 6)))
         self.log = log
-        self._sequence = 0
-        # per family: global numbers (increasing) and the family's number after each
-        self._global: dict[int, list[int]] = {f: [] for f in self._tries}
-        self._local: dict[int, list[int]] = {f: [] for f in self._tries}
-
-    # ---- updates ----
-    def add(self, family: Family, network: int, length: int, next_hop: int) -> None:
-        """Add a route, or give an existing one a new next hop."""
-        self._counted(family, lambda t: t.add(network, length, next_hop))
-
-    def delete(self, family: Family, network: int, length: int) -> None:
-        """Delete a route (LpmError if there is none)."""
-        self._counted(family, lambda t: t.delete(network, length))
-
-    def apply(self, updates: Iterable[RouteUpdate]) -> int:
-        """Apply a batch in order; returns how many.  On an error (LpmError naming the
-        update) the updates before it stay applied."""
-        applied = 0
-        for update in updates:
-            try:
-                if update.op == "add":
-                    if update.next_hop is None:
-                        raise LpmError("an add needs a next hop")
-                    self.add(update.family, update.network, update.length, update.next_hop)
-                elif update.op == "delete":
-                    self.delete(update.family, update.network, update.length)
-                else:
-                    raise LpmError(f"op {update.op!r} is not 'add' or 'delete'")
-            except LpmError as err:
-                raise LpmError(f"update {applied} of the batch: {err} (the {applied} "
-                               "update(s) before it stay applied)") from None
-            applied += 1
-        return applied
 
     def reload(self, v4: Routes | None, v6: Routes | None) -> int:
         """As RouteManager.reload: both families checked first; into an empty table a bulk
@@ -212,48 +181,18 @@ class PoptrieRouteManager(_FamilyReads[Poptrie]):
         count = 0
         for family, routes in wanted.items():
             table = self._tries[family]
-            if table.core.route_count == 0 and routes:
-                self._counted(family, lambda t, r=routes: t.build(r), len(routes))
-                count += len(routes)
-            else:
-                before = table.number
-                self._counted(family, lambda t, r=routes: t.load(r), None)
-                count += table.number - before
+            before = table.number
+            counted = -1  # load: as many as the Poptrie numbered
+            try:
+                if table.core.route_count == 0 and routes:
+                    table.build(routes)
+                    counted = len(routes)
+                else:
+                    table.load(routes)
+            finally:  # a failed load's applied updates are numbered too
+                self.record(family, counted)
+            count += table.number - before if counted < 0 else counted
         return count
-
-    def reclaim(self, upto: int | None = None) -> None:
-        """The grace period of the updates numbered <= upto (default: all so far) is over:
-        the blocks they retired become reusable."""
-        for family, table in self._tries.items():
-            if upto is None:
-                table.reclaim()
-                continue
-            numbers = self._global[family]
-            k = bisect_right(numbers, upto)
-            if k:
-                table.reclaim(self._local[family][k - 1])
-                del numbers[:k - 1], self._local[family][:k - 1]
-
-    def _counted(self, family: Family, update: Callable[[Poptrie], object],
-                 count: int | None = 1) -> None:
-        """Run one family's update and number it (`count` updates; None: as many as the
-        Poptrie numbered).  A failed update that already retired blocks is numbered too."""
-        table = self.trie(family)
-        before = table.number
-        try:
-            update(table)
-        finally:
-            done = table.number - before
-            if done:
-                self._sequence += done if count is None else count
-                self._global[family].append(self._sequence)
-                self._local[family].append(table.number)
-
-    # ---- reading ----
-    @property
-    def sequence(self) -> int:
-        """How many updates have been applied (numbered 1, 2, ...)."""
-        return self._sequence
 
 
 Manager = RouteManager | PoptrieRouteManager

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import importlib
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
@@ -199,11 +200,26 @@ def _import_core() -> ModuleType:
     return core
 
 
+# The ME schedules (docs/sim-core.md): "default", the exact burst schedule, and "quantum",
+# the opt-in coarser one (a model variant: results differ).
+SCHEDULES = ("default", "quantum")
+SCHEDULE_ENV = "NPKIT_SCHEDULE"
+
+
+def default_schedule() -> str:
+    """The schedule a Chip gets when none is given: $NPKIT_SCHEDULE, else "default".
+
+    The one place the variable is read, so that whole test files (the differential
+    chip-vs-native tests) can run on the quantum schedule unchanged.
+    """
+    return os.environ.get(SCHEDULE_ENV, "default") or "default"
+
+
 class Chip:
     """A simulated chip: config + C++ core + attached packet sources/sinks."""
 
     def __init__(self, config: ChipConfig | str | Path = "ixp2800", seed: int = 1,
-                 trace: bool = False) -> None:
+                 trace: bool = False, schedule: str | None = None) -> None:
         self.config = config if isinstance(config, ChipConfig) else ChipConfig.load(config)
         self.seed = seed
         self._core_module = _import_core()
@@ -212,7 +228,13 @@ class Chip:
         except (ValueError, TypeError, KeyError, RuntimeError) as err:
             raise ConfigError(f"{self.config.source}: the core rejected the config: {err}") \
                 from None
+        self.schedule = default_schedule() if schedule is None else schedule
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        self._core.set_schedule(self.schedule)
         self._images: dict[int, ImageLike] = {}  # ME index -> image loaded there
+        # an RTL mirror of one ME (sim/rtl/lockstep.py): runs the core for _core_run
+        self._lockstep: Any = None
         self._feeds: dict[int, _PortFeed] = {}
         self._sinks: dict[int, Sink] = {}
         self._tx = _TxCount()
@@ -556,8 +578,16 @@ class Chip:
         return int(min(MAX_SLICE_CYCLES, max(MIN_SLICE_CYCLES,
                                              shortest * FEED_CHUNK_FRAMES / 2)))
 
+    def attach_lockstep(self, mirror: Any) -> None:
+        """Run the core through ``mirror.run(core, max_cycles, stop_tx_frames, until_idle)``
+        (the RTL lockstep of sim/rtl/lockstep.py), or directly again with None."""
+        self._lockstep = mirror
+
     def _core_run(self, max_cycles: int, stop_tx_frames: int, until_idle: bool) -> str:
         try:
+            if self._lockstep is not None:
+                return str(self._lockstep.run(self._core, max_cycles, stop_tx_frames,
+                                              until_idle))
             return str(self._core.run(max_cycles, stop_tx_frames, until_idle))
         except self._core_module.SimFault as err:  # type: ignore[attr-defined]
             raise self._fault(err) from None

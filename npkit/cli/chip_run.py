@@ -54,6 +54,9 @@ class RunRequest:
     trace_cap: int | None = 10_000_000
     trace_commands: bool = True
     utilisation: Path | None = None
+    # the RTL ME in lockstep with one ME of the chip (sim/rtl/lockstep.py, docs/rtl.md)
+    rtl: int | None = None
+    wave: Path | None = None
 
     def packet_trace_request(self) -> packet_trace.PacketTraceRequest:
         return packet_trace.PacketTraceRequest(
@@ -77,6 +80,11 @@ RUN_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--quiet-cycles", type=CYCLES, default=200_000, show_default=True,
                  help="stop once inputs are drained and nothing moved for this long"),
     *packet_trace.OPTIONS,
+    click.option("--rtl", type=click.IntRange(min=0), metavar="ME",
+                 help="mirror ME (index) by the RTL ME under Verilator, compared at every "
+                      "instruction (docs/rtl.md)"),
+    click.option("--wave", type=click.Path(path_type=Path), callback=writable,
+                 help="with --rtl: write the RTL ME's VCD waveform here"),
 ]
 
 
@@ -189,6 +197,7 @@ def execute_run(request: RunRequest, console: Console, *, manifest: Any = None,
     from npkit.sim import RunResult
 
     run = loaded_run(request, manifest)
+    mirror = _attach_rtl(run, request)
     if request.coverage is not None:
         run.chip.enable_coverage()
     traced = packet_trace.start(run, request.packet_trace_request())
@@ -217,8 +226,25 @@ def execute_run(request: RunRequest, console: Console, *, manifest: Any = None,
         for sink in sinks:
             sink.close()
     _report(console, run, result, request, leak_check(run))
+    if mirror is not None:
+        console.print(f"RTL lockstep: ME {mirror.me} ({run.chip.config.me_label(mirror.me)}), "
+                      f"{mirror.checked:,} instructions, {mirror.commands:,} commands and "
+                      f"{mirror.deliveries:,} deliveries compared, no mismatch"
+                      + (f"; waveform {request.wave}" if request.wave else ""))
+        mirror.detach()  # closes the waveform
     packet_trace.finish(traced, run.chip, console)
     return run, result
+
+
+def _attach_rtl(run: Any, request: RunRequest) -> Any:
+    """The RTL lockstep mirror the request asks for (--rtl ME [--wave FILE]), or None."""
+    if request.rtl is None:
+        if request.wave is not None:
+            raise NpkitError("--wave writes the RTL ME's waveform: it needs --rtl ME")
+        return None
+    from npkit.sim.rtl.lockstep import Lockstep
+
+    return Lockstep.attach(run.chip, request.rtl, wave=request.wave)
 
 
 def _report(console: Console, run: Any, result: Any, request: RunRequest,

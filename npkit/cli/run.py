@@ -54,7 +54,7 @@ MBL_ONLY = {"entry", "platform", *TABLE_PARAMS}
 CHIP_ONLY = {"mes", "pace", "chip", "seed", "cycles", "packets", "trace", "counters_json",
              "contexts", "quiet_cycles", "packet_trace", "trace_frames", "trace_ports",
              "trace_verdict", "trace_flow", "trace_sample", "trace_cap", "trace_commands",
-             "utilisation", "coverage"}
+             "utilisation", "coverage", "rtl", "wave"}
 
 
 def _split_targets(targets: tuple[Path, ...]) -> tuple[Path | None, Path | None, list[Path]]:

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "poptrie.hpp"
@@ -218,6 +219,7 @@ class PyPoptrie {
     if (hop < 0 || hop > kNextHopMask)
       throw TrieError("next hop " + std::to_string(hop) + " out of range 0..65535");
     const u128 host_key = v << pad_;
+    image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
     core_.add(host_key, len, hop);
     update(v, len, host_key, old);
@@ -225,6 +227,7 @@ class PyPoptrie {
   void remove(py::handle value, py::handle length) {
     const auto [v, len] = prefix(value, length);
     const u128 host_key = v << pad_;
+    image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(
@@ -267,6 +270,12 @@ class PyPoptrie {
   }
   void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old) {
     core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
+    if (core_.logging()) {  // counting the host trie's writes (the XScale cost model)
+      const WriteLog log = core_.take_log();
+      host_words_written_ += log.indices.size();
+      if (tracing_)
+        for (const uint32_t index : log.indices) host_trace_.push_back(kHostTrace | index);
+    }
     try {
       image_.refresh(v << (128 - key_bits_), len);
     } catch (const TrieError&) {
@@ -286,6 +295,161 @@ class PyPoptrie {
   Trie& core_;
   int key_bits_;
   int pad_;
+  uint64_t host_words_written_ = 0;
+  bool tracing_ = false;
+  std::vector<uint64_t> host_trace_;
+
+ public:
+  // The updates' work since the last take (UpdateCounters, plus the host trie's writes
+  // when it keeps a write log), then zeroed.
+  py::dict take_counters() {
+    const UpdateCounters c = image_.take_counters();
+    py::dict out;
+    out["updates"] = c.updates;
+    out["entries"] = c.entries;
+    out["nodes_visited"] = c.nodes_visited;
+    out["host_words_read"] = c.host_words_read;
+    out["image_words_read"] = c.image_words_read;
+    out["words_written"] = c.words_written;
+    out["blocks_allocated"] = c.blocks_allocated;
+    out["blocks_retired"] = c.blocks_retired;
+    out["host_words_written"] = host_words_written_;
+    host_words_written_ = 0;
+    return out;
+  }
+  void set_trace(bool on) {
+    tracing_ = on;
+    host_trace_.clear();
+    image_.set_trace(on);
+  }
+  // The words read since the last take: host trie words written first (they are read
+  // before being painted), then the image updater's reads; bit 63 marks host trie words.
+  py::array_t<uint64_t> take_trace() {
+    std::vector<uint64_t> out;
+    std::swap(out, host_trace_);
+    const std::vector<uint64_t> image = image_.take_trace();
+    out.insert(out.end(), image.begin(), image.end());
+    return to_array(out);
+  }
+};
+
+// The IPv4 and IPv6 Poptries of a route manager (either may be None), with the cheap
+// calls dispatched here as in Tables, and one numbering of the updates of both families:
+// each Poptrie numbers its own updates (its retired blocks carry those numbers), so per
+// family the marks (global number, the family's number after it) map reclaim(upto) to
+// each family's last update numbered <= upto.
+class PoptrieTables {
+ public:
+  PoptrieTables(py::object v4, py::object v6) : v4_obj_(v4), v6_obj_(v6) {
+    tables_[0] = v4.is_none() ? nullptr : v4.cast<PyPoptrie*>();
+    tables_[1] = v6.is_none() ? nullptr : v6.cast<PyPoptrie*>();
+    for (int i = 0; i < 2; ++i)
+      if (tables_[i]) seen_[i] = tables_[i]->image().number();
+  }
+
+  int slot(py::handle family) const {
+    const int64_t f = to_int(family, "family");
+    const int i = f == 4 ? 0 : f == 6 ? 1 : -1;
+    if (i >= 0 && tables_[i] != nullptr) return i;
+    if (i >= 0)
+      throw TrieError("there is no IPv" + std::to_string(f) +
+                      " table (no trie memory was given for it)");
+    throw TrieError("family " + std::to_string(f) + " is not 4 or 6");
+  }
+
+  void add(py::handle family, py::handle network, py::handle length, py::handle next_hop) {
+    const int i = slot(family);
+    try {
+      tables_[i]->add(network, length, next_hop);
+    } catch (...) {
+      mark(i, 1);  // a failed update that already retired blocks is numbered too
+      throw;
+    }
+    mark(i, 1);
+  }
+  void remove(py::handle family, py::handle network, py::handle length) {
+    const int i = slot(family);
+    try {
+      tables_[i]->remove(network, length);
+    } catch (...) {
+      mark(i, 1);
+      throw;
+    }
+    mark(i, 1);
+  }
+  // After a whole-table operation in Python: number the family's updates since the last
+  // mark as `count` updates (negative: as many as the Poptrie numbered).
+  void record(py::handle family, int64_t count) { mark(slot(family), count); }
+
+  void reclaim(py::handle upto) {
+    for (int i = 0; i < 2; ++i) {
+      if (tables_[i] == nullptr) continue;
+      PoptrieImage& image = tables_[i]->image();
+      if (upto.is_none()) {
+        image.reclaim(image.number());
+        marks_[i].clear();
+        continue;
+      }
+      const auto limit = static_cast<uint64_t>(to_int(upto, "upto"));
+      auto& marks = marks_[i];
+      size_t k = 0;  // marks before position k have global numbers <= limit
+      while (k < marks.size() && marks[k].first <= limit) ++k;
+      if (k == 0) continue;
+      image.reclaim(marks[k - 1].second);
+      marks.erase(marks.begin(), marks.begin() + static_cast<std::ptrdiff_t>(k - 1));
+    }
+  }
+
+  size_t apply(py::iterable updates) {
+    const py::str op_name("op"), family_name("family"), network_name("network"),
+        length_name("length"), next_hop_name("next_hop");
+    size_t applied = 0;
+    for (py::handle update : updates) {
+      try {
+        const py::object op = update.attr(op_name);
+        const py::object family = update.attr(family_name);
+        slot(family);
+        const py::object network = update.attr(network_name);
+        const py::object length = update.attr(length_name);
+        if (PyUnicode_Check(op.ptr()) &&
+            PyUnicode_CompareWithASCIIString(op.ptr(), "add") == 0) {
+          const py::object next_hop = update.attr(next_hop_name);
+          if (next_hop.is_none()) throw TrieError("an add needs a next hop");
+          add(family, network, length, next_hop);
+        } else if (PyUnicode_Check(op.ptr()) &&
+                   PyUnicode_CompareWithASCIIString(op.ptr(), "delete") == 0) {
+          remove(family, network, length);
+        } else {
+          throw TrieError("op " + py::repr(op).cast<std::string>() +
+                          " is not 'add' or 'delete'");
+        }
+      } catch (const TrieError& e) {
+        throw TrieError("update " + std::to_string(applied) + " of the batch: " + e.what() +
+                        " (the " + std::to_string(applied) +
+                        " update(s) before it stay applied)");
+      }
+      ++applied;
+    }
+    return applied;
+  }
+
+  uint64_t sequence() const { return sequence_; }
+
+ private:
+  void mark(int i, int64_t count) {
+    const uint64_t number = tables_[i]->image().number();
+    const uint64_t done = number - seen_[i];
+    if (done == 0) return;
+    sequence_ += count < 0 ? done : static_cast<uint64_t>(count);
+    seen_[i] = number;
+    marks_[i].emplace_back(sequence_, number);
+  }
+
+  py::object v4_obj_, v6_obj_;  // keep the Poptries alive
+  PyPoptrie* tables_[2];
+  uint64_t seen_[2] = {0, 0};
+  std::deque<std::pair<uint64_t, uint64_t>> marks_[2];
+  uint64_t sequence_ = 0;
 };
 
 // The IPv4 and IPv6 tries of a route manager (either may be None), with the calls that
@@ -388,8 +552,30 @@ PYBIND11_MODULE(_trie, m) {
           py::arg("upto") = py::none())
       .def("take_log", &PyPoptrie::take_log)
       .def("stats", &PyPoptrie::stats)
+      .def("take_counters", &PyPoptrie::take_counters)
+      .def("set_trace", &PyPoptrie::set_trace, py::arg("on"))
+      .def("take_trace", &PyPoptrie::take_trace)
       .def("retired", [](const PyPoptrie& p) { return p.image().retired(); })
       .def_property_readonly("number", [](const PyPoptrie& p) { return p.image().number(); });
+
+  py::class_<PoptrieTables>(m, "PoptrieTables")
+      .def(py::init<py::object, py::object>(), py::arg("v4"), py::arg("v6"))
+      .def("add", &PoptrieTables::add, py::arg("family"), py::arg("network"),
+           py::arg("length"), py::arg("next_hop"),
+           "Add a route, or give an existing one a new next hop.")
+      .def("delete", &PoptrieTables::remove, py::arg("family"), py::arg("network"),
+           py::arg("length"), "Delete a route (LpmError if there is none).")
+      .def("reclaim", &PoptrieTables::reclaim, py::arg("upto") = py::none(),
+           "The grace period of the updates numbered <= upto (default: all so far) is "
+           "over: the blocks they retired become reusable.")
+      .def("apply", &PoptrieTables::apply, py::arg("updates"),
+           "Apply a batch in order, in one call; returns how many were applied.  On an "
+           "error (LpmError naming the update) the updates before it stay applied.")
+      .def("record", &PoptrieTables::record, py::arg("family"), py::arg("count"),
+           "Number the family's updates since the last mark as `count` updates "
+           "(negative: as many as its Poptrie numbered).")
+      .def_property_readonly("sequence", &PoptrieTables::sequence,
+                             "How many updates have been applied (numbered 1, 2, ...).");
 
   py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence")
       .def(py::init<>())

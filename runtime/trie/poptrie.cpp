@@ -42,6 +42,7 @@ uint32_t PoptrieImage::alloc(uint32_t size, Pending& p) {
     throw TrieError("the Poptrie memory is full (" + std::to_string(size_) + " words)");
   }
   live_words_ += size;
+  ++counters_.blocks_allocated;
   p.taken.emplace_back(offset, size);
   return offset;
 }
@@ -64,6 +65,7 @@ void PoptrieImage::reclaim(uint64_t upto) {
 
 void PoptrieImage::write(uint32_t index, uint32_t value) {
   if (words_[index] == value) return;
+  ++counters_.words_written;
   std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
   if (logging_) {
     log_.indices.push_back(index);
@@ -81,6 +83,7 @@ void PoptrieImage::barrier() {
 void PoptrieImage::publish(uint32_t index, uint32_t value) {
   barrier();
   if (words_[index] == value) return;
+  ++counters_.words_written;
   std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_release);
   if (logging_) {
     log_.indices.push_back(index);
@@ -98,6 +101,7 @@ WriteLog PoptrieImage::take_log() {
 
 void PoptrieImage::refresh(u128 key, int length) {
   ++number_;
+  ++counters_.updates;
   const u128 low = key;
   const u128 last = key | (length == 0 ? ~u128{0} : length == 128 ? u128{0}
                                                    : (u128{1} << (128 - length)) - 1);
@@ -126,112 +130,201 @@ void PoptrieImage::clear() {
 }
 
 void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
+  ++counters_.entries;
+  if (tracing_) trace_.push_back(kHostTrace | index);
   const uint32_t host = host_[index];
-  const uint32_t old = words_[index];
+  const uint32_t old = read(index);
+  Pending& p = pending_;
+  p.taken.clear();
+  p.writes.clear();
+  p.retire.clear();
   if (host & kChild) {
-    Pending p;
-    uint32_t root;
-    const int64_t old_root = old & kChild ? int64_t{old & kPointerMask} : -1;
+    const uint32_t ply = host & kPointerMask;
+    uint32_t root = 0;
     try {
-      root = alloc(kNodeWords, p);
-      node(host & kPointerMask, u128{index} << (128 - direct_bits_), direct_bits_, old_root,
-           root, low, last, p);
+      if (old & kChild) {
+        uint32_t header[kNodeWords];
+        const uint32_t old_root = old & kPointerMask;
+        if (update_node(ply, u128{index} << (128 - direct_bits_), direct_bits_, old_root, low,
+                        last, header, p)) {
+          root = alloc(kNodeWords, p);
+          for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(root + j, header[j]);
+          p.retire.emplace_back(old_root, kNodeWords);
+        }
+      } else {
+        root = alloc(kNodeWords, p);
+        build_node(ply, root, p);
+      }
     } catch (const TrieError&) {
       for (const auto& [offset, size] : p.taken) release(offset, size);
       throw;
     }
+    // In-place leaf writes and the new blocks' words; then one linking write.
     for (const auto& [i, value] : p.writes) write(i, value);
-    publish(index, kChild | root);
-    for (const auto& [offset, size] : p.retire) {
-      live_words_ -= size;
-      retired_.emplace_back(offset, size, number_);
-    }
-    if (old_root >= 0) {
-      live_words_ -= kNodeWords;
-      retired_.emplace_back(static_cast<uint32_t>(old_root), kNodeWords, number_);
-    }
+    if (root) publish(index, kChild | root);
   } else {
     write(index, host);
     if (old & kChild) {
-      std::vector<std::pair<uint32_t, uint32_t>> out{{old & kPointerMask, kNodeWords}};
-      retire_below(old & kPointerMask, out);
-      for (const auto& [offset, size] : out) {
-        live_words_ -= size;
-        retired_.emplace_back(offset, size, number_);
-      }
+      p.retire.emplace_back(old & kPointerMask, kNodeWords);
+      retire_below(old & kPointerMask, p.retire);
     }
   }
+  for (const auto& [offset, size] : p.retire) {
+    live_words_ -= size;
+    retired_.emplace_back(offset, size, number_);
+  }
+  counters_.blocks_retired += p.retire.size();
 }
 
 void PoptrieImage::retire_below(uint32_t at,
-                                std::vector<std::pair<uint32_t, uint32_t>>& out) const {
-  const uint64_t vector = bits64(at), leafvec = bits64(at + 2);
+                                std::vector<std::pair<uint32_t, uint32_t>>& out) {
+  const uint64_t vector = read64(at), leafvec = read64(at + 2);
   const int kids = __builtin_popcountll(vector);
   if (kids) {
-    const uint32_t base1 = words_[at + 4];
+    const uint32_t base1 = read(at + 4);
     for (int i = 0; i < kids; ++i) retire_below(base1 + kNodeWords * i, out);
     out.emplace_back(base1, kNodeWords * kids);
   }
-  if (leafvec) out.emplace_back(words_[at + 5], __builtin_popcountll(leafvec));
+  if (leafvec) out.emplace_back(read(at + 5), __builtin_popcountll(leafvec));
 }
 
-void PoptrieImage::node(uint32_t ply, u128 start, int used, int64_t old, uint32_t at,
-                        u128 low, u128 last, Pending& p) {
+int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]) {
   if (size_t{ply} + 64 > host_size_) throw TrieError("Poptrie: host ply out of range");
+  ++counters_.nodes_visited;
+  counters_.host_words_read += 64;
+  if (tracing_)
+    for (uint32_t k = 0; k < 64; k += 8) trace_.push_back(kHostTrace | (ply + k));
   const uint32_t* row = host_ + ply;
-  uint64_t vector = 0;
-  for (int k = 0; k < 64; ++k)
-    if (row[k] & kChild) vector |= uint64_t{1} << k;
-  const int kids = __builtin_popcountll(vector);
-  const int below = 128 - used - kStride;  // key bits under one slot
-  uint64_t old_vector = 0;
-  uint32_t old_base1 = 0;
-  if (old >= 0) {
-    const auto o = static_cast<uint32_t>(old);
-    old_vector = bits64(o);
-    old_base1 = words_[o + 4];
-    const uint64_t old_leafvec = bits64(o + 2);
-    if (old_leafvec) p.retire.emplace_back(words_[o + 5], __builtin_popcountll(old_leafvec));
-    if (old_vector) p.retire.emplace_back(old_base1, kNodeWords * __builtin_popcountll(old_vector));
-  }
-  auto old_child = [&](int k) -> int64_t {
-    if (!(old_vector >> k & 1)) return -1;
-    return int64_t{old_base1} + kNodeWords * (__builtin_popcountll(old_vector & rank_mask(k)) - 1);
-  };
-  const uint32_t base1 = kids ? alloc(kNodeWords * kids, p) : 0;
-  int i = 0;
-  const u128 span = below == 0 ? u128{0} : (u128{1} << below) - 1;
-  for (int k = 0; k < 64; ++k) {
-    if (!(vector >> k & 1)) continue;
-    const u128 first = start | (u128(k) << below);
-    const int64_t previous = old_child(k);
-    const uint32_t dest = base1 + kNodeWords * i++;
-    if (previous >= 0 && ((first | span) < low || first > last)) {
-      for (uint32_t j = 0; j < kNodeWords; ++j)
-        p.writes.emplace_back(dest + j, words_[previous + j]);
-    } else {
-      node(row[k] & kPointerMask, first, used + kStride, previous, dest, low, last, p);
-    }
-  }
-  for (int k = 0; k < 64; ++k)  // old children that became leaves
-    if ((old_vector >> k & 1) && !(vector >> k & 1))
-      retire_below(static_cast<uint32_t>(old_child(k)), p.retire);
-  uint64_t leafvec = 0;
-  uint32_t leaves[64];
+  vector = 0;
+  leafvec = 0;
   int count = 0;
   for (int k = 0; k < 64; ++k) {
-    if (vector >> k & 1) continue;
-    if (count == 0 || row[k] != leaves[count - 1]) {
+    const uint32_t word = row[k];
+    if (word & kChild) {
+      vector |= uint64_t{1} << k;
+    } else if (count == 0 || word != leaves[count - 1]) {
       leafvec |= uint64_t{1} << k;
-      leaves[count++] = row[k];
+      leaves[count++] = word;
     }
   }
+  return count;
+}
+
+void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
+  uint64_t vector, leafvec;
+  uint32_t leaves[64];
+  const int count = scan(ply, vector, leafvec, leaves);
+  const uint32_t* row = host_ + ply;
+  const int kids = __builtin_popcountll(vector);
+  const uint32_t base1 = kids ? alloc(kNodeWords * kids, p) : 0;
+  int i = 0;
+  for (uint64_t v = vector; v; v &= v - 1)
+    build_node(row[__builtin_ctzll(v)] & kPointerMask, base1 + kNodeWords * i++, p);
   const uint32_t base0 = count ? alloc(count, p) : 0;
   for (int j = 0; j < count; ++j) p.writes.emplace_back(base0 + j, leaves[j]);
-  const uint32_t node_words[kNodeWords] = {
+  const uint32_t header[kNodeWords] = {
       static_cast<uint32_t>(vector), static_cast<uint32_t>(vector >> 32),
       static_cast<uint32_t>(leafvec), static_cast<uint32_t>(leafvec >> 32), base1, base0};
-  for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(at + j, node_words[j]);
+  for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(at + j, header[j]);
+}
+
+bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low,
+                               u128 last, uint32_t header[kNodeWords], Pending& p) {
+  const uint64_t old_vector = read64(old), old_leafvec = read64(old + 2);
+  const uint32_t old_base1 = read(old + 4), old_base0 = read(old + 5);
+  const uint32_t* row = host_ + ply;
+  const int below = 128 - used - kStride;  // key bits under one slot
+  const u128 span = below == 0 ? u128{0} : (u128{1} << below) - 1;
+  auto old_child = [&](int k) -> uint32_t {
+    return old_base1 + kNodeWords * (__builtin_popcountll(old_vector & rank_mask(k)) - 1);
+  };
+  // A prefix strictly inside one slot that is a child before and after (the node is an
+  // ancestor of the prefix's own node): the node's bitmaps and leaves cannot change, only
+  // that child.  Skip the slot scan and the leaf compare; copy the children block if the
+  // child's header changed.
+  const u128 node_last = start | (used == 0 ? ~u128{0} : (~u128{0} >> used));
+  if (below > 0 && low >= start && last <= node_last && (low >> below) == (last >> below) &&
+      last - low < span) {
+    if (size_t{ply} + 64 > host_size_) throw TrieError("Poptrie: host ply out of range");
+    const int k = static_cast<int>((low >> below) & 63);
+    if ((row[k] & kChild) && (old_vector >> k & 1)) {
+      ++counters_.nodes_visited;
+      ++counters_.host_words_read;
+      if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
+      uint32_t child[kNodeWords];
+      if (!update_node(row[k] & kPointerMask, start | (u128(k) << below), used + kStride,
+                       old_child(k), low, last, child, p))
+        return false;
+      const int kids = __builtin_popcountll(old_vector);
+      const uint32_t base1 = alloc(kNodeWords * kids, p);
+      const uint32_t mine = old_child(k) - old_base1;
+      for (uint32_t j = 0; j < kNodeWords * kids; ++j)
+        p.writes.emplace_back(base1 + j, j - mine < kNodeWords ? child[j - mine]
+                                                               : read(old_base1 + j));
+      p.retire.emplace_back(old_base1, kNodeWords * kids);
+      header[0] = static_cast<uint32_t>(old_vector);
+      header[1] = static_cast<uint32_t>(old_vector >> 32);
+      header[2] = static_cast<uint32_t>(old_leafvec);
+      header[3] = static_cast<uint32_t>(old_leafvec >> 32);
+      header[4] = base1;
+      header[5] = old_base0;
+      return true;
+    }
+  }
+  __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
+  uint64_t vector, leafvec;
+  uint32_t leaves[64];
+  const int count = scan(ply, vector, leafvec, leaves);
+  const int kids = __builtin_popcountll(vector);
+  // Children the update reaches: their new headers, if they change.
+  uint32_t changed[64][kNodeWords];
+  uint64_t changed_mask = 0;
+  for (uint64_t v = vector & old_vector; v; v &= v - 1) {
+    const int k = __builtin_ctzll(v);
+    const u128 first = start | (u128(k) << below);
+    if ((first | span) < low || first > last) continue;
+    if (update_node(row[k] & kPointerMask, first, used + kStride, old_child(k), low, last,
+                    changed[k], p))
+      changed_mask |= uint64_t{1} << k;
+  }
+  uint32_t base1 = old_base1;
+  if (vector != old_vector || changed_mask) {  // a new children block
+    base1 = kids ? alloc(kNodeWords * kids, p) : 0;
+    int i = 0;
+    for (uint64_t v = vector; v; v &= v - 1) {
+      const int k = __builtin_ctzll(v);
+      const uint32_t dest = base1 + kNodeWords * i++;
+      if (changed_mask >> k & 1) {
+        for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(dest + j, changed[k][j]);
+      } else if (old_vector >> k & 1) {
+        const uint32_t from = old_child(k);
+        for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(dest + j, read(from + j));
+      } else {
+        build_node(row[k] & kPointerMask, dest, p);
+      }
+    }
+    for (uint64_t v = old_vector & ~vector; v; v &= v - 1)  // old children now leaves
+      retire_below(old_child(__builtin_ctzll(v)), p.retire);
+    if (old_vector) p.retire.emplace_back(old_base1, kNodeWords * __builtin_popcountll(old_vector));
+  }
+  uint32_t base0 = old_base0;
+  if (vector == old_vector && leafvec == old_leafvec) {
+    // Same slots, same leaf runs: rewrite the leaves that changed in place.
+    for (int j = 0; j < count; ++j)
+      if (read(old_base0 + j) != leaves[j]) p.writes.emplace_back(old_base0 + j, leaves[j]);
+  } else {
+    base0 = count ? alloc(count, p) : 0;
+    for (int j = 0; j < count; ++j) p.writes.emplace_back(base0 + j, leaves[j]);
+    if (old_leafvec) p.retire.emplace_back(old_base0, __builtin_popcountll(old_leafvec));
+  }
+  header[0] = static_cast<uint32_t>(vector);
+  header[1] = static_cast<uint32_t>(vector >> 32);
+  header[2] = static_cast<uint32_t>(leafvec);
+  header[3] = static_cast<uint32_t>(leafvec >> 32);
+  header[4] = base1;
+  header[5] = base0;
+  return vector != old_vector || leafvec != old_leafvec || base1 != old_base1 ||
+         base0 != old_base0;
 }
 
 PoptrieStats PoptrieImage::stats() const {

@@ -6,7 +6,14 @@
 // leaf word); a node is 6 words: vector lo, hi; leafvec lo, hi; base1 (children, 6 words
 // each); base0 (leaves).  New blocks are written into free memory, then (after a barrier)
 // one direct entry switches to them; the old blocks are retired with the update's number
-// until reclaim() ends their grace period.
+// until reclaim() ends their grace period.  An update touches only what changes: a node
+// whose words stay the same keeps its blocks (nothing is copied below it), a node whose
+// bitmaps stay the same gets its changed leaves rewritten in place (one word each: a
+// lookup reads one leaf, so it sees the old or the new one), and only the nodes whose
+// header words change are copied, with their sibling blocks, up to the direct entry.
+//
+// Every update also counts its work (UpdateCounters) and, when asked, traces the words it
+// reads, for the XScale cost model (runtime/xscale_update.py).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +35,22 @@ struct PoptrieStats {
   uint64_t number;
 };
 
+// The work of the updates since the last take_counters(): what an XScale running this
+// updater would do (docs/performance.md, "Route updates: the XScale cost from counted work").
+struct UpdateCounters {
+  uint64_t updates = 0;           // numbered updates of the image
+  uint64_t entries = 0;           // direct entries refreshed
+  uint64_t nodes_visited = 0;     // image nodes compared with the host trie or built
+  uint64_t host_words_read = 0;   // host trie slots scanned (64 per node)
+  uint64_t image_words_read = 0;  // shadow words read: old headers, old leaves, copies
+  uint64_t words_written = 0;     // image words written (new blocks, in-place leaves, links)
+  uint64_t blocks_allocated = 0;  // free-list or high-water allocations
+  uint64_t blocks_retired = 0;    // blocks handed to the grace period
+};
+
+// A traced word: bit 63 set for a host trie word, clear for an image (shadow) word.
+inline constexpr uint64_t kHostTrace = uint64_t{1} << 63;
+
 class PoptrieImage {
  public:
   static constexpr int kStride = 6;
@@ -41,6 +64,18 @@ class PoptrieImage {
   // bring every direct entry it covers up to date, as one numbered update.  On a full
   // memory throws TrieError; the direct entry that failed is unchanged.
   void refresh(u128 key, int length);
+  // Start loading the words an update of `key` (left-aligned) reads first -- its direct
+  // entry, in the image and the host trie, and the node it points to -- while the caller
+  // updates the host trie (both are cache misses on a large table).
+  void prefetch(u128 key) const {
+    const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
+    __builtin_prefetch(&host_[index]);
+    const uint32_t entry = words_[index];
+    if (entry & kChild && size_t{entry & kPointerMask} + kNodeWords <= size_) {
+      __builtin_prefetch(&words_[entry & kPointerMask]);
+      __builtin_prefetch(&words_[(entry & kPointerMask) + kNodeWords - 1]);
+    }
+  }
   // Every direct entry from the host trie, into zeroed words (the bulk build).
   void build();
   // Zero the words in use and forget every block (not safe for concurrent lookups).
@@ -49,6 +84,21 @@ class PoptrieImage {
   uint64_t number() const { return number_; }
   WriteLog take_log();
   PoptrieStats stats() const;
+  UpdateCounters take_counters() {
+    UpdateCounters out = counters_;
+    counters_ = UpdateCounters{};
+    return out;
+  }
+  // Record the index of every word read (trace on), for the cache model.
+  void set_trace(bool on) {
+    tracing_ = on;
+    trace_.clear();
+  }
+  std::vector<uint64_t> take_trace() {
+    std::vector<uint64_t> out;
+    std::swap(out, trace_);
+    return out;
+  }
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> retired() const {
     return {retired_.begin(), retired_.end()};
   }
@@ -61,14 +111,26 @@ class PoptrieImage {
   };
 
   void refresh_entry(uint32_t index, u128 low, u128 last);
-  void node(uint32_t ply, u128 start, int used, int64_t old, uint32_t at, u128 low, u128 last,
-            Pending& p);
-  void retire_below(uint32_t at, std::vector<std::pair<uint32_t, uint32_t>>& out) const;
+  // A new subtree for host ply `ply` with its header at `at` (no old node to reuse).
+  void build_node(uint32_t ply, uint32_t at, Pending& p);
+  // Bring the node at `old` up to date with host ply `ply` for keys in [low, last]; true
+  // (and its new header in `header`) if its header words change.
+  bool update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low, u128 last,
+                   uint32_t header[kNodeWords], Pending& p);
+  // The host row's child bitmap, leaf bitmap and leaves (leaf compression).
+  int scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]);
+  uint32_t read(uint32_t index) {
+    ++counters_.image_words_read;
+    if (tracing_) trace_.push_back(index);
+    return words_[index];
+  }
+  void retire_below(uint32_t at, std::vector<std::pair<uint32_t, uint32_t>>& out);
   uint32_t alloc(uint32_t size, Pending& p);
   void release(uint32_t offset, uint32_t size);
   uint64_t bits64(uint32_t at) const {
     return uint64_t{words_[at]} | uint64_t{words_[at + 1]} << 32;
   }
+  uint64_t read64(uint32_t at) { return uint64_t{read(at)} | uint64_t{read(at + 1)} << 32; }
   void write(uint32_t index, uint32_t value);
   void publish(uint32_t index, uint32_t value);
   void barrier();
@@ -86,6 +148,10 @@ class PoptrieImage {
   std::unordered_map<uint32_t, std::vector<uint32_t>> free_;  // size -> offsets
   std::deque<std::tuple<uint32_t, uint32_t, uint64_t>> retired_;  // (offset, size, number)
   WriteLog log_;
+  Pending pending_;  // one update's blocks and writes (kept to reuse its capacity)
+  UpdateCounters counters_;
+  bool tracing_ = false;
+  std::vector<uint64_t> trace_;
 };
 
 }  // namespace npkit::trie

@@ -68,7 +68,7 @@ Outcome exec_br_signal(Chip&, ME&, Context& c, int, const Insn& in) {
 Outcome exec_br_inp_state(Chip& chip, ME& m, Context& c, int, const Insn& in) {
   bool state;
   if (in.aux == inp_states::NN_EMPTY) state = chip.nn_empty(m);
-  else if (in.aux == inp_states::NN_FULL) state = chip.nn_full(chip.next_me(m));
+  else if (in.aux == inp_states::NN_FULL) state = chip.nn_full_for(m);
   else if (in.aux >= inp_states::SCR_RING0_EMPTY) state = chip.scratch_ring_empty(in.aux - inp_states::SCR_RING0_EMPTY);
   else state = chip.scratch_ring_full(in.aux - inp_states::SCR_RING0_FULL);
   return branch_if(c, state != in.flag, in);

@@ -332,11 +332,16 @@ std::vector<uint32_t> Chip::ring_get(int r, uint32_t count) {
   return out;
 }
 
+// Under the quantum schedule an ME's status test also counts its own puts and gets of the
+// quantum, which reach the ring at the quantum's end.
 bool Chip::scratch_ring_full(int r) const {
   const Ring& g = rings_[r];
-  return g.configured && g.size - g.count < 16;  // a put of up to 16 words might not fit
+  const int64_t count = static_cast<int64_t>(g.count) + (q_me_ >= 0 ? q_ring_delta_[r] : 0);
+  return g.configured && static_cast<int64_t>(g.size) - count < 16;  // a 16-word put might not fit
 }
-bool Chip::scratch_ring_empty(int r) const { return rings_[r].count == 0; }
+bool Chip::scratch_ring_empty(int r) const {
+  return static_cast<int64_t>(rings_[r].count) + (q_me_ >= 0 ? q_ring_delta_[r] : 0) == 0;
+}
 
 namespace {
 void check_queue(const ChipConfig& cfg, int ch, uint32_t q) {
@@ -443,8 +448,11 @@ void Chip::post(const Event& ev) {
   // are never read)
   for (int k = 0; k < ev.nwords; k += 4) std::memcpy(&e.words[k], &ev.words[k], 4 * sizeof(uint32_t));
   if (ev.time > kLatestEvent) [[unlikely]] fault("time_limit", "an event beyond 2^57 cycles");
-  shorten_burst(ev.time);
-  events_.push(ev.time, seq_++, slot);
+  if (q_active_ && ev.time < q_end_) [[unlikely]] {  // inside the quantum being run
+    if (post_in_quantum(slot)) return;
+  }
+  shorten_burst(e.time);
+  events_.push(e.time, seq_++, slot);
 }
 
 void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
@@ -501,10 +509,14 @@ inline void Chip::deliver(const Event& ev) {
     c.signals |= static_cast<uint16_t>(1u << ev.sig);
     key_changed |= wake_check(m, ev.ctx, ev.time);
   }
-  if (key_changed) refresh_key(m);
+  if (key_changed && !q_active_) refresh_key(m);  // the quantum schedule has no run queue
 }
 
-void Chip::process_events_until(uint64_t t) {
+// kDebug (run_loop<true>): the lockstep log records deliveries to its ME; the plain loop
+// has no such test.  Out of line as the plain function was: inlined, it made run_loop so
+// big that GCC stopped inlining refresh_key there (+5 % core instructions, callgrind).
+template <bool kDebug>
+[[gnu::noinline]] void Chip::process_events_until(uint64_t t) {
   while (events_.top_time() <= t) {  // an empty queue's top time is UINT64_MAX
     uint32_t slot = events_.pop();
 #ifdef NPKIT_BURST_STATS
@@ -512,6 +524,10 @@ void Chip::process_events_until(uint64_t t) {
 #endif
     event_free_.push_back(slot);  // deliver posts nothing, so the slot stays intact meanwhile
     deliver(event_pool_[slot]);
+    if constexpr (kDebug) {
+      const Event& ev = event_pool_[slot];
+      if (ev.me == debug_.lockstep_me) lockstep_delivered(ev, mes_[ev.me]);
+    }
   }
 }
 
@@ -740,6 +756,11 @@ void Chip::deadlock(const char* why) {
 std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
   debug_.stop.clear();
   debug_.stop_watch = -1;
+  if (quantum_) {
+    if (debug_.active())
+      throw std::invalid_argument("the debugger's hooks need the default schedule, not \"quantum\"");
+    return run_quantum(max_cycles, stop_tx_frames, until_idle);
+  }
   if (!debug_.active()) return run_loop<false>(max_cycles, stop_tx_frames, until_idle);
   // the debugger's hooks are set: the scheduler loop with the instrumented dispatch loop
   debug_capture_watches();
@@ -802,7 +823,7 @@ template <bool kDebug>
       stats_.event_steps++;
       stats_.last_me = -1;
 #endif
-      process_events_until(t_ext);
+      process_events_until<kDebug>(t_ext);
       if (stop_tx_frames >= 0 && tx_total() - tx_start >= static_cast<uint64_t>(stop_tx_frames)) {
         result = "frames";
         break;
@@ -830,6 +851,201 @@ template <bool kDebug>
       }
       now_ = limit; result = "cycles"; break;
     }
+  }
+  // bring MEs that were idle or stalled up to now, so their cycle counters add up
+  for (ME& m : mes_) {
+    if (m.time >= now_ || m.contexts == 0) continue;
+    if (m.fifo_stalled) m.stalled += now_ - m.time;
+    else if (m.cur < 0 && m.ready_mask == 0) m.idle += now_ - m.time;
+    else continue;
+    m.time = now_;
+  }
+  return result;
+}
+
+// ------------------------------------------------------------------ the quantum schedule
+// Opt-in (set_schedule("quantum")); docs/sim-core.md, "The quantum schedule".  Time advances
+// in quanta of Q cycles on a fixed grid.  In a quantum each ME runs on its own, in index
+// order, from its time to the quantum's end: only its own events (all known at the
+// quantum's start) and its own same-ME signals interrupt it.  Its memory/unit commands are
+// recorded at issue and applied at the quantum's end in (issue cycle, ME, issue order)
+// order; no completion can fall inside the quantum, since Q is at most every unit's latency.
+
+// Q = the shortest latency from a command's issue (or a media event) to an effect another
+// agent can see: every unit's latency, the MSF round trip and the autopush latency.
+uint64_t Chip::quantum_for(const ChipConfig& cfg) {
+  uint64_t q = std::min({cfg.sram.latency, cfg.dram.latency, cfg.scratch.latency, cfg.hash.latency,
+                         cfg.msf_csr_latency, cfg.media.autopush_latency});
+  return std::max<uint64_t>(q, 1);
+}
+
+void Chip::set_schedule(const std::string& name) {
+  if (name != "default" && name != "quantum")
+    throw std::invalid_argument("schedule is \"default\" or \"quantum\", got \"" + name + "\"");
+  const bool q = name == "quantum";
+  if (q == quantum_) return;
+  quantum_ = q;
+  quantum_cycles_ = quantum_for(cfg_);
+  cut_me_ = -1;  // a cut burst of the default schedule: its ME simply goes on from its time
+  // the first quantum starts on the grid at or after now
+  q_next_ = (now_ + quantum_cycles_ - 1) / quantum_cycles_ * quantum_cycles_;
+}
+
+// A fault may leave a quantum half run; the next run starts clean (its events are lost).
+void Chip::reset_quantum_state() {
+  q_active_ = false;
+  q_me_ = -1;
+  q_events_.resize(mes_.size());
+  q_ring_delta_.assign(rings_.size(), 0);
+  for (auto& l : q_events_) {
+    for (uint32_t slot : l) event_free_.push_back(slot);
+    l.clear();
+  }
+  pending_used_ = 0;
+  q_nn_log_.clear();
+  q_nn_pending_.clear();
+}
+
+// An event posted inside the quantum for a cycle before its end: one for the ME running now
+// (a same-ME signal) joins its list, in time order; one for another ME (a next-neighbour
+// signal) or from the units' phase is held to the quantum's end, the earliest cycle that
+// ME's run has not passed.  True: the event was placed.
+bool Chip::post_in_quantum(uint32_t slot) {
+  Event& e = event_pool_[slot];
+  if (e.me == q_me_) {
+    auto& l = q_events_[q_me_];
+    auto at = std::upper_bound(l.begin(), l.end(), e.time,
+                               [&](uint64_t t, uint32_t s) { return t < event_pool_[s].time; });
+    l.insert(at, slot);
+    seq_++;
+    shorten_burst(e.time);
+    return true;
+  }
+  e.time = q_end_;
+  return false;
+}
+
+// ME m from its time to `end`: its bursts end only at its own events.
+void Chip::run_quantum_me(ME& m, uint64_t end) {
+  auto& l = q_events_[m.index];
+  size_t k = 0;
+  q_me_ = m.index;
+  std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
+  q_nn_log_.clear();
+  q_nn_puts_ = 0;
+  for (;;) {
+    const uint64_t te = k < l.size() ? event_pool_[l[k]].time : end;
+    const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
+    if (can && m.time < te) {
+      burst_end_ = te;
+      burst_stop_ = te;
+      run_me<false>(m);
+      continue;  // a same-ME signal may have joined the list
+    }
+    if (k >= l.size()) break;
+    const uint32_t slot = l[k++];
+    event_free_.push_back(slot);  // deliver posts nothing
+    deliver(event_pool_[slot]);
+  }
+  l.clear();
+  q_me_ = -1;
+  const auto target = static_cast<int16_t>(next_me(m).index);
+  for (const NnWrite& w : q_nn_log_) q_nn_pending_.push_back(NnPending{target, w});
+}
+
+void Chip::run_one_quantum(uint64_t start, uint64_t end) {
+  (void)start;
+  // the media model first: its events before the end, and the autopushes due in the quantum
+  // (none can be created for a cycle before the end: Q <= autopush latency)
+  if (media_->next_event() < end) {
+    try {
+      media_->advance(end - 1);
+    } catch (const MediaFault& f) {
+      throw SimError("media", -1, -1, -1, f.what());
+    }
+  }
+  // every event due in the quantum, to its ME's list in (time, seq) order
+  while (events_.top_time() < end) {
+    const uint32_t slot = events_.pop();
+    q_events_[event_pool_[slot].me].push_back(slot);
+  }
+  q_active_ = true;
+  q_end_ = end;
+  for (ME& m : mes_) {
+    if (m.contexts == 0 && q_events_[m.index].empty()) continue;
+    run_quantum_me(m, end);
+  }
+  // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
+  // is in (ME, issue order) already, so a sort on (cycle, position) gives it
+  pending_order_.clear();
+  for (uint32_t i = 0; i < pending_used_; ++i) pending_order_.emplace_back(pending_[i].t, i);
+  std::sort(pending_order_.begin(), pending_order_.end());
+  for (const auto& [t, i] : pending_order_) {
+    const PendingCmd& cmd = pending_[i];
+    try {
+      apply_command(*this, cmd);
+    } catch (const LocalFault& f) {
+      throw SimError(f.kind, cmd.me, cmd.ci, cmd.pc, f.what());
+    } catch (const MediaFault& f) {
+      throw SimError("media", cmd.me, cmd.ci, cmd.pc, f.what());
+    }
+  }
+  pending_used_ = 0;
+  // next-neighbour writes: each ME has one writer, so the order is its program order
+  for (const NnPending& p : q_nn_pending_) {
+    ME& nx = mes_[p.me];
+    if (!p.w.ring) {
+      nx.nn[p.w.idx] = p.w.value;
+    } else {  // room was checked at the put, counting the writer's puts of the quantum
+      nx.nn[nx.nn_put] = p.w.value;
+      nx.nn_put = static_cast<uint32_t>((nx.nn_put + 1) % nx.nn.size());
+    }
+  }
+  q_nn_pending_.clear();
+  q_active_ = false;
+}
+
+std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle) {
+  uint64_t limit = max_cycles > UINT64_MAX - now_ ? UINT64_MAX : now_ + max_cycles;
+  const uint64_t tx_start = media_->tx_frames_total();
+  const uint64_t q = quantum_cycles_;
+  reset_quantum_state();
+  for (const ME* m : loaded_)
+    if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
+  std::string result;
+  for (;;) {
+    uint64_t start = q_next_;
+    bool runnable = false;
+    for (const ME* m : loaded_) runnable |= !m->fifo_stalled && (m->cur >= 0 || m->ready_mask != 0);
+    if (!runnable) {  // nothing to run: on to the quantum of the next event
+      const uint64_t t_ext = std::min(next_event_time(), media_->next_event());
+      if (t_ext == UINT64_MAX) {  // quiescent
+        for (const ME& m : mes_) now_ = std::max(now_, std::min(m.time, limit));
+        if (!waiting_on_media_only()) deadlock("no context is ready and no event is pending");
+        if (until_idle) { result = "idle"; break; }
+        now_ = std::max(now_, limit == UINT64_MAX ? now_ : limit);
+        result = "cycles";
+        break;
+      }
+      start = std::max(start, t_ext / q * q);
+    }
+    if (start >= limit) { now_ = std::max(now_, limit); result = "cycles"; break; }
+    const uint64_t end = start + q;
+    run_one_quantum(start, end);
+    q_next_ = end;
+    now_ = std::max(now_, std::min(end, limit));
+    if (retired_ != last_progress_retired_) {
+      last_progress_retired_ = retired_;
+      last_progress_time_ = end;
+    }
+    if (stop_tx_frames >= 0 &&
+        media_->tx_frames_total() - tx_start >= static_cast<uint64_t>(stop_tx_frames)) {
+      result = "frames";
+      break;
+    }
+    if (retired_ == last_progress_retired_ && now_ > last_progress_time_ + cfg_.deadlock_cycles &&
+        media_->next_event() == UINT64_MAX && !waiting_on_media_only())
+      deadlock("no instruction retired for deadlock_cycles");
   }
   // bring MEs that were idle or stalled up to now, so their cycle counters add up
   for (ME& m : mes_) {

@@ -346,7 +346,31 @@ struct DebugWatch {
   uint64_t bytes = 0;
   std::vector<uint8_t> seen;  // the bytes as last seen (taken at each run's start)
 };
+// One entry of the lockstep log (lockstep.cpp; docs/rtl.md, "Lockstep inside the chip"):
+// what the RTL mirror of one ME must replay -- an instruction the ME retired (with the
+// inputs it saw from outside the ME), or a delivery to it (a signal, a completed command).
+struct LockstepRecord {
+  uint64_t time = 0;      // retire: the cycle it ran in; delivery: the cycle it takes effect
+  uint32_t kind = 0;      // 0 retired instruction, 1 delivery
+  int32_t ctx = 0;
+  uint32_t pc = 0;        // retire: its PC; delivery: the signal (0: none)
+  uint32_t counts = 0;    // delivery: completes a command of the command FIFO
+  uint32_t a = 0, b = 0;  // retire: the A and B operand values of a command
+  uint32_t nn_put = 0, next_put = 0, next_get = 0;  // retire: NN_PUT; the next ME's PUT, GET
+  uint32_t ring_full = 0, ring_empty = 0;  // retire: scratch ring states (bit r: ring r)
+};
+inline constexpr uint32_t kLockstepRetire = 0, kLockstepDelivery = 1;
+
 struct DebugHooks {
+  // lockstep: the ME whose instructions and deliveries are logged (-1: none); each retired
+  // instruction of it stops the run ("lockstep") so the mirror can compare state
+  int lockstep_me = -1;
+  std::vector<LockstepRecord> lockstep_log;
+  LockstepRecord lockstep_next;  // the instruction about to run (filled before it)
+  // fault injection for the lockstep's own test: after the instruction at corrupt_pc of ME
+  // corrupt_me retires, bit 0 of its GPR destination flips (a broken C++ semantic)
+  int corrupt_me = -1;
+  uint32_t corrupt_pc = 0;
   std::vector<std::vector<uint8_t>> breakpoints;  // per ME index: 1 at a PC that stops
   int breakpoint_count = 0;
   int step_me = -1, step_ctx = -1;                // stop after that context retires
@@ -363,7 +387,8 @@ struct DebugHooks {
   int resume_me = -1;
   uint64_t resume_retired = 0;
   bool active() const {
-    return breakpoint_count > 0 || step_left > 0 || !watches.empty() || coverage;
+    return breakpoint_count > 0 || step_left > 0 || !watches.empty() || coverage ||
+           lockstep_me >= 0;
   }
 };
 // The schedule's shape: how many bursts end for which reason, how many event steps deliver
@@ -381,6 +406,24 @@ struct BurstStats {
 
 // Outcome of one instruction.
 enum class Outcome : uint8_t { Next, Taken, Swap, Stall };
+
+// ------------------------------------------------------------------ the quantum schedule
+// A memory/unit command as issued under the quantum schedule (docs/sim-core.md, "The
+// quantum schedule"): everything its effect needs, read at issue, so that the units can
+// take it at the quantum's end.  `kind` is the major opcode (isa::OP_SRAM ...).
+struct PendingCmd {
+  uint64_t t = 0;          // issue cycle
+  int16_t me = 0;
+  int8_t ci = 0;
+  uint8_t kind = 0;
+  uint32_t pc = 0;
+  Insn in{};
+  uint32_t a = 0, b = 0;   // the address operands' values at issue
+  std::array<uint32_t, 32> words;  // transfer-out words at issue (not zeroed: only the used)
+};
+// The effect of a deferred command (memory.cpp): memory, unit, completion event.
+class Chip;
+void apply_command(Chip& chip, const PendingCmd& cmd);
 
 // ------------------------------------------------------------------ the chip
 struct ChipSnapshot;
@@ -440,6 +483,8 @@ class Chip : public MediaHost {
   DebugHooks& debug() { return debug_; }
   // re-read the watched bytes (run() does at its start in debug mode)
   void debug_capture_watches();
+  // The lockstep ME's architectural state, flat (lockstep.cpp, kLockstepLayout order).
+  std::vector<uint32_t> lockstep_state(int me);
   std::vector<TraceInterval> take_trace();
   // The per-frame event log and utilisation probe (frame_log.hpp; docs/debugging.md,
   // "Per-packet traces").  Attaching a new log replaces the old one (its trace points
@@ -471,6 +516,12 @@ class Chip : public MediaHost {
   bool scratch_ring_empty(int r) const;
   bool nn_empty(const ME& m) const { return m.nn_put == m.nn_get; }
   bool nn_full(const ME& m) const { return ((m.nn_put + 1) % m.nn.size()) == m.nn_get; }
+  // The next ME's NN ring as its writer sees it: with the writer's puts of the quantum.
+  bool nn_full_for(const ME& writer) {
+    const ME& nx = next_me(writer);
+    const uint32_t put = nx.nn_put + (q_me_ >= 0 ? q_nn_puts_ : 0);
+    return ((put + 1) % nx.nn.size()) == nx.nn_get;
+  }
   ME& next_me(const ME& m) { return mes_[(m.index + 1) % mes_.size()]; }
   ME& me_at(int i) { return mes_[i]; }
   // A command completing at t (or an MSF command, t = its issue cycle + 1) ends the
@@ -478,6 +529,27 @@ class Chip : public MediaHost {
   void shorten_burst(uint64_t t) {
     if (t < burst_end_) burst_end_ = t;
     if (t < burst_stop_) burst_stop_ = t;
+  }
+
+  // The quantum schedule (docs/sim-core.md, "The quantum schedule").  set_schedule takes
+  // "default" or "quantum"; the quantum's length is derived from the config (quantum_for).
+  void set_schedule(const std::string& name);
+  const char* schedule() const { return quantum_ ? "quantum" : "default"; }
+  uint64_t quantum_cycles() const { return quantum_for(cfg_); }
+  static uint64_t quantum_for(const ChipConfig& cfg);
+  // true while an ME runs inside a quantum: its commands are recorded, not applied
+  bool deferring() const { return q_me_ >= 0; }
+  PendingCmd& defer_command() {  // slots are reused: no zeroing of the 32 words per command
+    if (pending_used_ == pending_.size()) pending_.emplace_back();
+    return pending_[pending_used_++];
+  }
+  // A scratch ring put/get the running ME issued in this quantum: its own ring-status tests
+  // see it at once (the ring itself changes at the quantum's end).
+  void note_ring_command(uint32_t ring, bool put, int words) {
+    if (ring >= q_ring_delta_.size() || !rings_[ring].configured) return;  // faults at apply
+    int32_t& d = q_ring_delta_[ring];
+    if (put) d += words;
+    else if (static_cast<int64_t>(rings_[ring].count) + d >= words) d -= words;  // else: zeros
   }
 
   // register file index of relative register i of context ci
@@ -497,13 +569,17 @@ class Chip : public MediaHost {
   void debug_after(ME& m, int ci, uint32_t pc, const Insn& in, uint64_t done);
   void debug_stop(const char* why, const ME& m, int ci, uint32_t pc);
   bool debug_watch_changed(int w);
+  // lockstep.cpp: before / after an instruction of the lockstep ME, a delivery to it
+  void lockstep_before(const ME& m, int ci, uint32_t pc);
+  void lockstep_after(ME& m, int ci, uint32_t pc);
+  void lockstep_delivered(const Event& ev, const ME& m);
   template <bool kDebug> inline void run_burst(ME& m, uint64_t end, uint64_t limit);
   // run() without (kDebug false) or with the debugger's hooks
   template <bool kDebug> std::string run_loop(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline bool pick_context(ME& m);
-  void process_events_until(uint64_t t);
+  template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
   inline bool wake_check(ME& m, int ci, uint64_t t);  // true: the context became Ready
   [[noreturn]] void deadlock(const char* why);
@@ -564,6 +640,38 @@ class Chip : public MediaHost {
   // ME is loaded again, so a snapshot taken with trace points set restores safely.
   std::unordered_map<uint64_t, uint8_t> trace_originals_;
   void clear_trace_points();
+  // the quantum schedule: the setting, and the state of the quantum being run (empty
+  // between runs; q_next_, where the next quantum starts, is simulated state)
+  bool quantum_ = false;
+  uint64_t quantum_cycles_ = 1;
+  uint64_t q_next_ = 0;
+  uint64_t q_end_ = 0;
+  bool q_active_ = false;   // a quantum is being run: posts before q_end_ are routed
+  int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
+  std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
+  std::vector<PendingCmd> pending_;               // commands issued in the quantum
+  size_t pending_used_ = 0;                       // ... the first pending_used_ slots
+  std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
+  // next-neighbour writes of the running ME (to ME + 1), applied at the ME's phase end
+  // into a per-quantum list the neighbour sees from the next quantum on
+  struct NnWrite {
+    uint32_t idx;    // register (not ring)
+    uint32_t value;
+    bool ring;       // a put on the NN ring
+  };
+  std::vector<NnWrite> q_nn_log_;
+  uint32_t q_nn_puts_ = 0;
+  struct NnPending {
+    int16_t me;      // the ME written to
+    NnWrite w;
+  };
+  std::vector<NnPending> q_nn_pending_;
+  std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
+  std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
+  void run_one_quantum(uint64_t start, uint64_t end);
+  void run_quantum_me(ME& m, uint64_t end);
+  bool post_in_quantum(uint32_t slot);
+  void reset_quantum_state();
 
  public:
   uint8_t trace_original(int me, uint32_t pc) const {
@@ -605,7 +713,7 @@ class Chip : public MediaHost {
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
   X(seq_) X(media_sigs_) X(now_) X(burst_end_) X(burst_stop_) X(cut_me_) X(cut_end_)       \
-  X(retired_) X(last_progress_time_) X(last_progress_retired_)
+  X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)
 
 // An immutable copy of a chip's simulated state (Chip::snapshot).
 struct ChipSnapshot {

@@ -17,6 +17,7 @@ void Chip::debug_stop(const char* why, const ME& m, int ci, uint32_t pc) {
 }
 
 bool Chip::debug_before(const ME& m, int ci, uint32_t pc, uint64_t done) {
+  if (m.index == debug_.lockstep_me) lockstep_before(m, ci, pc);
   const auto& bps = debug_.breakpoints;
   const size_t me = static_cast<size_t>(m.index);
   if (me >= bps.size() || pc >= bps[me].size() || !bps[me][pc]) return false;
@@ -52,6 +53,10 @@ void Chip::debug_after(ME& m, int ci, uint32_t pc, const Insn& in, uint64_t) {
   if (debug_.step_left && m.index == debug_.step_me && ci == debug_.step_ctx &&
       --debug_.step_left == 0)
     debug_stop("step", m, ci, pc);
+  if (m.index == debug_.lockstep_me) {  // the mirror compares after every instruction
+    lockstep_after(m, ci, pc);
+    debug_stop("lockstep", m, ci, pc);
+  }
 }
 
 namespace {

@@ -2,6 +2,12 @@
 // happens at issue (commands on one channel are served in issue order, so this is the order
 // the channel would apply them); its result (transfer-in registers) and its signal arrive at
 // completion = start + occupancy + latency, start = max(issue, channel free).
+//
+// Each command is split in two: the issue (FIFO check, operands, the context's swap), run by
+// the handler, and the effect (apply_*: memory, unit, completion event).  The default
+// schedule applies the effect at once; the quantum schedule records the command with the
+// transfer-out words it needs (PendingCmd) and applies it at the quantum's end
+// (docs/sim-core.md, "The quantum schedule").
 #include <algorithm>
 
 #include "operands.hpp"
@@ -24,30 +30,64 @@ Event completion(const ME& m, int ci, const Insn& in) {
   return ev;
 }
 
-// Queue the completion; with ctx_swap the context sleeps until its signal.
-Outcome finish(Chip& chip, ME& m, Context& c, Event& ev, uint64_t done, const Insn& in) {
+// The completion at `done`: transfer-in words and signal.
+void post_done(Chip& chip, Event& ev, uint64_t done) {
   ev.time = done;
-  m.outstanding++;
   chip.post(ev);
+}
+
+// The issue's end: one more command outstanding; with ctx_swap the context sleeps until its
+// signal.
+Outcome issued(ME& m, Context& c, const Insn& in) {
+  m.outstanding++;
   if (!in.flag) return Outcome::Next;
   c.wait_mask = static_cast<uint16_t>(1u << in.sig);
   c.swap_mode = ctx_arb_modes::ALL;
   return Outcome::Swap;
 }
 
-uint32_t out_reg(const ME& m, int ci, const Insn& in, int k) {
-  return m.sram_out[Chip::phys(m, ci, in.xfer + k)];
+// Transfer-out word k of the command: read live from the ME (default schedule) or from the
+// copy taken at issue (quantum schedule).
+struct LiveOut {
+  const std::vector<uint32_t>& file;
+  const ME& m;
+  int ci;
+  uint8_t xfer;
+  uint32_t operator()(int k) const { return file[Chip::phys(m, ci, xfer + k)]; }
+};
+struct SavedOut {
+  const uint32_t* words;
+  uint32_t operator()(int k) const { return words[k]; }
+};
+
+// Record the command for the quantum's end, with the n transfer-out words it may read.
+void defer(Chip& chip, const ME& m, int ci, const Insn& in, uint8_t kind, uint32_t a, uint32_t b,
+           const std::vector<uint32_t>& file, int n) {
+  PendingCmd& cmd = chip.defer_command();
+  cmd.t = m.time;
+  cmd.me = static_cast<int16_t>(m.index);
+  cmd.ci = static_cast<int8_t>(ci);
+  cmd.kind = kind;
+  cmd.pc = m.ctx[ci].pc - 1;
+  cmd.in = in;
+  cmd.a = a;
+  cmd.b = b;
+  if (in.xfer == 0xFF) n = 0;
+  for (int k = 0; k < n && k < 32; ++k) {
+    const size_t p = Chip::phys(m, ci, in.xfer + k);
+    cmd.words[k] = p < file.size() ? file[p] : 0;
+  }
 }
 
-// The frame log's record of a command issued now on `u` (frame_log.hpp): its unit, the
+// The frame log's record of a command issued at t on `u` (frame_log.hpp): its unit, the
 // backlog it found (cycles until the unit is free, itself included) and the first data word.
-void log_command(Chip& chip, FrameLog& log, const ME& m, int ci, const Insn& in, uint8_t unit,
-                 const Unit& u, uint32_t addr, uint32_t word, uint64_t done) {
-  const uint32_t pc = m.ctx[ci].pc - 1;
+void log_command(Chip& chip, FrameLog& log, const ME& m, int ci, uint32_t pc, const Insn& in,
+                 uint8_t unit, const Unit& u, uint32_t addr, uint32_t word, uint64_t t,
+                 uint64_t done) {
   const uint8_t op = in.handler == H_TRACE_POINT ? chip.trace_original(m.index, pc) : in.handler;
   const uint64_t free_at = (u.free_at_fp + 0xFFFF) >> 16;
-  log.command(m.index, ci, pc, unit, op, in.sub, in.sig, addr, word, m.time, done,
-              free_at > m.time ? free_at - m.time : 0);
+  log.command(m.index, ci, pc, unit, op, in.sub, in.sig, addr, word, t, done,
+              free_at > t ? free_at - t : 0);
 }
 
 // RBUF / TBUF element of an MSF data address, -1 outside
@@ -91,11 +131,9 @@ struct ScratchCmds {
 
 bool returns_old(uint32_t cmd, uint32_t first_test, uint32_t swap) { return cmd == swap || cmd >= first_test; }
 
-}  // namespace
-
-Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
-  if (fifo_full(chip, m)) return Outcome::Stall;
-  uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
+template <class Out>
+void apply_sram(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t addr, uint64_t t,
+                const Out& out) {
   Event ev = completion(m, ci, in);
   uint32_t nbytes = 4;
   bool write = true;
@@ -107,7 +145,7 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       write = false;
       break;
     case sram_cmds::WRITE:
-      for (int k = 0; k < in.count; ++k) chip.sram_word(addr + 4 * k) = out_reg(m, ci, in, k);
+      for (int k = 0; k < in.count; ++k) chip.sram_word(addr + 4 * k) = out(k);
       nbytes = 4u * in.count;
       break;
     case sram_cmds::ENQUEUE: case sram_cmds::DEQUEUE: {
@@ -115,7 +153,7 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       if ((addr >> 28) || ch >= static_cast<uint32_t>(chip.config().sram_channels) || q >= chip.config().queue_descriptors)
         fault("bad_command", "queue address " + std::to_string(addr) + " names no Q-array descriptor");
       if (in.sub == sram_cmds::ENQUEUE) {
-        chip.q_enqueue(static_cast<int>(ch), q, out_reg(m, ci, in, 0));
+        chip.q_enqueue(static_cast<int>(ch), q, out(0));
       } else {
         ev.words[0] = chip.q_dequeue(static_cast<int>(ch), q);
         ev.nwords = 1;
@@ -124,7 +162,7 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       break;
     }
     default: {  // atomics
-      uint32_t operand = in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0);
+      uint32_t operand = in.xfer == 0xFF ? 0 : out(0);
       uint32_t old = atomic<SramCmds>(chip.sram_word(addr), in.sub, operand);
       if (returns_old(in.sub, sram_cmds::TEST_AND_SET, sram_cmds::SWAP)) {
         ev.words[0] = old;
@@ -134,16 +172,16 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
     }
   }
   Unit& unit = chip.sram_unit(addr);
-  uint64_t done = unit.schedule(m.time, nbytes, write);
+  uint64_t done = unit.schedule(t, nbytes, write);
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
-    log_command(chip, *log, m, ci, in, log->sram_unit(static_cast<int>(&unit - chip.sram_units().data())),
-                unit, addr, ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0)), done);
-  return finish(chip, m, c, ev, done, in);
+    log_command(chip, *log, m, ci, pc, in, log->sram_unit(static_cast<int>(&unit - chip.sram_units().data())),
+                unit, addr, ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out(0)), t, done);
+  post_done(chip, ev, done);
 }
 
-Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
-  if (fifo_full(chip, m)) return Outcome::Stall;
-  uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
+template <class Out>
+void apply_scratch(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t addr,
+                   uint64_t t, const Out& out) {
   Event ev = completion(m, ci, in);
   uint32_t nbytes = 4;
   bool write = true;
@@ -160,7 +198,7 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       write = false;
       break;
     case scratch_cmds::WRITE:
-      for (int k = 0; k < in.count; ++k) chip.scratch_word(addr + 4 * k) = out_reg(m, ci, in, k);
+      for (int k = 0; k < in.count; ++k) chip.scratch_word(addr + 4 * k) = out(k);
       nbytes = 4u * in.count;
       break;
     case scratch_cmds::PUT: {
@@ -169,9 +207,9 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
         fault("ring_overflow", "put of " + std::to_string(in.count) + " words to scratch ring " +
               std::to_string(addr) + " holding " + std::to_string(r.count) + " of " + std::to_string(r.size));
       if (FrameLog* log = chip.frame_log()) [[unlikely]]
-        log->ring_put(m.index, ci, addr, r.tail, r.size, in.count, out_reg(m, ci, in, 0), m.time);
+        log->ring_put(m.index, ci, addr, r.tail, r.size, in.count, out(0), t);
       for (int k = 0; k < in.count; ++k) {
-        chip.scratch_word(4 * (r.base + r.tail)) = out_reg(m, ci, in, k);
+        chip.scratch_word(4 * (r.base + r.tail)) = out(k);
         r.tail = (r.tail + 1) % r.size;
       }
       r.count += in.count;
@@ -185,7 +223,7 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       ev.nwords = in.count;  // zeros when the ring holds fewer than count words
       if (FrameLog* log = chip.frame_log()) [[unlikely]]
         log->ring_get(m.index, ci, addr, r.head, r.size, r.count >= in.count ? in.count : 0,
-                      r.count >= in.count ? chip.scratch_word(4 * (r.base + r.head)) : 0, m.time);
+                      r.count >= in.count ? chip.scratch_word(4 * (r.base + r.head)) : 0, t);
       if (r.count >= in.count) {
         for (int k = 0; k < in.count; ++k) {
           ev.words[k] = chip.scratch_word(4 * (r.base + r.head));
@@ -201,7 +239,7 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       break;
     }
     default: {
-      uint32_t operand = in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0);
+      uint32_t operand = in.xfer == 0xFF ? 0 : out(0);
       uint32_t old = atomic<ScratchCmds>(chip.scratch_word(addr), in.sub, operand);
       if (returns_old(in.sub, scratch_cmds::TEST_AND_SET, scratch_cmds::SWAP)) {
         ev.words[0] = old;
@@ -210,17 +248,17 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       break;
     }
   }
-  uint64_t done = chip.scratch_u().schedule(m.time, nbytes, write);
+  uint64_t done = chip.scratch_u().schedule(t, nbytes, write);
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
-    log_command(chip, *log, m, ci, in, kUnitScratch, chip.scratch_u(), addr,
-                ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out_reg(m, ci, in, 0)), done);
-  return finish(chip, m, c, ev, done, in);
+    log_command(chip, *log, m, ci, pc, in, kUnitScratch, chip.scratch_u(), addr,
+                ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out(0)), t, done);
+  post_done(chip, ev, done);
 }
 
 // DRAM: bytes map to transfer words big-endian (byte 0 = bits 31..24 of the first word).
-Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
-  if (fifo_full(chip, m)) return Outcome::Stall;
-  uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
+template <class Out>
+void apply_dram(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t a, uint32_t b,
+                uint64_t t, const Out& out) {
   uint32_t nbytes = 8u * in.count;
   Event ev = completion(m, ci, in);
   ev.file = 1;
@@ -242,7 +280,7 @@ Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
       chip.check_dram(addr, nbytes);
       uint8_t* p = chip.dram_bytes() + addr;
       for (int k = 0; k < 2 * in.count; ++k, p += 4) {
-        uint32_t w = m.dram_out[Chip::phys(m, ci, in.xfer + k)];
+        uint32_t w = out(k);
         p[0] = static_cast<uint8_t>(w >> 24); p[1] = static_cast<uint8_t>(w >> 16);
         p[2] = static_cast<uint8_t>(w >> 8); p[3] = static_cast<uint8_t>(w);
       }
@@ -257,23 +295,23 @@ Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
     default:  // TBUF_WR: DRAM a -> TBUF byte address b
       chip.check_dram(addr, nbytes);
       if (FrameLog* log = chip.frame_log()) [[unlikely]]
-        log->tbuf_write(m.index, ci, tbuf_element(chip, MSF_TBUF_BASE + b), m.time);
+        log->tbuf_write(m.index, ci, tbuf_element(chip, MSF_TBUF_BASE + b), t);
       chip.media_ref().tbuf_copy_in(b, chip.dram_bytes() + addr, nbytes);
       write = false;
       break;
   }
   Unit& unit = chip.dram_unit(addr);
-  uint64_t done = unit.schedule(m.time, nbytes, write);
+  uint64_t done = unit.schedule(t, nbytes, write);
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
-    log_command(chip, *log, m, ci, in, log->dram_unit(static_cast<int>(&unit - chip.dram_units().data())),
-                unit, static_cast<uint32_t>(addr), b, done);
-  return finish(chip, m, c, ev, done, in);
+    log_command(chip, *log, m, ci, pc, in, log->dram_unit(static_cast<int>(&unit - chip.dram_units().data())),
+                unit, static_cast<uint32_t>(addr), b, t, done);
+  post_done(chip, ev, done);
 }
 
 // MSF: forwarded to the media model at issue; the round trip takes msf csr_latency.
-Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
-  if (fifo_full(chip, m)) return Outcome::Stall;
-  uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
+template <class Out>
+void apply_msf(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t a, uint32_t b,
+               uint64_t t, const Out& out) {
   Event ev = completion(m, ci, in);
   Media& media = chip.media_ref();
   uint32_t nbytes = 4u * in.count;
@@ -281,15 +319,15 @@ Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
     case msf_cmds::READ:
       if (FrameLog* log = chip.frame_log()) [[unlikely]]
         log->rbuf_read(m.index, ci, rbuf_element(chip, a + b));
-      media.read(a + b, ev.words.data(), in.count, m.time);
+      media.read(a + b, ev.words.data(), in.count, t);
       ev.nwords = in.count;
       break;
     case msf_cmds::WRITE: {
       uint32_t words[16];
-      for (int k = 0; k < in.count; ++k) words[k] = out_reg(m, ci, in, k);
+      for (int k = 0; k < in.count; ++k) words[k] = out(k);
       if (FrameLog* log = chip.frame_log()) [[unlikely]]
-        log->tbuf_write(m.index, ci, tbuf_element(chip, a + b), m.time);
-      media.write(a + b, words, in.count, m.time);
+        log->tbuf_write(m.index, ci, tbuf_element(chip, a + b), t);
+      media.write(a + b, words, in.count, t);
       break;
     }
     default:  // FAST_WR: a = CSR, b = value
@@ -299,36 +337,103 @@ Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
           fault("bad_command", "receive status registers $" + std::to_string(b & 0xFF) + ", $" +
                 std::to_string((b & 0xFF) + 1) + " are beyond the " + std::to_string(m.per_ctx) +
                 " each context owns");
-        media.fast_wr(m.index, ci, a, b, m.time);
+        media.fast_wr(m.index, ci, a, b, t);
         chip.note_media_registration(m.index, ci, b);
       } else {
-        media.fast_wr(m.index, ci, a, b, m.time);
+        media.fast_wr(m.index, ci, a, b, t);
       }
       nbytes = 4;
       break;
   }
   // the media model may now have an earlier event (e.g. a frame became valid): end the burst
-  chip.shorten_burst(m.time + 1);
-  uint64_t done = chip.msf_u().schedule_cycles(m.time, 0, nbytes);
+  chip.shorten_burst(t + 1);
+  uint64_t done = chip.msf_u().schedule_cycles(t, 0, nbytes);
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
-    log_command(chip, *log, m, ci, in, kUnitMsf, chip.msf_u(), a + b,
-                in.sub == msf_cmds::READ ? ev.words[0] : (in.sub == msf_cmds::WRITE ? out_reg(m, ci, in, 0) : b),
-                done);
-  return finish(chip, m, c, ev, done, in);
+    log_command(chip, *log, m, ci, pc, in, kUnitMsf, chip.msf_u(), a + b,
+                in.sub == msf_cmds::READ ? ev.words[0] : (in.sub == msf_cmds::WRITE ? out(0) : b),
+                t, done);
+  post_done(chip, ev, done);
 }
 
 // hash_48/64/128[$x, n]: n keys from $x (out) hashed into $x (in).
-Outcome exec_hash(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
-  if (fifo_full(chip, m)) return Outcome::Stall;
+template <class Out>
+void apply_hash(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint64_t t, const Out& out) {
   Event ev = completion(m, ci, in);
   int per_key = in.aux / in.count;
-  for (int k = 0; k < in.aux; ++k) ev.words[k] = out_reg(m, ci, in, k);
+  for (int k = 0; k < in.aux; ++k) ev.words[k] = out(k);
   for (int key = 0; key < in.count; ++key) hash_key(chip.config().hash, in.sub, ev.words.data() + key * per_key);
   ev.nwords = in.aux;
-  uint64_t done = chip.hash_u().schedule_cycles(m.time, chip.config().hash.occupancy * in.count, 4u * in.aux);
+  uint64_t done = chip.hash_u().schedule_cycles(t, chip.config().hash.occupancy * in.count, 4u * in.aux);
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
-    log_command(chip, *log, m, ci, in, kUnitHash, chip.hash_u(), 0, ev.words[0], done);
-  return finish(chip, m, c, ev, done, in);
+    log_command(chip, *log, m, ci, pc, in, kUnitHash, chip.hash_u(), 0, ev.words[0], t, done);
+  post_done(chip, ev, done);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ the handlers (issue)
+Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
+  if (chip.deferring()) [[unlikely]]
+    defer(chip, m, ci, in, OP_SRAM, addr, 0, m.sram_out, in.count);
+  else
+    apply_sram(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+  return issued(m, c, in);
+}
+
+Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
+  if (chip.deferring()) [[unlikely]] {
+    defer(chip, m, ci, in, OP_SCRATCH, addr, 0, m.sram_out, in.count);
+    if (in.sub == scratch_cmds::PUT || in.sub == scratch_cmds::GET)
+      chip.note_ring_command(addr, in.sub == scratch_cmds::PUT, in.count);
+  } else
+    apply_scratch(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+  return issued(m, c, in);
+}
+
+Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
+  if (chip.deferring()) [[unlikely]]
+    defer(chip, m, ci, in, OP_DRAM, a, b, m.dram_out, 2 * in.count);
+  else
+    apply_dram(chip, m, ci, c.pc - 1, in, a, b, m.time, LiveOut{m.dram_out, m, ci, in.xfer});
+  return issued(m, c, in);
+}
+
+Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
+  if (chip.deferring()) [[unlikely]]
+    defer(chip, m, ci, in, OP_MSF, a, b, m.sram_out, in.count);
+  else
+    apply_msf(chip, m, ci, c.pc - 1, in, a, b, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+  return issued(m, c, in);
+}
+
+Outcome exec_hash(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  if (fifo_full(chip, m)) return Outcome::Stall;
+  if (chip.deferring()) [[unlikely]]
+    defer(chip, m, ci, in, OP_HASH, 0, 0, m.sram_out, in.aux);
+  else
+    apply_hash(chip, m, ci, c.pc - 1, in, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+  return issued(m, c, in);
+}
+
+// The effect of a command the quantum schedule recorded at issue, in the units' order.
+void apply_command(Chip& chip, const PendingCmd& cmd) {
+  ME& m = chip.me_at(cmd.me);
+  const SavedOut out{cmd.words.data()};
+  switch (cmd.kind) {
+    case OP_SRAM: apply_sram(chip, m, cmd.ci, cmd.pc, cmd.in, cmd.a, cmd.t, out); break;
+    case OP_SCRATCH: apply_scratch(chip, m, cmd.ci, cmd.pc, cmd.in, cmd.a, cmd.t, out); break;
+    case OP_DRAM: apply_dram(chip, m, cmd.ci, cmd.pc, cmd.in, cmd.a, cmd.b, cmd.t, out); break;
+    case OP_MSF: apply_msf(chip, m, cmd.ci, cmd.pc, cmd.in, cmd.a, cmd.b, cmd.t, out); break;
+    default: apply_hash(chip, m, cmd.ci, cmd.pc, cmd.in, cmd.t, out); break;
+  }
 }
 
 }  // namespace npkit

@@ -240,6 +240,10 @@ PYBIND11_MODULE(_core, m) {
            },
            py::arg("max_cycles"), py::arg("stop_tx_frames") = -1, py::arg("until_idle") = false)
       .def_property_readonly("now", [](py::object self) { return chip_of(self).now(); })
+      .def("set_schedule", [](py::object self, const std::string& name) { chip_of(self).set_schedule(name); },
+           py::arg("name"))
+      .def_property_readonly("schedule", [](py::object self) { return std::string(chip_of(self).schedule()); })
+      .def_property_readonly("quantum_cycles", [](py::object self) { return chip_of(self).quantum_cycles(); })
       .def_property_readonly("instructions_retired", [](py::object self) { return chip_of(self).instructions_retired(); })
       .def("sram",
            [](py::object self, int ch) {
@@ -593,6 +597,48 @@ PYBIND11_MODULE(_core, m) {
             d.resume_retired = v.second;
           },
           "(me, instructions retired) of the breakpoint stop the next run passes over once.")
+      // ---- lockstep log for the RTL mirror (lockstep.cpp; docs/rtl.md)
+      .def_property(
+          "lockstep_me",
+          [](py::object self) { return chip_of(self).debug().lockstep_me; },
+          [](py::object self, int me) {
+            Chip& chip = chip_of(self);
+            if (me >= 0) check_index(me, chip.config().num_mes(), "ME index");
+            DebugHooks& d = chip.debug();
+            d.lockstep_me = me < 0 ? -1 : me;
+            d.lockstep_log.clear();
+          },
+          "The ME whose retired instructions and deliveries are logged (-1: none); while set, "
+          "run() stops after each instruction of it with reason 'lockstep'.")
+      .def("lockstep_corrupt",
+           [](py::object self, int me, uint32_t pc) {
+             DebugHooks& d = chip_of(self).debug();
+             d.corrupt_me = me;
+             d.corrupt_pc = pc;
+           },
+           py::arg("me"), py::arg("pc"),
+           "Test only: while in lockstep, flip bit 0 of the GPR the instruction at pc of ME me "
+           "writes, each time it retires (me -1: off).")
+      .def("lockstep_take",
+           [](py::object self) {
+             DebugHooks& d = chip_of(self).debug();
+             py::list out;
+             for (const LockstepRecord& r : d.lockstep_log)
+               out.append(py::make_tuple(r.kind, r.time, r.ctx, r.pc, r.counts, r.a, r.b, r.nn_put,
+                                         r.next_put, r.next_get, r.ring_full, r.ring_empty));
+             d.lockstep_log.clear();
+             return out;
+           },
+           "The log since the last take, oldest first: (kind, time, ctx, pc or signal, counts, "
+           "a, b, nn_put, next_put, next_get, ring_full, ring_empty); kind 0 retired, 1 delivery.")
+      .def("lockstep_state",
+           [](py::object self, int me) {
+             Chip& chip = chip_of(self);
+             check_index(me, chip.config().num_mes(), "ME index");
+             std::vector<uint32_t> st = chip.lockstep_state(me);
+             return py::bytes(reinterpret_cast<const char*>(st.data()), st.size() * sizeof(uint32_t));
+           },
+           py::arg("me"), "ME me's registers, local memory, NN, PCs and condition codes, flat.")
       .def("snapshot",
            [](py::object self) { return Snapshot{chip_of(self).snapshot()}; },
            "A copy of the whole simulated state (docs/sim-core.md, \"Snapshot and restore\").")

@@ -45,7 +45,14 @@ inline uint32_t Chip::read_dest(ME& m, Context& c, int ci, Opnd o) {
   switch (o.kind) {
     case OpKind::XferS: return m.sram_out[phys(m, ci, o.idx)];
     case OpKind::XferD: return m.dram_out[phys(m, ci, o.idx)];
-    case OpKind::Nn: return next_me(m).nn[phys(m, ci, o.idx)];
+    case OpKind::Nn: {
+      const size_t p = phys(m, ci, o.idx);
+      if (deferring()) [[unlikely]] {  // this ME's own write of the quantum, if any
+        for (auto w = q_nn_log_.rbegin(); w != q_nn_log_.rend(); ++w)
+          if (!w->ring && w->idx == p) return w->value;
+      }
+      return next_me(m).nn[p];
+    }
     case OpKind::Lm0Inc: case OpKind::Lm0Dec: return detail::lm_word(m, lm_addr(c, 0), 0);
     case OpKind::Lm1Inc: case OpKind::Lm1Dec: return detail::lm_word(m, lm_addr(c, 1), 0);
     case OpKind::NnRing: return 0;
@@ -89,7 +96,13 @@ void Chip::write_slow(ME& m, Context& c, int ci, Opnd o, uint32_t v) {
     case OpKind::GprB: m.gpr_b[phys(m, ci, o.idx)] = v; return;
     case OpKind::XferS: m.sram_out[phys(m, ci, o.idx)] = v; return;
     case OpKind::XferD: m.dram_out[phys(m, ci, o.idx)] = v; return;
-    case OpKind::Nn: next_me(m).nn[phys(m, ci, o.idx)] = v; return;
+    case OpKind::Nn:
+      if (deferring()) [[unlikely]] {  // the neighbour sees it at the quantum's end
+        q_nn_log_.push_back(NnWrite{static_cast<uint32_t>(phys(m, ci, o.idx)), v, false});
+        return;
+      }
+      next_me(m).nn[phys(m, ci, o.idx)] = v;
+      return;
     case OpKind::Imm: case OpKind::None: return;
     case OpKind::Lm0: detail::lm_word(m, lm_addr(c, 0), o.idx) = v; return;
     case OpKind::Lm1: detail::lm_word(m, lm_addr(c, 1), o.idx) = v; return;
@@ -103,7 +116,12 @@ void Chip::write_slow(ME& m, Context& c, int ci, Opnd o, uint32_t v) {
     }
     case OpKind::NnRing: {
       ME& nx = next_me(m);
-      if (nn_full(nx)) fault("ring_overflow", "next-neighbour ring of ME " + std::to_string(nx.index) + " is full");
+      if (nn_full_for(m)) fault("ring_overflow", "next-neighbour ring of ME " + std::to_string(nx.index) + " is full");
+      if (deferring()) [[unlikely]] {
+        q_nn_log_.push_back(NnWrite{0, v, true});
+        q_nn_puts_++;
+        return;
+      }
       nx.nn[nx.nn_put] = v;
       nx.nn_put = static_cast<uint32_t>((nx.nn_put + 1) % nx.nn.size());
       return;

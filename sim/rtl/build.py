@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from npkit.base.errors import NpkitError
@@ -43,7 +43,8 @@ class RtlParams:
     nn_regs: int
     branch_penalty: int
     lm_addr_delay: int
-    me_number: int = 0
+    cmd_fifo_depth: int = 8
+    me_number: int = 0  # an input of the model (one build serves every ME), not a parameter
     defines: tuple[str, ...] = field(default=())  # e.g. ("NPK_MUTANT_ALU_XOR",)
 
     @classmethod
@@ -56,6 +57,9 @@ class RtlParams:
             if int(me_section[key]) != size:
                 raise RtlBuildError(f"{config.name}: the RTL ME has {size} {key.replace('_', ' ')}"
                                     f", the config says {me_section[key]}")
+        if int(me_section["command_fifo_depth"]) > 255:
+            raise RtlBuildError(f"{config.name}: the RTL ME counts outstanding commands in 8 "
+                                "bits (command_fifo_depth at most 255)")
         if int(me_section["branch_taken_penalty"]) > 15 or int(me_section["lm_addr_delay"]) > 15:
             raise RtlBuildError(f"{config.name}: the RTL ME counts branch_taken_penalty and "
                                 "lm_addr_delay in 4 bits (at most 15)")
@@ -63,12 +67,13 @@ class RtlParams:
                    nn_regs=int(me_section["nn_registers"]),
                    branch_penalty=int(me_section["branch_taken_penalty"]),
                    lm_addr_delay=int(me_section["lm_addr_delay"]),
+                   cmd_fifo_depth=int(me_section["command_fifo_depth"]),
                    me_number=config.me_numbers[me], defines=tuple(defines))
 
     def verilator_args(self) -> list[str]:
         values = {"LM_WORDS": self.lm_words, "CS_WORDS": self.cs_words, "NN_REGS": self.nn_regs,
                   "BRANCH_PENALTY": self.branch_penalty, "LM_ADDR_DELAY": self.lm_addr_delay,
-                  "ME_NUMBER": self.me_number}
+                  "CMD_FIFO_DEPTH": self.cmd_fifo_depth}
         return [f"-G{k}={v}" for k, v in values.items()] + [f"-D{d}" for d in self.defines]
 
 
@@ -126,7 +131,8 @@ def _model(params: RtlParams, exe: str, jobs: int) -> Path:
     version = subprocess.run([exe, "--version"], capture_output=True, text=True,
                              check=False).stdout
     flags = repr((_VFLAGS, _CXXFLAGS, _RUNTIME))
-    target = cache_root() / f"model-{_digest((*SOURCES, *INCLUDES), repr(params), version, flags)}"
+    key = repr(replace(params, me_number=0))  # the ME number is an input, not built in
+    target = cache_root() / f"model-{_digest((*SOURCES, *INCLUDES), key, version, flags)}"
     if (target / "done").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

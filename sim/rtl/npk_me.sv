@@ -1,8 +1,11 @@
 // One npkit microengine in SystemVerilog: 8 (or 4) contexts, GPR A/B banks, transfer
 // registers, next-neighbour registers and ring, local memory, the ALU / shifter /
 // byte_align / ld_field unit, immed*, mul_step, CRC, CAM, branches with defer slots,
-// ctx_arb and the local CSRs: every instruction but hash and the memory commands.
-// docs/rtl.md lists what it covers.
+// ctx_arb and the local CSRs.  Memory and unit commands (sram, scratch, dram, msf, hash)
+// are *issued*: decoded, their operands read, reported on the cmd_* outputs, counted in the
+// command FIFO (a full FIFO stalls the ME), and a ctx_swap puts the context to sleep on the
+// command's signal; the memory model outside completes them (writes the transfer-in
+// registers, raises the signal, frees the FIFO slot).  docs/rtl.md lists what it covers.
 //
 // Timing is the C++ model's (docs/sim-core.md): one instruction per cycle, a taken branch
 // costs BRANCH_PENALTY cycles less its defer slots, a context switch costs nothing (the
@@ -20,11 +23,12 @@ module npk_me #(
     parameter int CS_WORDS = 8192,
     parameter int NN_REGS = 128,
     parameter int BRANCH_PENALTY = 3,
-    parameter int LM_ADDR_DELAY = 3,
-    parameter int ME_NUMBER = 0  // BRANCH_PENALTY and LM_ADDR_DELAY: at most 15
+    parameter int LM_ADDR_DELAY = 3,  // BRANCH_PENALTY and LM_ADDR_DELAY: at most 15
+    parameter int CMD_FIFO_DEPTH = 8  // commands issued and not completed: at most 255
 ) (
     input  logic        clk,
     input  logic        rst,
+    input  logic [4:0]  me_number,   // ACTIVE_CTX_STS (an input: one build serves every ME)
     input  logic        mode4,       // 4-context mode (CTX_ENABLES bit 31)
     input  logic [63:0] prng_seed,   // PSEUDO_RANDOM_NUMBER state after reset
     // control store
@@ -61,7 +65,18 @@ module npk_me #(
     output logic [3:0]  fault,       // sticky; FAULT_NONE while running
     output logic [39:0] fault_word,
     output logic [12:0] fault_pc,
-    output logic [2:0]  fault_ctx
+    output logic [2:0]  fault_ctx,
+    // the command issued by the retiring instruction (memory/unit commands and the
+    // NEXT_NEIGHBOR_SIGNAL write, which also reaches outside the ME)
+    output logic        cmd_valid,
+    output logic [4:0]  cmd_op,
+    output logic [3:0]  cmd_sub,
+    output logic [5:0]  cmd_xfer,
+    output logic [3:0]  cmd_count,
+    output logic [3:0]  cmd_sig,
+    output logic        cmd_swap,
+    output logic [31:0] cmd_a,
+    output logic [31:0] cmd_b
 );
 `include "npk_isa.svh"  // generated from sim/isa.py by sim/rtl/gen_decoder.py
 
@@ -118,7 +133,9 @@ module npk_me #(
   logic        cur_valid;
   logic [2:0]  cur;
   logic [2:0]  last;
-  logic [63:0] time_q;
+  logic [63:0] time_q /*verilator public_flat_rw*/;
+  // commands issued and not completed (the completion side, outside, decrements it)
+  logic [7:0]  outstanding /*verilator public_flat_rw*/;
   logic [3:0]  stall;
   logic [6:0]  nn_put, nn_get;
   logic [31:0] ctx_arb_cntl;
@@ -275,6 +292,10 @@ module npk_me #(
   fmt_crc_t f_crc;
   fmt_cam_t f_cam;
   fmt_br_inp_state_t f_inp;
+  fmt_mem_t f_mem;
+  fmt_hash_t f_hash;
+  assign f_mem = payload;
+  assign f_hash = payload;
   assign f_alu = payload;
   assign f_dbl = payload;
   assign f_imm = payload;
@@ -357,10 +378,13 @@ module npk_me #(
       OP_CTX_ARB: legal = legal && !f_arb.sigs_f[0];
       OP_LOCAL_CSR: begin
         use_b = f_csr.write_f[0]; code_b = f_csr.src_f;
-        // NEXT_NEIGHBOR_SIGNAL reaches another ME: not covered here
-        covered = f_csr.csr_f != LOCAL_CSRS_NEXT_NEIGHBOR_SIGNAL;
+        // NEXT_NEIGHBOR_SIGNAL reaches another ME: issued as a command (cmd_*)
       end
-      default: covered = 1'b0;  // hash and the memory commands (sram, scratch, dram, msf)
+      OP_SRAM, OP_SCRATCH, OP_DRAM, OP_MSF: begin
+        use_a = 1; use_b = 1; code_a = f_mem.a_f; code_b = f_mem.b_f;
+      end
+      OP_HASH: ;
+      default: covered = 1'b0;
     endcase
     // the decoder's static checks (the model makes them at load)
     if (use_a && !opnd_in_range(code_a)) legal = 1'b0;
@@ -442,6 +466,8 @@ module npk_me #(
   logic        cc_we, z_n, n_n, c_n, v_n, z_only;
   logic        alu_we;
   logic        taken, swap;
+  logic [15:0] swap_mask;  // the signals a swap waits for, and its mode
+  logic [1:0]  swap_md;
   logic [12:0] target;
   logic [1:0]  defer;
   logic        sig_clear;
@@ -537,6 +563,7 @@ module npk_me #(
     cc_we = 1'b0; z_n = cc_z[ex]; n_n = cc_n[ex]; c_n = cc_c[ex]; v_n = cc_v[ex];
     z_only = 1'b0; alu_we = 1'b0;
     taken = 1'b0; swap = 1'b0; target = 13'd0; defer = 2'd0;
+    swap_mask = 16'd0; swap_md = CTX_ARB_MODES_ALL;
     sig_clear = 1'b0; sig_clear_num = 4'd0;
     csr_rd = 1'b0; csr_wr = 1'b0; csr_consumed = 1'b0; csr_rd_val = 32'd0;
     bad_jump = 1'b0;
@@ -670,6 +697,15 @@ module npk_me #(
       end
       OP_CTX_ARB: begin
         swap = 1'b1; defer = f_arb.defer_f;
+        swap_mask = f_arb.sigs_f; swap_md = f_arb.mode_f;
+      end
+      OP_SRAM, OP_SCRATCH, OP_DRAM, OP_MSF: begin  // ctx_swap: sleep until its signal
+        swap = f_mem.swap_f[0];
+        swap_mask = 16'd1 << f_mem.sig_f; swap_md = CTX_ARB_MODES_ALL;
+      end
+      OP_HASH: begin
+        swap = f_hash.swap_f[0];
+        swap_mask = 16'd1 << f_hash.sig_f; swap_md = CTX_ARB_MODES_ALL;
       end
       OP_BR_INP_STATE: begin
         if (f_inp.state_f == INP_STATES_NN_EMPTY) set = nn_put == nn_get;
@@ -742,7 +778,7 @@ module npk_me #(
               csr_rd_val = {mode4, 31'b0};
               for (int i = 0; i < 8; i++) csr_rd_val[8 + i] = enabled[i];
             end
-            LOCAL_CSRS_ACTIVE_CTX_STS: csr_rd_val = {24'b0, 5'(ME_NUMBER), ex};
+            LOCAL_CSRS_ACTIVE_CTX_STS: csr_rd_val = {24'b0, me_number, ex};
             LOCAL_CSRS_BYTE_INDEX: csr_rd_val = {30'b0, byte_index[ex]};
             LOCAL_CSRS_ACTIVE_LM_ADDR_0: csr_rd_val = p0_s;
             LOCAL_CSRS_ACTIVE_LM_ADDR_1: csr_rd_val = p1_s;
@@ -783,7 +819,23 @@ module npk_me #(
       fault_now = FAULT_RING_OVERFLOW;
   end
 
-  assign retire = exec && fault_now == FAULT_NONE;
+  // a command with the FIFO full waits (the model retries it when a command completes)
+  wire is_cmd = opcode == OP_SRAM || opcode == OP_SCRATCH || opcode == OP_DRAM ||
+                opcode == OP_MSF || opcode == OP_HASH;
+  wire cmd_full = is_cmd && cs_loaded && 32'(outstanding) >= CMD_FIFO_DEPTH;
+  assign retire = exec && !cmd_full && fault_now == FAULT_NONE;
+  assign cmd_valid = retire && (is_cmd || (opcode == OP_LOCAL_CSR && f_csr.write_f[0] &&
+                                           f_csr.csr_f == LOCAL_CSRS_NEXT_NEIGHBOR_SIGNAL));
+  assign cmd_op = opcode;
+  assign cmd_sub = opcode == OP_HASH ? {2'b0, f_hash.size_f} :
+                   opcode == OP_LOCAL_CSR ? 4'd0 : f_mem.cmd_f;
+  assign cmd_xfer = opcode == OP_HASH ? f_hash.xfer_f : opcode == OP_LOCAL_CSR ? 6'd0 : f_mem.xfer_f;
+  assign cmd_count = opcode == OP_HASH ? {2'b0, f_hash.count_f} :
+                     opcode == OP_LOCAL_CSR ? 4'd0 : f_mem.count_f;
+  assign cmd_sig = opcode == OP_HASH ? f_hash.sig_f : opcode == OP_LOCAL_CSR ? 4'd0 : f_mem.sig_f;
+  assign cmd_swap = swap && opcode != OP_LOCAL_CSR;
+  assign cmd_a = val_a;
+  assign cmd_b = val_b;
   assign next_nn_raddr = ph_d;
   // the next ME's NN register or ring: the write of this instruction, if it goes there
   assign nn_out_we = retire && d_we && opnd_kind(code_d) == OK_NN;
@@ -822,6 +874,7 @@ module npk_me #(
       last <= mode4 ? 3'd3 : 3'd7;
       time_q <= 64'd0;
       stall <= 4'd0;
+      outstanding <= 8'd0;
       nn_put <= 0; nn_get <= 0; ctx_arb_cntl <= 0;
       for (int i = 0; i < 4; i++) mbox[i] <= 0;
       prng <= prng_seed;
@@ -843,6 +896,14 @@ module npk_me #(
       end
       if (stall != 4'd0) begin
         stall <= stall - 4'd1;
+      end else if (exec && cmd_full) begin  // the context is picked, the command waits
+        if (picked) begin
+          state[ex] <= ST_EXEC;
+          cur <= ex;
+          cur_valid <= 1'b1;
+          last <= ex;
+          if (wake_ok[ex] && !wait_any[ex]) signals[ex] <= signals[ex] & ~wait_mask[ex];
+        end
       end else if (exec && fault_now != FAULT_NONE) begin
         fault <= fault_now; fault_word <= w; fault_pc <= pc[ex]; fault_ctx <= ex;
       end else if (exec) begin
@@ -854,6 +915,7 @@ module npk_me #(
           if (wake_ok[ex] && !wait_any[ex]) signals[ex] <= signals[ex] & ~wait_mask[ex];
         end
         instructions[ex] <= instructions[ex] + 64'd1;
+        if (is_cmd) outstanding <= outstanding + 8'd1;
         // registers
         if (d_we)
           case (opnd_kind(code_d))
@@ -960,9 +1022,9 @@ module npk_me #(
             defer_target[ex] <= target;
           end
         end else if (swap) begin
-          wait_mask[ex] <= f_arb.sigs_f;
-          swap_mode[ex] <= f_arb.mode_f;
-          if (defer == 2'd0) do_swap(ex, f_arb.mode_f);
+          wait_mask[ex] <= swap_mask;
+          swap_mode[ex] <= swap_md;
+          if (defer == 2'd0) do_swap(ex, swap_md);
           else begin
             defer_left[ex] <= defer;
             deferred_swap[ex] <= 1'b1;

@@ -8,10 +8,11 @@ module npk_me_sim #(
     parameter int NN_REGS = 128,
     parameter int BRANCH_PENALTY = 3,
     parameter int LM_ADDR_DELAY = 3,
-    parameter int ME_NUMBER = 0
+    parameter int CMD_FIFO_DEPTH = 8
 ) (
     input  logic        clk,
     input  logic        rst,
+    input  logic [4:0]  me_number,
     input  logic        mode4,
     input  logic [63:0] prng_seed,
     input  logic        sig_valid,
@@ -25,7 +26,16 @@ module npk_me_sim #(
     output logic [3:0]  fault,
     output logic [39:0] fault_word,
     output logic [12:0] fault_pc,
-    output logic [2:0]  fault_ctx
+    output logic [2:0]  fault_ctx,
+    output logic        cmd_valid,
+    output logic [4:0]  cmd_op,
+    output logic [3:0]  cmd_sub,
+    output logic [5:0]  cmd_xfer,
+    output logic [3:0]  cmd_count,
+    output logic [3:0]  cmd_sig,
+    output logic        cmd_swap,
+    output logic [31:0] cmd_a,
+    output logic [31:0] cmd_b
 );
   logic [39:0] cstore[CS_WORDS] /*verilator public_flat_rw*/;
   logic [13:0] image_words /*verilator public_flat_rw*/;
@@ -50,9 +60,10 @@ module npk_me_sim #(
 
   npk_me #(
       .LM_WORDS(LM_WORDS), .CS_WORDS(CS_WORDS), .NN_REGS(NN_REGS),
-      .BRANCH_PENALTY(BRANCH_PENALTY), .LM_ADDR_DELAY(LM_ADDR_DELAY), .ME_NUMBER(ME_NUMBER)
+      .BRANCH_PENALTY(BRANCH_PENALTY), .LM_ADDR_DELAY(LM_ADDR_DELAY),
+      .CMD_FIFO_DEPTH(CMD_FIFO_DEPTH)
   ) me (
-      .clk, .rst, .mode4, .prng_seed, .cs_addr,
+      .clk, .rst, .me_number, .mode4, .prng_seed, .cs_addr,
       .cs_data(cstore[cs_addr]), .cs_loaded({1'b0, cs_addr} < image_words),
       .sig_valid, .sig_ctx, .sig_num,
       .scr_ring_full(scr_full), .scr_ring_empty(scr_empty),
@@ -61,6 +72,7 @@ module npk_me_sim #(
       .next_nn_rdata(next_nn[next_nn_raddr]),
       .next_nn_full(7'((32'(next_put) + 1) % NN_REGS) == next_get),
       .retire, .retire_ctx, .retire_pc, .idle, .cycle,
-      .fault, .fault_word, .fault_pc, .fault_ctx
+      .fault, .fault_word, .fault_pc, .fault_ctx,
+      .cmd_valid, .cmd_op, .cmd_sub, .cmd_xfer, .cmd_count, .cmd_sig, .cmd_swap, .cmd_a, .cmd_b
   );
 endmodule

@@ -107,7 +107,18 @@ class RtlME:
         lib.npk_rtl_new.restype = ctypes.c_void_p
         lib.npk_rtl_free.argtypes = [ctypes.c_void_p]
         lib.npk_rtl_load.argtypes = [ctypes.c_void_p, _U64P, ctypes.c_uint32, ctypes.c_int,
-                                     ctypes.c_uint64]
+                                     ctypes.c_uint64, ctypes.c_int]
+        _U32P = ctypes.POINTER(ctypes.c_uint32)
+        lib.npk_rtl_until.argtypes = [ctypes.c_void_p, ctypes.c_uint64, _U64P]
+        lib.npk_rtl_deliver.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_int]
+        lib.npk_rtl_inputs.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                       ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                                       ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]
+        lib.npk_rtl_state.argtypes = [ctypes.c_void_p, _U32P, ctypes.c_uint32]
+        lib.npk_rtl_state.restype = ctypes.c_uint32
+        lib.npk_rtl_set_state.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32,
+                                          ctypes.c_uint64]
         lib.npk_rtl_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int]
         lib.npk_rtl_run.restype = ctypes.c_uint64
         lib.npk_rtl_signal.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
@@ -141,7 +152,7 @@ class RtlME:
                            "control store")
         array = (ctypes.c_uint64 * max(1, len(words)))(*[int(w) for w in words])
         self._lib.npk_rtl_load(self._handle, array, len(words), int(ctx_mode == 4),
-                               self.prng_seed)
+                               self.prng_seed, self.params.me_number)
         self.ctx_mode = ctx_mode
 
     def run(self, cycles: int, until_idle: bool = False) -> int:
@@ -165,6 +176,39 @@ class RtlME:
     def signal(self, ctx: int, sig: int) -> None:
         """Deliver signal ``sig`` to ``ctx``: pending from the next cycle on."""
         self._lib.npk_rtl_signal(self._handle, ctx, sig)
+
+    # ---------------------------------------------------------------- lockstep
+    def until(self, limit: int) -> tuple[int, tuple[int, ...]]:
+        """Run cycles while the cycle counter is below ``limit``, stopping after the first
+        cycle that retires an instruction: (1, (cycle, ctx, pc, cmd_valid, op, sub, xfer,
+        count, sig, swap, a, b)), (0, ()) at the limit, (-1, ()) on a fault."""
+        out = (ctypes.c_uint64 * 12)()
+        rc = int(self._lib.npk_rtl_until(self._handle, limit, out))
+        return rc, (tuple(int(v) for v in out) if rc == 1 else ())
+
+    def deliver(self, ctx: int, sig: int, counts: bool) -> None:
+        """A completion from outside: signal ``sig`` (0: none) for ``ctx`` and, with
+        ``counts``, one command of the FIFO done; effective in the next cycle run."""
+        self._lib.npk_rtl_deliver(self._handle, ctx, sig, int(counts))
+
+    def inputs(self, xs_in: bytes, xd_in: bytes, nn: bytes, nn_put: int, next_put: int,
+               next_get: int, ring_full: int, ring_empty: int) -> None:
+        """Set what the rest of the chip wrote or shows (128 words each, little-endian)."""
+        self._lib.npk_rtl_inputs(self._handle, xs_in, xd_in, nn, nn_put, next_put, next_get,
+                                 ring_full, ring_empty)
+
+    def state_bytes(self) -> bytes:
+        """The state in the model's ``Core.lockstep_state`` layout (sim/core/lockstep.cpp)."""
+        n = 6 * 128 + self.lm_words + 2 * 128 + 16 + 1
+        out = (ctypes.c_uint32 * n)()
+        self._lib.npk_rtl_state(self._handle, out, n)
+        return bytes(out)
+
+    def set_state(self, state: bytes, cycle: int) -> None:
+        """Take the register files, local memory and NN files from a model state (the
+        ``lockstep_state`` layout) and set the cycle counter."""
+        if self._lib.npk_rtl_set_state(self._handle, state, len(state) // 4, cycle):
+            raise RtlError("the model state is shorter than the RTL's")
 
     # ---------------------------------------------------------------- state
     @property
