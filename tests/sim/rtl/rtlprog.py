@@ -162,8 +162,41 @@ BRANCHES = ("br", "br_ctx", "br_bit", "br_byte", "br_signal", "br_inp_state", "j
             "ctx_arb_voluntary", "ctx_arb_wait", "loop")
 
 
+# Memory and unit commands for programs run in lockstep inside a chip, whose model serves
+# them (the standalone co-simulation has no memories and refuses them): (unit, command,
+# count range, transfer registers per count, address step).  Addresses come from two
+# immediates, inside the units' memories and aligned.
+COMMANDS = (("sram", "read", (1, 4), 1, 4), ("sram", "write", (1, 4), 1, 4),
+            ("sram", "incr", (1, 1), 0, 4), ("sram", "test_and_add", (1, 1), 1, 4),
+            ("sram", "swap", (1, 1), 1, 4), ("scratch", "read", (1, 4), 1, 4),
+            ("scratch", "write", (1, 4), 1, 4), ("scratch", "test_and_incr", (1, 1), 1, 4),
+            ("scratch", "add", (1, 1), 1, 4), ("dram", "read", (1, 2), 2, 8),
+            ("dram", "write", (1, 2), 2, 8))
+
+
 @st.composite
-def block(draw, per_ctx: int, index: int, blocks: int) -> Block:
+def command(draw, per_ctx: int) -> list[int]:
+    """One memory or hash command: signalled and swapped out on, signalled and not waited
+    for (the signal stays pending), or neither."""
+    sig = draw(st.integers(0, 15))
+    swap = draw(st.integers(0, 1)) if sig else 0
+    if draw(st.integers(0, 5)) == 0:
+        name = draw(st.sampled_from(["hash_48", "hash_64", "hash_128"]))
+        return [enc(name, size=isa.HASH_SIZES[name], xfer=draw(st.integers(0, per_ctx - 4)),
+                    count=0, sig=sig, swap=swap)]
+    unit, cmd, counts, per_count, step = draw(st.sampled_from(COMMANDS))
+    count = draw(st.integers(*counts))
+    span = max(1, count * per_count)
+    return [enc(unit, cmd=isa.BY_MNEMONIC[unit].cmds[cmd],
+                xfer=draw(st.integers(0, per_ctx - span)) if per_count else isa.XFER_NONE,
+                a=OPND["imm"] + step * draw(st.integers(0, 63 // step)), b=OPND["imm"],
+                count=count - 1, sig=sig, swap=swap)]
+
+
+@st.composite
+def block(draw, per_ctx: int, index: int, blocks: int, commands: bool = False) -> Block:
+    if commands and draw(st.integers(0, 3)) == 0:
+        return Block(draw(command(per_ctx)))
     if draw(st.integers(0, 2)) > 0:
         return Block(draw(straight(per_ctx)))
     kind = draw(st.sampled_from(BRANCHES))
@@ -224,12 +257,12 @@ def block(draw, per_ctx: int, index: int, blocks: int) -> Block:
 
 
 @st.composite
-def program(draw, max_blocks: int = 24) -> tuple[list[int], int]:
-    """(words, ctx_mode)."""
+def program(draw, max_blocks: int = 24, commands: bool = False) -> tuple[list[int], int]:
+    """(words, ctx_mode); with ``commands``, memory and hash commands among the blocks."""
     ctx_mode = draw(st.sampled_from([8, 8, 4]))
     per_ctx = 128 // ctx_mode
     n = draw(st.integers(1, max_blocks))
-    blocks = [draw(block(per_ctx, i, n)) for i in range(n)]
+    blocks = [draw(block(per_ctx, i, n, commands)) for i in range(n)]
     prologue = [immed(SCRATCH, LM0_BASE), csr_wr("ACTIVE_LM_ADDR_0", SCRATCH),
                 immed(SCRATCH, LM1_BASE), csr_wr("ACTIVE_LM_ADDR_1", SCRATCH), nop(), nop(),
                 nop()]

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from rtlprog import program
 
 from npkit.bench import router4_load as r4l
 from npkit.bench import sim_speed
@@ -225,3 +227,27 @@ def test_every_command_kind_and_a_full_command_fifo_in_lockstep() -> None:
     assert mirror.checked == 8 * len(command_program())
     assert mirror.commands == 8 * 27  # 2 sram, 1 atomic, 2 dram, hash, 20 incr, 1 read
     assert chip._core.lockstep_state(0)  # the run ended in agreement
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(prog=program(max_blocks=16, commands=True))
+def test_random_programs_with_commands_agree_in_lockstep(prog: tuple[list[int], int]) -> None:
+    """Random programs over the whole covered ISA, memory and hash commands included, on ME 0
+    of a chip whose model serves the commands: the RTL issues the same commands with the same
+    operands and ends every instruction in the model's state.  A context may sleep for good on
+    a signal nothing sends, and a random LM_ADDR may point past local memory: the model stops
+    there (a deadlock or a fault), after every earlier instruction agreed."""
+    from npkit.compiler.uc.image import Image
+    from npkit.sim import Chip
+    from npkit.sim.chip import SimFault
+
+    words, ctx_mode = prog
+    chip = Chip("ixp2800")
+    chip.load(Image(mes=(0,), ctx_mode=ctx_mode, words=words))
+    mirror = Lockstep.attach(chip, 0)
+    try:
+        chip.run(cycles=20_000, until_idle=True)
+    except SimFault as fault:
+        assert fault.kind in ("bad_address", "deadlock"), str(fault)
+    assert mirror.checked > 0
