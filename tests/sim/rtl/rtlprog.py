@@ -171,7 +171,9 @@ COMMANDS = (("sram", "read", (1, 4), 1, 4), ("sram", "write", (1, 4), 1, 4),
             ("sram", "swap", (1, 1), 1, 4), ("scratch", "read", (1, 4), 1, 4),
             ("scratch", "write", (1, 4), 1, 4), ("scratch", "test_and_incr", (1, 1), 1, 4),
             ("scratch", "add", (1, 1), 1, 4), ("dram", "read", (1, 2), 2, 8),
-            ("dram", "write", (1, 2), 2, 8))
+            ("dram", "write", (1, 2), 2, 8), ("msf", "read", (1, 4), 1, 4))
+# (an msf write or fast_wr needs a TBUF or CSR address beyond the immediates: the real
+# programs' transmit and receive MEs check those)
 
 
 @st.composite
