@@ -48,7 +48,9 @@ from npkit.runtime.routes import read_routes
 
 BANDS = {4: [(0, 15), (16, 24), (25, 32)], 6: [(0, 31), (32, 48), (49, 128)]}
 
-C_SOURCE = r"""
+# What both DPDK programs (this one's and update_bands.py's) start with: the headers, a file
+# slurped whole, the packed prefix records pack4/pack6 write, and a comparison for qsort.
+C_HEADERS = r"""
 #include <rte_eal.h>
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
@@ -56,15 +58,8 @@ C_SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static clockid_t lookup_clock = CLOCK_MONOTONIC;  /* or this thread's CPU time */
-static double clock_now(clockid_t c) {
-  struct timespec t;
-  clock_gettime(c, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-static double now(void) { return clock_now(CLOCK_MONOTONIC); }
-static double lookup_now(void) { return clock_now(lookup_clock); }
+"""
+C_FILES_AND_RECORDS = r"""
 static void *slurp(const char *path, size_t *bytes) {
   FILE *f = fopen(path, "rb");
   if (!f) { perror(path); exit(1); }
@@ -82,6 +77,19 @@ static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
+"""
+
+C_SOURCE = C_HEADERS + r"""
+
+static clockid_t lookup_clock = CLOCK_MONOTONIC;  /* or this thread's CPU time */
+static double clock_now(clockid_t c) {
+  struct timespec t;
+  clock_gettime(c, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static double now(void) { return clock_now(CLOCK_MONOTONIC); }
+static double lookup_now(void) { return clock_now(lookup_clock); }
+""" + C_FILES_AND_RECORDS + r"""
 static double median(double *v, int n) { qsort(v, n, sizeof *v, cmp); return v[n / 2]; }
 
 static void lookups(struct rte_lpm *lpm, const uint32_t *addrs4, size_t a4,

@@ -34,19 +34,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from npkit.bench.lpm_dpdk import BANDS, pack4, pack6
+from npkit.bench.lpm_dpdk import BANDS, C_FILES_AND_RECORDS, C_HEADERS, pack4, pack6
 from npkit.runtime.route_manager import RouteUpdate
 
 Prefix = tuple[int, int]
 
-C_SOURCE = r"""
-#include <rte_eal.h>
-#include <rte_lpm.h>
-#include <rte_lpm6.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+C_SOURCE = C_HEADERS + r"""
 
 static double clock_of(clockid_t id) {
   struct timespec t;
@@ -58,23 +51,7 @@ static double cpu(void) { return clock_of(CLOCK_PROCESS_CPUTIME_ID); }
 static void check(int status, const char *what) {
   if (status < 0) { fprintf(stderr, "%s failed\n", what); exit(1); }
 }
-static void *slurp(const char *path, size_t *bytes) {
-  FILE *f = fopen(path, "rb");
-  if (!f) { perror(path); exit(1); }
-  fseek(f, 0, SEEK_END);
-  *bytes = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *p = malloc(*bytes ? *bytes : 1);
-  if (fread(p, 1, *bytes, f) != *bytes) { perror(path); exit(1); }
-  fclose(f);
-  return p;
-}
-struct r4 { uint32_t ip; uint8_t len, band; uint16_t nh; };
-struct r6 { uint8_t ip[16]; uint8_t len, band; uint16_t nh; };
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+""" + C_FILES_AND_RECORDS + r"""
 /* One line per band: BAND family band count cpu_seconds wall_seconds p50 p99 p999 max (us) */
 static void report(int family, int band, double *t, size_t n, double c, double w) {
   if (!n) return;
