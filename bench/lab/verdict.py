@@ -50,6 +50,7 @@ PROFILE_LOAD = 10.0          # % of line rate of the profile trial (memory chann
 POS_FRAME_BYTES = 4          # PPP address, control, protocol (docs/media.md)
 WINDOW_BYTES = 56            # the pool's header window (docs/datapath.md)
 W = Waypoint
+POOL_PATHS = ("pool", "pool-mbl")   # every ME runs pool.uc (docs/datapath.md)
 
 
 @dataclass(frozen=True)
@@ -226,20 +227,23 @@ def me_stages(data_path: str, manifest: Any, chip: ChipConfig, frame: int,
               idle: IdleRun | None = None) -> list[StageCost]:
     """The ME stages of ``manifest`` (linked for ``data_path``) for frames of ``frame``
     bytes.  The rings' receive ME by the static walk; with ``idle`` (one frame through the
-    idle chip) the pool and the rings' forwarding and transmit MEs from its trace, without
+    idle chip) the pool (pool or pool-mbl) and the rings' forwarding and transmit MEs from
+    its trace, without
     it the compile report's worst path for the rings' forwarding and transmit MEs."""
     images = {spec.path.name: spec for spec in manifest.images}
     autopush = float(chip.raw["msf"]["autopush_latency"])
     element = int(chip.raw["msf"]["element_bytes"])
     threads = int(chip.raw["me"]["contexts"])
-    if data_path == "pool":
+    if data_path in POOL_PATHS:
+        # pool-mbl links the same pool.uc around the compiled receive stage's body (the
+        # MBL receive and transmit inline): its cost is the trace's, as pool.uc's own
         if idle is None:
             raise LabConfigError("the pool's stage needs one frame through the idle chip")
         spec = images["pool.uc"]
         cost = idle_cost(idle.spans, set(spec.mes), idle.after)
         return [_stage_of("pool MEs", spec, threads, cost, autopush, "")]
     if data_path != "rings":
-        raise LabConfigError(f"data path {data_path!r}: use rings or pool")
+        raise LabConfigError(f"data path {data_path!r}: use rings, pool or pool-mbl")
     rx = images["rx.uc"]
     walks = _rx_eth_walks(rx.image, frame, element)
     stages = [StageCost("rx ME", len(rx.mes), threads, sum(w.cycles for w in walks),
@@ -426,8 +430,9 @@ def run_verdict(data_path: str, sizes: tuple[int, ...], load_percent: float = PR
         raise LabConfigError(f"IPv{family} sizes {bad}: the verdict takes "
                              f"{MIN_IP_BYTES[family]}..{MAX_IP_BYTES} bytes (a UDP packet on "
                              "the POS line)")
-    if data_path not in ("pool", "rings"):
-        raise LabConfigError(f"data path {data_path!r}: the verdict knows pool and rings")
+    if data_path not in (*POOL_PATHS, "rings"):
+        raise LabConfigError(f"data path {data_path!r}: the verdict knows pool, pool-mbl "
+                             "and rings")
     options = {} if fwd_mes is None else {"chip_fwd_mes": fwd_mes}
     device = npf.chip_device(npf.preset("ixp2800-npf", quick=True, data_path=data_path),
                              **options)

@@ -10,7 +10,7 @@
     npkit bench compare [--quick] [--apps l2fwd,router] [--sizes 64,1518]
                         [--parts chip,native,affinity] [--flows 10000,100000] [--out DIR]
     npkit bench report RESULTS.json [--out DIR]
-    npkit bench verdict [--data-path pool|rings] [--sizes 40,64,128] [--fwd-mes N]
+    npkit bench verdict [--data-path pool|pool-mbl|rings] [--sizes 40,64,128] [--fwd-mes N]
                         [--family 4|6] [--json]
 
 Each suite writes results.json, report.md, report.html and PNG charts to --out.
@@ -372,8 +372,8 @@ def report(results: Path, out_dir: Path | None) -> None:
 
 
 @bench.command()
-@click.option("--data-path", "data_path", type=click.Choice(["pool", "rings"]), default="pool",
-              show_default=True, help="the chip's data path (docs/datapath.md)")
+@click.option("--data-path", "data_path", type=click.Choice(["pool", "pool-mbl", "rings"]),
+              default="pool", show_default=True, help="the chip's data path (docs/datapath.md)")
 @click.option("--sizes", default="40,64,128", show_default=True,
               help="IP packet sizes in bytes (IP header included), e.g. 40,64,128")
 @click.option("--fwd-mes", type=click.IntRange(1, 8),
