@@ -6,6 +6,7 @@ beyond what each is occupied in a trial at 0.1 % of line rate (an ME: busy + sta
 polling ME is busy without traffic), and losses by reason.
 
     python -m npkit.bench.lab.verdict_runs rings 40 64 128
+    python -m npkit.bench.lab.verdict_runs pool-mbl 40 64 128    # or pool
     python -m npkit.bench.lab.verdict_runs --fwd-mes 2 rings 40 64   # rings, 2 forwarding MEs
     python -m npkit.bench.lab.verdict_runs --ipv6 --fwd-mes 4 rings 60   # IPv6 sizes
 
