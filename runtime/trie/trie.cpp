@@ -254,7 +254,7 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
     const int end = end_bit_[level];
     if (length <= end) {
       paint_add(slot, 1u << (end - length), leaf, depth);
-      refresh_min(slot);
+      forget_min(slot);
       break;
     }
     const uint32_t word = words_[slot];
@@ -283,7 +283,7 @@ void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t dept
       const uint32_t ply = word & kPointerMask;
       if (ply_min(ply) <= depth) {
         paint_add(ply, ply_words_, leaf, depth);
-        ply_min(ply) = depth;  // its slots at or below `depth` now hold it, the rest exceed it
+        set_ply_min(ply, depth);  // its slots <= depth now hold it, the rest exceed it
       }
     } else {
       write(i, leaf);
@@ -292,13 +292,18 @@ void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t dept
   }
 }
 
-void Trie::refresh_min(uint32_t slot) {
+uint8_t Trie::ply_min(uint32_t ply) {
+  uint8_t& low = ply_min_[(ply - root_words_) >> ply_bits_];
+  if (low == kUnknownMin) {
+    const uint8_t* depths = depth_.get() + ply;
+    low = *std::min_element(depths, depths + ply_words_);
+  }
+  return low;
+}
+
+void Trie::forget_min(uint32_t slot) {
   if (slot < root_words_) return;  // the root has no summary: every walk starts there
-  const uint32_t ply = slot - ((slot - root_words_) & (ply_words_ - 1));
-  const uint8_t* depths = depth_.get() + ply;
-  uint8_t low = 0xFF;
-  for (uint32_t j = 0; j < ply_words_; ++j) low = std::min(low, depths[j]);
-  ply_min(ply) = low;
+  ply_min_[(slot - root_words_) >> ply_bits_] = kUnknownMin;
 }
 
 // The prefix ends below the leaf at `slot`: new plies down to its level, each written
@@ -331,7 +336,8 @@ void Trie::grow(int level, uint32_t slot, u128 key, int length, uint32_t leaf, u
       write(ply + j, ours ? value : inherited);
       depths[ply + j] = ours ? value_depth : inherited_depth;
     }
-    refresh_min(ply);
+    // The inherited depth is the smaller, unless the route fills the ply.
+    set_ply_min(ply, span == ply_words_ ? value_depth : inherited_depth);
   }
   publish(slot, kChild | plies[0]);
 }
@@ -359,7 +365,7 @@ void Trie::remove_aligned(u128 key, int length) {
       const uint8_t parent_depth = steps > 0 ? depth_.get()[path[steps - 1].slot] : 0;
       const auto [leaf, depth] = covering(key, length, level, base, slot, span, parent_depth);
       paint_delete(slot, span, leaf, depth, deleted_depth);
-      refresh_min(slot);
+      forget_min(slot);
       break;
     }
     const uint32_t word = words_[slot];
@@ -448,7 +454,7 @@ void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t d
       // nest), and those that were not deeper were the cover's or now are: the new min.
       if (ply_min(ply) <= deleted_depth) {
         paint_delete(ply, ply_words_, leaf, depth, deleted_depth);
-        ply_min(ply) = depth;
+        set_ply_min(ply, depth);
       }
     } else if (depths[i] == deleted_depth) {
       write(i, leaf);
@@ -469,7 +475,7 @@ bool Trie::collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number)
     if (words_[ply + j] != word || depths[ply + j] != depth) return false;
   depth_.get()[slot] = depth;
   write(slot, word);
-  refresh_min(slot);
+  forget_min(slot);
   retired_.emplace_back(ply, number);
   return true;
 }
