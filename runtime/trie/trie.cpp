@@ -130,6 +130,7 @@ Trie::Trie(int key_bits, int root_bits, int ply_bits, uint32_t* words, size_t si
   // calloc: a large trie memory's depth bytes are zero-filled lazily, like the words.
   depth_.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
   if (!depth_) throw std::bad_alloc();
+  ply_min_.assign((size - root_words_) / ply_words_, 0);
   next_free_ = root_words_;
 }
 
@@ -253,6 +254,7 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
     const int end = end_bit_[level];
     if (length <= end) {
       paint_add(slot, 1u << (end - length), leaf, depth);
+      forget_min(slot);
       break;
     }
     const uint32_t word = words_[slot];
@@ -270,19 +272,38 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
 
 // Write `leaf` over every slot in the range whose route is no longer than the new one,
 // and into the child plies of the range.  Child slots keep their pointer but take the
-// depth, so that a later collapse or delete knows what covers the whole ply.
+// depth, so that a later collapse or delete knows what covers the whole ply.  A child ply
+// whose every depth exceeds the new one belongs to longer routes: nothing there changes.
 void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth) {
   uint8_t* depths = depth_.get();
   for (uint32_t i = first; i < first + count; ++i) {
+    if (depths[i] > depth) continue;  // a longer route's slot (and, if a child, subtree)
     const uint32_t word = words_[i];
     if (word & kChild) {
-      paint_add(word & kPointerMask, ply_words_, leaf, depth);
-      if (depths[i] <= depth) depths[i] = depth;
-    } else if (depths[i] <= depth) {
+      const uint32_t ply = word & kPointerMask;
+      if (ply_min(ply) <= depth) {
+        paint_add(ply, ply_words_, leaf, depth);
+        set_ply_min(ply, depth);  // its slots <= depth now hold it, the rest exceed it
+      }
+    } else {
       write(i, leaf);
-      depths[i] = depth;
     }
+    depths[i] = depth;
   }
+}
+
+uint8_t Trie::ply_min(uint32_t ply) {
+  uint8_t& low = ply_min_[(ply - root_words_) >> ply_bits_];
+  if (low == kUnknownMin) {
+    const uint8_t* depths = depth_.get() + ply;
+    low = *std::min_element(depths, depths + ply_words_);
+  }
+  return low;
+}
+
+void Trie::forget_min(uint32_t slot) {
+  if (slot < root_words_) return;  // the root has no summary: every walk starts there
+  ply_min_[(slot - root_words_) >> ply_bits_] = kUnknownMin;
 }
 
 // The prefix ends below the leaf at `slot`: new plies down to its level, each written
@@ -315,6 +336,8 @@ void Trie::grow(int level, uint32_t slot, u128 key, int length, uint32_t leaf, u
       write(ply + j, ours ? value : inherited);
       depths[ply + j] = ours ? value_depth : inherited_depth;
     }
+    // The inherited depth is the smaller, unless the route fills the ply.
+    set_ply_min(ply, span == ply_words_ ? value_depth : inherited_depth);
   }
   publish(slot, kChild | plies[0]);
 }
@@ -342,6 +365,7 @@ void Trie::remove_aligned(u128 key, int length) {
       const uint8_t parent_depth = steps > 0 ? depth_.get()[path[steps - 1].slot] : 0;
       const auto [leaf, depth] = covering(key, length, level, base, slot, span, parent_depth);
       paint_delete(slot, span, leaf, depth, deleted_depth);
+      forget_min(slot);
       break;
     }
     const uint32_t word = words_[slot];
@@ -417,19 +441,25 @@ std::pair<uint32_t, uint8_t> Trie::route_leaf(u128 key, int length) const {
 }
 
 // Write the covering leaf into exactly the slots whose depth says they came from the
-// deleted route.
+// deleted route (none in a child ply whose every depth exceeds the deleted one).
 void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth,
                         uint8_t deleted_depth) {
   uint8_t* depths = depth_.get();
   for (uint32_t i = first; i < first + count; ++i) {
+    if (depths[i] > deleted_depth) continue;  // a longer route's slot (and subtree)
     const uint32_t word = words_[i];
     if (word & kChild) {
-      paint_delete(word & kPointerMask, ply_words_, leaf, depth, deleted_depth);
-      if (depths[i] == deleted_depth) depths[i] = depth;
+      const uint32_t ply = word & kPointerMask;
+      // Every slot under the deleted prefix is at least as deep as its cover (prefixes
+      // nest), and those that were not deeper were the cover's or now are: the new min.
+      if (ply_min(ply) <= deleted_depth) {
+        paint_delete(ply, ply_words_, leaf, depth, deleted_depth);
+        set_ply_min(ply, depth);
+      }
     } else if (depths[i] == deleted_depth) {
       write(i, leaf);
-      depths[i] = depth;
     }
+    if (depths[i] == deleted_depth) depths[i] = depth;
   }
 }
 
@@ -445,6 +475,7 @@ bool Trie::collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number)
     if (words_[ply + j] != word || depths[ply + j] != depth) return false;
   depth_.get()[slot] = depth;
   write(slot, word);
+  forget_min(slot);
   retired_.emplace_back(ply, number);
   return true;
 }
@@ -469,6 +500,7 @@ void Trie::clear() {
     std::memset(words_, 0, size_t{next_free_} * sizeof(uint32_t));
   }
   std::memset(depth_.get(), 0, next_free_);
+  std::fill(ply_min_.begin(), ply_min_.end(), uint8_t{0});
   routes_.clear();
   length_count_.fill(0);
   next_free_ = root_words_;

@@ -166,6 +166,12 @@ class Trie {
   void paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth);
   void paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth,
                     uint8_t deleted_depth);
+  // The smallest depth in the ply at word offset `ply` (scanned if marked unknown).
+  uint8_t ply_min(uint32_t ply);
+  void set_ply_min(uint32_t ply, uint8_t low) {
+    ply_min_[(ply - root_words_) >> ply_bits_] = low;
+  }
+  void forget_min(uint32_t slot);  // the ply holding `slot` changed: min unknown
   bool collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number);
 
   void write(uint32_t index, uint32_t value);
@@ -182,6 +188,14 @@ class Trie {
   uint32_t* words_;
   size_t size_;
   std::unique_ptr<uint8_t, FreeDeleter> depth_;
+  // Per ply, the smallest depth of its slots.  A child slot's depth never exceeds a depth
+  // in its ply (the route behind it covers the whole ply), so this is the smallest depth
+  // of the whole subtree: painting depth d skips a ply whose min exceeds d, which keeps a
+  // short prefix's update out of the plies that longer routes own (the worst updates).
+  // Kept exact by every paint; a partial change marks it unknown (kUnknownMin), and the
+  // next paint that reaches the ply scans it (bulk loads thus never scan).
+  static constexpr uint8_t kUnknownMin = 0xFF;
+  std::vector<uint8_t> ply_min_;
   RouteMap routes_;
   std::array<uint32_t, 129> length_count_{};
   uint32_t next_free_;
