@@ -44,6 +44,8 @@ LEN = META_FIELDS["len"].word
 QUADWORDS_MAX = 16              # one dram[rbuf_rd]: an RBUF element of up to 128 bytes
 WINDOW_WORDS = 14               # the header window pool.uc keeps in *l$index0[2..15]
 WINDOW_BYTES = 4 * WINDOW_WORDS
+KEEP_QW_SHIFT = 20              # a kept element's descriptor word: element | 1 << 16 | its
+KEEP_ELEMENT_BITS = 17          # quadwords past the window << 20 (select_store_keeping)
 
 def _aligned_constant(value: wir.Operand, what: str, ins: wir.Instr) -> None:
     if isinstance(value, int) and value % 8:
@@ -81,6 +83,30 @@ def deferrable_attaches(fn: wir.Function) -> set[int]:
 
     return {id(i) for b in fn.blocks for k, i in enumerate(b.instrs)
             if isinstance(i, wir.BufAttach) and clear(b, k + 1)}
+
+
+def no_store_after(fn: wir.Function, attach: wir.BufAttach) -> bool:
+    """Whether no path from `attach` reaches a buffer.store: the mpacket's own RBUF element
+    is then no longer needed once the attach is done (the packet is the buffer), so the
+    attach frees it (pool.uc's own reassembly frees it before the body too, `later_eop`)."""
+    blocks = {b.label: b for b in fn.blocks}
+    for b in fn.blocks:
+        if attach in b.instrs:
+            start, k = b, b.instrs.index(attach) + 1
+            break
+    else:
+        return False
+    seen: set[str] = set()
+    work = [(start, k)]
+    while work:
+        b, k = work.pop()
+        if any(isinstance(i, wir.BufStore) for i in b.instrs[k:]):
+            return False
+        for succ in b.successors():
+            if succ not in seen:
+                seen.add(succ)
+                work.append((blocks[succ], 0))
+    return True
 
 
 TURN_WRITES = 2                 # scratch writes of the receive stage left in flight at once
@@ -274,6 +300,8 @@ class BufferSelection:
                  f"alu[${x}, --, B, 0]",
                  f"sram[write, ${x}, {{1}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
                  *self.wait_lines(sig),
+                 f"alu_shf[{{2}}, --, B, {{2}}, <<{32 - KEEP_ELEMENT_BITS}]",
+                 f"alu_shf[{{2}}, --, B, {{2}}, >>{32 - KEEP_ELEMENT_BITS}]",
                  "msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, {2}]",
                  f"{unkept}#:",
                  f"alu[${x}, --, B, {{1}}]",
@@ -390,66 +418,55 @@ class BufferSelection:
 
 
     def select_store_keeping(self, ins: wir.BufStore) -> None:
-        """`buffer.store(h, 0, 0)`: the mpacket is the buffer's start, so its header window
-        stays in its RBUF element, which the buffer keeps (RX_KEEP_DESC_BYTE of its
-        descriptor; flag bit 30 of META_RX_ELEMENT: pool.uc does not free it at the body's
-        exit): `attach` reads the window from there and frees the element, `free` frees it.
-        Only bytes 56.. go to DRAM (as pool.uc's own reassembly): 56 bytes written and 56 read
-        less per frame than a whole store and a window read from DRAM.  Both commands
-        complete before the store ends (the element may be freed by the frame's last
-        mpacket as soon as it has read the window)."""
+        """`buffer.store(h, 0, 0)`: the mpacket is the buffer's start, so it stays in its RBUF
+        element, which the buffer keeps (RX_KEEP_DESC_BYTE of its descriptor: the element |
+        1 << 16 and, at KEEP_QW_SHIFT, the quadwords of its bytes 56..; flag bit 30 of
+        META_RX_ELEMENT: pool.uc does not free it at the body's exit): `attach` reads the
+        window from there, copies bytes 56.. to DRAM and frees the element, `free` frees it.
+        So no DRAM command here: the store ends when the descriptor is written, and a first
+        mpacket reaches its receive turn without waiting for the DRAM copy (pool.uc's own
+        reassembly copies the SOP element's tail at the last mpacket too, `later_eop`).
+        Only bytes 56.. go to DRAM: 56 bytes written and 56 read less per frame than a
+        whole store and a window read from DRAM."""
         handle = self.reg_value(ins.handle)
-        n, fm, q, t, w = (self._new(h, gpr_only=True) for h in ("n", "max", "qw", "jump",
-                                                                "elem"))
+        n, fm, q, w = (self._new(h, gpr_only=True) for h in ("n", "max", "qw", "elem"))
         self.move(n, f"*l$index1[{LEN}]")
-        dram = self._buffer_address(handle)
-        self.alu(dram, dram, "+", WINDOW_BYTES)      # DRAM byte of buffer byte 56
-        rbuf = self._element_address(WINDOW_BYTES, True)
         end, ok = self._dst(ins.end), self._dst(ins.ok)
         x, sig = self.xfer_range(1).start, self.signal()
-        fail, out, table, issued, short, idle = (self.label(h) for h in (
-            "kpfail", "kpout", "kptab", "kpissued", "kpshort", "kpidle"))
-        # operands: 0 end, 1 ok, 2 max, 3 qw, 4 jump, 5 elem | 6 handle, 7 n, 8 dram, 9 rbuf
+        fail, out, short, idle = (self.label(h) for h in ("kpfail", "kpout", "kpshort",
+                                                          "kpidle"))
+        # operands: 0 end, 1 ok, 2 max, 3 qw, 4 elem | 5 handle, 6 n
         lines = [
-            "alu[--, --, B, {6}]",
+            "alu[--, --, B, {5}]",
             f"beq[{fail}#]",                         # handle 0 is not a buffer
             "immed[{2}, FRAME_BYTES_MAX]",
-            "alu[--, {2}, -, {7}]",
+            "alu[--, {2}, -, {6}]",
             f"bcc[{fail}#]",                         # too many bytes
-            f"alu[{{5}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
-            f"br_bclr[{{5}}, 31, {idle}#]",
+            f"alu[{{4}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
+            f"br_bclr[{{4}}, 31, {idle}#]",
             *self.wait_lines(RX_STORE_SIGNAL),       # this mpacket's previous store
-            "alu_shf[{5}, --, B, {5}, <<1]",
-            "alu_shf[{5}, --, B, {5}, >>1]",
+            "alu_shf[{4}, --, B, {4}, <<1]",
+            "alu_shf[{4}, --, B, {4}, >>1]",
             f"{idle}#:",
-            "alu_shf[{2}, --, B, {5}, <<2]",
-            "alu_shf[{2}, --, B, {2}, >>2]",         # the element | 1 << 16, no flags
-            f"alu[${x}, --, B, {{2}}]",
-            f"sram[write, ${x}, {{6}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
-            "immed[{2}, 0x4000]",
-            "alu_shf[{5}, {5}, OR, {2}, <<16]",      # bit 30: kept for the buffer
-            f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{5}}]",
-            f"alu[{{3}}, {{7}}, -, {WINDOW_BYTES - 7}]",
-            f"blt[{short}#]",
+            f"alu[{{3}}, {{6}}, -, {WINDOW_BYTES - 7}]",
+            f"bge[{short}#]",
+            "immed[{3}, 0]",                         # the window holds it all
+            f"{short}#:",
             "alu_shf[{3}, --, B, {3}, >>3]",         # quadwords of bytes 56..: 0..9
-            f"beq[{short}#]",                        # the window holds it all
-            f"load_addr[{{4}}, {table}#]",
-            "alu_shf[{4}, {4}, +, {3}, <<1]",
-            "alu[{4}, {4}, -, 2]",
-            f"jump[{{4}}, {table}#]",
-            f"{table}#:",
-        ]
-        for count in range(1, QUADWORDS_MAX + 1):
-            lines += [f"dram[rbuf_rd, --, {{8}}, {{9}}, {count}], sig_done[{RX_STORE_SIGNAL}]",
-                      f"br[{issued}#]"]
-        lines += [f"{issued}#:", *self.wait_lines(RX_STORE_SIGNAL),
-                  f"{short}#:", *self.wait_lines(sig),
-                  "alu[{0}, --, B, {7}]", "alu[{1}, --, B, 1]", f"br[{out}#]",
-                  f"{fail}#:", "alu[{1}, --, B, 0]", f"{out}#:"]
-        ops = [end, ok, fm, q, t, w, handle, n, dram, rbuf]
-        uses = tuple(range(6, len(ops)))
-        self.op("\n".join(lines), ops, defs=(0, 1, 2, 3, 4, 5), uses=uses, late_uses=uses,
-                pairs=((2, 7), (4, 3), (8, 9), (5, 2)), sets_cc=True)
+            "alu_shf[{2}, --, B, {4}, <<2]",
+            "alu_shf[{2}, --, B, {2}, >>2]",         # the element | 1 << 16, no flags
+            f"alu_shf[${x}, {{2}}, OR, {{3}}, <<{KEEP_QW_SHIFT}]",
+            f"sram[write, ${x}, {{5}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+            "immed[{2}, 0x4000]",
+            "alu_shf[{4}, {4}, OR, {2}, <<16]",      # bit 30: kept for the buffer
+            f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{4}}]",
+            *self.wait_lines(sig),
+            "alu[{0}, --, B, {6}]", "alu[{1}, --, B, 1]", f"br[{out}#]",
+            f"{fail}#:", "alu[{1}, --, B, 0]", f"{out}#:"]
+        ops = [end, ok, fm, q, w, handle, n]
+        uses = (5, 6)
+        self.op("\n".join(lines), ops, defs=(0, 1, 2, 3, 4), uses=uses, late_uses=uses,
+                pairs=((2, 6), (2, 4), (2, 3)), sets_cc=True)
 
     def reserve_turn_writes(self) -> tuple[int, ...]:
         """Signals and transfer registers (TURN_WRITES of each) kept for the receive stage's
@@ -563,6 +580,10 @@ class BufferSelection:
         old, out, fits, short = (self.label(h) for h in ("atold", "atout", "atfits", "atshort"))
         fromdram, windowed, noflag, copied = (self.label(h) for h in (
             "atdram", "atwin", "atnoflag", "atcopied"))
+        nocopy, table, issued, copied_tail = (self.label(h) for h in (
+            "atnocopy", "attab", "atissued", "attail"))
+        csig = next(s for s in self.abi.signals if s not in self.slot_signals and s != sig)
+        self.signals_used.add(csig)
         # operands: 0 n, 1 dram, 2 kdata, 3 max | 4 handle, 5 length, 6 queue | 7 kept
         lines = [
             "alu[{1}, --, B, {4}]",
@@ -583,14 +604,40 @@ class BufferSelection:
             f"alu[*l$index1[{META_DRAM_ADDR}], --, B, {{1}}]",
             "alu[--, --, B, {7}]",
             f"beq[{fromdram}#]",
-            f"alu[${x}, --, B, 0]",
-            f"sram[write, ${x}, {{4}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
-            *self.wait_lines(sig),
+            # its bytes 56.. (quadwords at KEEP_QW_SHIFT) RBUF -> DRAM while the descriptor
+            # is cleared and the window read, all before the element is freed
             "alu_shf[{2}, --, B, {7}, <<16]",
             "alu_shf[{2}, --, B, {2}, >>16]",
             "alu_shf[{2}, --, B, {2}, <<ELEMENT_SHIFT]",
-            f"msf[read, $0, {{2}}, 0, {WINDOW_WORDS}], sig_done[{sig}]",
-            *self.wait_lines(sig), *_window_copy("$"),
+            f"alu_shf[{{3}}, --, B, {{7}}, >>{KEEP_QW_SHIFT}]",
+            f"beq[{nocopy}#]",
+            f"alu[{{2}}, {{2}}, +, {WINDOW_BYTES}]",    # the element's byte 56
+            f"alu[{{1}}, {{1}}, +, {WINDOW_BYTES}]",    # the buffer's byte 56
+            f"load_addr[{{0}}, {table}#]",
+            "alu_shf[{0}, {0}, +, {3}, <<1]",
+            "alu[{0}, {0}, -, 2]",
+            f"jump[{{0}}, {table}#]",
+            f"{table}#:",
+        ]
+        for count in range(1, QUADWORDS_MAX + 1):
+            lines += [f"dram[rbuf_rd, --, {{1}}, {{2}}, {count}], sig_done[{csig}]",
+                      f"br[{issued}#]"]
+        unkeep = [f"alu[${x}, --, B, 0]",
+                  f"sram[write, ${x}, {{4}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
+                  *self.wait_lines(sig),
+                  f"msf[read, $0, {{2}}, 0, {WINDOW_WORDS}], sig_done[{sig}]",
+                  *self.wait_lines(sig)]
+        lines += [
+            f"{issued}#:",
+            f"alu[{{2}}, {{2}}, -, {WINDOW_BYTES}]",
+            *unkeep, *self.wait_lines(csig),         # the tail copy waited for on its path
+            f"br[{copied_tail}#]",
+            f"{nocopy}#:",
+            *unkeep,
+            f"{copied_tail}#:",
+            *_window_copy("$"),
+            f"alu_shf[{{7}}, --, B, {{7}}, <<{32 - KEEP_ELEMENT_BITS}]",
+            f"alu_shf[{{7}}, --, B, {{7}}, >>{32 - KEEP_ELEMENT_BITS}]",
             "msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, {7}]",
             f"br[{windowed}#]",
             f"{fromdram}#:",
@@ -601,6 +648,25 @@ class BufferSelection:
             lines += [f"dram[read, $$0, {{1}}, 0, {WINDOW_WORDS // 2}], sig_done[{sig}]",
                       *self.wait_lines(sig), *_window_copy()]
         lines.append(f"{windowed}#:")
+        if no_store_after(self.fn, ins):
+            # the mpacket's own element (unless it is the kept one, freed above) goes back
+            # now, its store done, not at the body's exit: it is not held through the body
+            ownkept, ownidle, ownfreed = (self.label(h) for h in ("atownkept", "atownidle",
+                                                                  "atownfreed"))
+            lines += [
+                f"alu[{{2}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
+                f"beq[{ownfreed}#]",
+                f"br_bset[{{2}}, 30, {ownkept}#]",
+                f"br_bclr[{{2}}, 31, {ownidle}#]",
+                *self.wait_lines(RX_STORE_SIGNAL),   # its store in flight
+                f"{ownidle}#:",
+                "alu_shf[{2}, --, B, {2}, <<2]",
+                "alu_shf[{2}, --, B, {2}, >>2]",
+                "msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, {2}]",
+                f"{ownkept}#:",
+                f"immed[*l$index1[{META_RX_ELEMENT}], 0]",
+                f"{ownfreed}#:",
+            ]
         lines += [
             "immed[{3}, FRAME_BYTES_MAX]",
             "alu[{0}, --, B, {5}]",
