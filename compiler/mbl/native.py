@@ -22,6 +22,7 @@ from npkit.base.errors import NpkitError
 from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, LineTable, lower
 from .passes import optimize
 from .sema import Program
+from .slice_guards import KEEP_MARK, drop_prefetch_guards
 from .types import (
     MEDIA_EOP,
     MEDIA_SOP,
@@ -530,6 +531,19 @@ class _PrefetchSliceOps(_HostOps):
             cold = b.or_(cold, b.and_(same, inside))
         return cold
 
+    def keep(self, b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+        """`value` through an opaque identity (KEEP_MARK): what depends on it is the walk
+        or the slice's own budget state, so drop_prefetch_guards leaves branches on it
+        alone; after that rewrite the marks become plain identities again."""
+        name = f"{KEEP_MARK}{value.type}"
+        try:
+            mark = self.m.get_global(name)
+        except KeyError:
+            mark = ir.Function(self.m, ir.FunctionType(value.type, [value.type]), name)
+            mark.attributes.add("readnone")
+            mark.attributes.add("nounwind")
+        return b.call(mark, [value])
+
     def memory_ops(self) -> None:
         prefetch = ir.Function(self.m, ir.FunctionType(VOID, [PTR, I32, I32, I32]),
                                "llvm.prefetch.p0")
@@ -540,14 +554,16 @@ class _PrefetchSliceOps(_HostOps):
         line = b.lshr(b.ptrtoint(ptr, i64), ir.Constant(i64, 6))
         line_ptr = _slot(b, ctx, CTX_LINE)
         budget_ptr = _slot(b, ctx, CTX_READS)
-        entry = b.block
-        cold, fresh, spend, stop, stop_now, done = (f.append_basic_block(x) for x in (
-            "cold", "fresh", "spend", "stop", "stop_now", "done"))
-        b.cbranch(self.is_cold(b, space, word), cold, done)
+        plain, cold, fresh, spend, stop, stop_now, done = (f.append_basic_block(x) for x in (
+            "plain", "cold", "fresh", "spend", "stop", "stop_now", "done"))
+        b.cbranch(self.is_cold(b, space, word), cold, plain)
+        b.position_at_end(plain)  # a small memory: a real read, not marked
+        b.ret(b.load(ptr, typ=I32))
         b.position_at_end(cold)
-        b.cbranch(b.icmp_unsigned("==", b.load(line_ptr, typ=i64), line), done, fresh)
+        last = self.keep(b, b.load(line_ptr, typ=i64))
+        b.cbranch(b.icmp_unsigned("==", last, line), done, fresh)
         b.position_at_end(fresh)
-        budget = b.load(budget_ptr, typ=I32)
+        budget = self.keep(b, b.load(budget_ptr, typ=I32))
         b.cbranch(b.icmp_signed(">", budget, ir.Constant(I32, 0)), spend, stop)
         b.position_at_end(spend)
         b.store(b.sub(budget, ir.Constant(I32, 1)), budget_ptr)
@@ -562,11 +578,11 @@ class _PrefetchSliceOps(_HostOps):
         b.branch(done)
         b.position_at_end(done)
         real = b.phi(I1)
-        for block, value in ((entry, 1), (cold, 1), (spend, 1), (stop, 0), (stop_now, 0)):
+        for block, value in ((cold, 1), (spend, 1), (stop, 0), (stop_now, 0)):
             real.add_incoming(ir.Constant(I1, value), block)
         # a slice that stopped reads 0 without touching memory
         safe = b.select(real, ptr, b.gep(budget_ptr, [ir.Constant(I32, 0)], source_etype=I8))
-        b.ret(b.select(real, b.load(safe, typ=I32), ir.Constant(I32, 0)))
+        b.ret(self.keep(b, b.select(real, b.load(safe, typ=I32), ir.Constant(I32, 0))))
         f, b = self.fn("npu.mem.write")
         b.ret_void()
         f, b = self.fn("npu.mem.add")  # counters are small memories: a plain read
@@ -730,14 +746,17 @@ SLICE_PREFIX = "mbl.slice."
 
 def prefetch_slice(program: Program, entry: str,
                    hash_unit: HashUnit | None = None) -> llvm.ModuleRef:
-    """The prefetch slice of a block or pipeline, not yet optimized, as
-    `@mbl.slice.mbl.<kind>.<entry>` (all its own symbols renamed and internal, so it links
-    into the main module, inlines into the batch driver and leaves nothing else behind)."""
+    """The prefetch slice of a block or pipeline as `@mbl.slice.mbl.<kind>.<entry>` (all
+    its own symbols renamed and internal, so it links into the main module, inlines into the
+    batch driver and leaves nothing else behind): optimized once on its own, so that
+    drop_prefetch_guards sees the whole slice as one function, then rewritten by it."""
     module = lower(program)
     _PrefetchSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
     kind = "pipeline" if entry in program.pipelines else "block"
     _inline_blocks(module, keep=f"mbl.{kind}.{entry}")
     text = str(module).replace('@"mbl.', f'@"{SLICE_PREFIX}mbl.')
+    function = f"{SLICE_PREFIX}mbl.{kind}.{entry}"
+    text, _ = drop_prefetch_guards(str(optimize(text)), function)
     return llvm.parse_assembly(text)
 
 
