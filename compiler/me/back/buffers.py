@@ -423,16 +423,21 @@ class BufferSelection:
         1 << 16 and, at KEEP_QW_SHIFT, the quadwords of its bytes 56..; flag bit 30 of
         META_RX_ELEMENT: pool.uc does not free it at the body's exit): `attach` reads the
         window from there, copies bytes 56.. to DRAM and frees the element, `free` frees it.
-        So no DRAM command here: the store ends when the descriptor is written, and a first
-        mpacket reaches its receive turn without waiting for the DRAM copy (pool.uc's own
-        reassembly copies the SOP element's tail at the last mpacket too, `later_eop`).
+        So no DRAM command here, and the descriptor write is not waited for: it stays in
+        flight (RX_STORE_SIGNAL, flag bit 31 of META_RX_ELEMENT, from a transfer register
+        kept for it, reserve_keep_xfer) until the body's exit, so a first mpacket reaches its
+        receive turn at once.  The attach that reads the descriptor runs on the frame's later
+        mpacket after its turn, so after this write was issued; the SRAM channel serves
+        commands in issue order (the assumption select_turn_write makes for scratch;
+        docs/sim-core.md).  pool.uc's own reassembly copies the SOP element's tail at the
+        last mpacket too (`later_eop`).
         Only bytes 56.. go to DRAM: 56 bytes written and 56 read less per frame than a
         whole store and a window read from DRAM."""
         handle = self.reg_value(ins.handle)
         n, fm, q, w = (self._new(h, gpr_only=True) for h in ("n", "max", "qw", "elem"))
         self.move(n, f"*l$index1[{LEN}]")
         end, ok = self._dst(ins.end), self._dst(ins.ok)
-        x, sig = self.xfer_range(1).start, self.signal()
+        x = self.keep_xfer
         fail, out, short, idle = (self.label(h) for h in ("kpfail", "kpout", "kpshort",
                                                           "kpidle"))
         # operands: 0 end, 1 ok, 2 max, 3 qw, 4 elem | 5 handle, 6 n
@@ -456,11 +461,10 @@ class BufferSelection:
             "alu_shf[{2}, --, B, {4}, <<2]",
             "alu_shf[{2}, --, B, {2}, >>2]",         # the element | 1 << 16, no flags
             f"alu_shf[${x}, {{2}}, OR, {{3}}, <<{KEEP_QW_SHIFT}]",
-            f"sram[write, ${x}, {{5}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{sig}]",
-            "immed[{2}, 0x4000]",
-            "alu_shf[{4}, {4}, OR, {2}, <<16]",      # bit 30: kept for the buffer
+            f"sram[write, ${x}, {{5}}, {RX_KEEP_DESC_BYTE}, 1], sig_done[{RX_STORE_SIGNAL}]",
+            "immed[{2}, 0xC000]",                    # bit 30: kept for the buffer, bit 31:
+            "alu_shf[{4}, {4}, OR, {2}, <<16]",      # its descriptor write in flight
             f"alu[*l$index1[{META_RX_ELEMENT}], --, B, {{4}}]",
-            *self.wait_lines(sig),
             "alu[{0}, --, B, {6}]", "alu[{1}, --, B, 1]", f"br[{out}#]",
             f"{fail}#:", "alu[{1}, --, B, 0]", f"{out}#:"]
         ops = [end, ok, fm, q, w, handle, n]
@@ -471,7 +475,9 @@ class BufferSelection:
     def reserve_turn_writes(self) -> tuple[int, ...]:
         """Signals and transfer registers (TURN_WRITES of each) kept for the receive stage's
         scratch writes that stay in flight past its turn, and their plan (plan_turn_writes);
-        none when it has none."""
+        none when it has none.  First the transfer register of a keeping store's descriptor
+        write (reserve_keep_xfer), which also stays in flight past the turn."""
+        self.reserve_keep_xfer()
         free = [sig for sig in self.abi.signals if sig not in self.slot_signals]
         if not self.turn_write_blocks or len(free) <= TURN_WRITES:
             return ()
@@ -485,6 +491,17 @@ class BufferSelection:
         self.xfer_limit -= TURN_WRITES
         self.turn_xfer = {sig: self.xfer_limit + k for k, sig in enumerate(sigs)}
         return sigs
+
+
+    def reserve_keep_xfer(self) -> None:
+        """The transfer register of `buffer.store(h, 0, 0)`'s descriptor write
+        (select_store_keeping), when the function has such a store: the write is left in
+        flight until the body's exit, so no other command may write that register before."""
+        self.keep_xfer: int | None = None
+        if any(isinstance(i, wir.BufStore) and i.at == 0 and i.start == 0
+               for b in self.fn.blocks for i in b.instrs):
+            self.xfer_limit -= 1
+            self.keep_xfer = self.xfer_limit
 
 
     def start_turn_writes(self, label: str) -> None:
@@ -656,10 +673,10 @@ class BufferSelection:
             lines += [
                 f"alu[{{2}}, --, B, *l$index1[{META_RX_ELEMENT}]]",
                 f"beq[{ownfreed}#]",
-                f"br_bset[{{2}}, 30, {ownkept}#]",
                 f"br_bclr[{{2}}, 31, {ownidle}#]",
                 *self.wait_lines(RX_STORE_SIGNAL),   # its store in flight
                 f"{ownidle}#:",
+                f"br_bset[{{2}}, 30, {ownkept}#]",
                 "alu_shf[{2}, --, B, {2}, <<2]",
                 "alu_shf[{2}, --, B, {2}, >>2]",
                 "msf[fast_wr, --, MSF_RBUF_ELEMENT_DONE, {2}]",
