@@ -589,6 +589,30 @@ class _PrefetchSliceOps(_HostOps):
         ctx, space, word, _ = f.args
         b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
 
+    def hash_lookup(self) -> None:
+        """The key's home slot only, no probe loop: a key that sits further along its probe
+        sequence reads as a miss here, so the slice may prefetch for the wrong case (no
+        result changes), and a check on the lookup (`local4.contains`) is straight-line code
+        drop_prefetch_guards can take as passed (it keeps branches inside loops)."""
+        f, b = self.fn("npu.hash.lookup")
+        ctx, space, base, size, key_words, key, out = f.args
+        slot = b.and_(self.exact_hash(b, key, key_words), b.sub(size, ir.Constant(I32, 1)))
+        entry = b.add(base, b.mul(slot, b.add(key_words, ir.Constant(I32, 2))))
+        hdr = b.load(self.word_ptr(b, ctx, space, entry), typ=I32)
+        acc = ir.Constant(I128, 0)
+        for k in range(4):  # at most 4 key words; words beyond key_words are skipped
+            use = b.icmp_unsigned("<", ir.Constant(I32, k), key_words)
+            safe = b.select(use, b.add(entry, ir.Constant(I32, 2 + k)), entry)
+            w = b.zext(b.load(self.word_ptr(b, ctx, space, safe), typ=I32), I128)
+            acc = b.select(use, b.or_(b.shl(acc, ir.Constant(I128, 32)), w), acc)
+        hit = b.and_(b.icmp_unsigned("!=", b.and_(hdr, ir.Constant(I32, VALID)),
+                                     ir.Constant(I32, 0)),
+                     b.icmp_unsigned("==", acc, key))
+        value = b.load(self.word_ptr(b, ctx, space, b.add(entry, ir.Constant(I32, 1))), typ=I32)
+        with b.if_then(hit):
+            b.store(value, out)
+        b.ret(hit)
+
     def buffer_ops(self) -> None:
         """The slice changes nothing: no buffer is taken, stored into or given back."""
         for name in ("npu.buf.alloc", "npu.buf.store"):
@@ -764,7 +788,15 @@ def _inline_blocks(module: ir.Module, keep: str | None = None) -> None:
     """Blocks inline into the pipelines and the batch driver that call them: one loop body
     per batch, the context in registers (the chip keeps its blocks; this is host-only).
     They become internal, so what the driver does not reach goes; `keep` stays external
-    (the slice's entry, which the main module links against)."""
+    (the slice's entry, which the main module links against).  Every function's allocas go
+    to the top of its entry block first: the lowering puts a variable's alloca at the end
+    of the entry block as it is then, after calls such as a memory read; inlining that call
+    splits the block, and an alloca left outside the entry block is a dynamic one, which
+    SROA does not promote and which costs a stack save and restore per packet."""
+    for fn in module.functions:
+        if fn.blocks:
+            entry = fn.blocks[0].instructions
+            entry[:] = sorted(entry, key=lambda i: not isinstance(i, ir.AllocaInstr))
     for fn in module.functions:
         if fn.name.startswith(("mbl.block.", "mbl.pipeline.")) and fn.blocks:
             fn.attributes.add("alwaysinline")

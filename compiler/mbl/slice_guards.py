@@ -8,8 +8,8 @@ not read, which costs a line and changes no result.  Recomputing the check in ev
 run costs more (for IPv4 forwarding the checksum alone is ~8 ns a run, two runs a packet).
 
 The rule, on the slice after the fixed pipeline (one function, everything inlined), in
-LLVM's text form: a conditional branch whose one successor can reach a prefetch and whose
-other cannot becomes a branch to the first, unless
+LLVM's text form: a conditional branch (`br i1` or `switch`) exactly one of whose successors
+can reach a prefetch gets the constant condition that takes it there, unless
 
 * its block is in a cycle (a loop's exit must stay: the loop would not end), or
 * its condition depends on a value marked with KEEP_MARK (the slice's budget state and what
@@ -33,6 +33,8 @@ _DEF = re.compile(rf"^\s+%({_NAME}) = (.*)$")
 _VALUE = re.compile(rf"%({_NAME})")
 _SUCCESSOR = re.compile(rf"label %({_NAME})")
 _CONDITIONAL = re.compile(rf"^(\s+br i1 )%({_NAME})(, label %({_NAME}), label %({_NAME}).*)$")
+_SWITCH = re.compile(rf"^(\s+switch )i(\d+) %({_NAME})(, label %({_NAME}) \[.*)$")
+_CASE = re.compile(rf"^\s+i\d+ (-?\d+), label %({_NAME})")
 _MARK_CALL = re.compile(rf'call \w+ @"?[-\w$.]*{re.escape(KEEP_MARK)}i\d+"?\(')
 _MARK_DECLARE = re.compile(
     rf'^declare (?:\w+ )*?(i\d+) (@"?[-\w$.]*{re.escape(KEEP_MARK)}i\d+"?)\(.*$', re.M)
@@ -121,10 +123,44 @@ def _reach(blocks: dict[str, _Block], name: str, cache: dict[str, set[str]]) -> 
     return cache[name]
 
 
-def _kept(lines: list[str], blocks: dict[str, _Block]) -> set[str]:
-    """Values depending on a KEEP_MARK call, and blocks whose branch condition is one.  A
-    value depends on its operands; a phi also on a kept branch whose two successors reach
-    different sets of the phi's incoming blocks (it merges that branch's two sides)."""
+@dataclass(frozen=True)
+class _Decision:
+    """A block's conditional terminator: `br i1 %cond` (targets: then, else) or `switch`
+    (targets: default, then the cases, whose values are `values`)."""
+
+    line: int
+    cond: str
+    targets: tuple[str, ...]
+    values: tuple[int, ...] = ()
+    width: int = 1
+
+
+def _decisions(lines: list[str], blocks: dict[str, _Block]) -> dict[str, _Decision]:
+    out = {}
+    for block in blocks.values():
+        for i in block.lines:
+            branch = _CONDITIONAL.match(lines[i])
+            if branch:
+                out[block.name] = _Decision(i, _unquote(branch.group(2)), (
+                    _unquote(branch.group(4)), _unquote(branch.group(5))))
+                break
+            switch = _SWITCH.match(lines[i])
+            if switch:
+                cases = [_CASE.match(lines[k]) for k in block.lines if k > i]
+                cases = [c for c in cases if c]
+                out[block.name] = _Decision(
+                    i, _unquote(switch.group(3)),
+                    (_unquote(switch.group(5)), *(_unquote(c.group(2)) for c in cases)),
+                    tuple(int(c.group(1)) for c in cases), int(switch.group(2)))
+                break
+    return out
+
+
+def _kept(lines: list[str], blocks: dict[str, _Block],
+          decisions: dict[str, _Decision]) -> set[str]:
+    """Values depending on a KEEP_MARK call, and blocks whose decision is one.  A value
+    depends on its operands; a phi also on a kept decision two of whose targets reach
+    different sets of the phi's incoming blocks (it merges that decision's sides)."""
     defs: dict[str, tuple[list[str], bool]] = {}
     phis: dict[str, list[str]] = {}  # phi -> its incoming blocks
     for block in blocks.values():
@@ -136,13 +172,6 @@ def _kept(lines: list[str], blocks: dict[str, _Block]) -> set[str]:
                 defs[name] = (operands, bool(_MARK_CALL.search(rhs)))
                 if rhs.startswith("phi "):
                     phis[name] = [v for v in operands if v in blocks]
-    conditions = {}
-    for block in blocks.values():
-        if block.lines:
-            branch = _CONDITIONAL.match(lines[block.lines[-1]])
-            if branch:
-                conditions[block.name] = (_unquote(branch.group(2)),
-                                          _unquote(branch.group(4)), _unquote(branch.group(5)))
     kept = {name for name, (_, marked) in defs.items() if marked}
     reach: dict[str, set[str]] = {}
     changed = True
@@ -152,39 +181,52 @@ def _kept(lines: list[str], blocks: dict[str, _Block]) -> set[str]:
             if name not in kept and any(v in kept for v in operands):
                 kept.add(name)
                 changed = True
-        splits = [(t, f) for c, t, f in conditions.values() if c in kept]
+        splits = [(d.targets[0], t) for d in decisions.values() if d.cond in kept
+                  for t in d.targets[1:]]
         for name, incoming in phis.items():
             if name in kept:
                 continue
-            if any({p for p in incoming if p in _reach(blocks, t, reach)}
-                   != {p for p in incoming if p in _reach(blocks, f, reach)}
-                   for t, f in splits):
+            if any({p for p in incoming if p in _reach(blocks, a, reach)}
+                   != {p for p in incoming if p in _reach(blocks, b, reach)}
+                   for a, b in splits):
                 kept.add(name)
                 changed = True
-    return kept | {b for b, (c, _, _) in conditions.items() if c in kept}
+    return kept | {b for b, d in decisions.items() if d.cond in kept}
+
+
+def _constant(decision: _Decision, target: str) -> str:
+    """The condition value that sends `decision` to `target`."""
+    if not decision.values:  # br i1
+        return "true" if decision.targets[0] == target else "false"
+    for value, t in zip(decision.values, decision.targets[1:], strict=True):
+        if t == target:
+            return str(value)
+    taken = {v % (1 << decision.width) for v in decision.values}  # the default: no case's
+    return str(next(v for v in range(len(taken) + 1) if v not in taken))
 
 
 def drop_prefetch_guards(text: str, function: str) -> tuple[str, int]:
     """The module text with `function`'s prefetch-only checks taken as passed (module
-    docstring) and the KEEP_MARK declarations made identities; and how many branches."""
+    docstring) and the KEEP_MARK declarations made identities; and how many decisions
+    (`br i1` or `switch`) were fixed.  A switch is fixed only when exactly one of its
+    targets can reach a prefetch (a dispatch to two walks stays)."""
     lines = text.split("\n")
     first, end = _function_lines(lines, function)
     blocks = _blocks(lines, first, end)
     useful = _reaching(blocks, {b.name for b in blocks.values() if b.prefetches})
-    kept = _kept(lines, blocks)
+    decisions = _decisions(lines, blocks)
+    kept = _kept(lines, blocks, decisions)
     dropped = 0
-    for block in blocks.values():
-        if not block.lines or block.name in kept:
+    for name, decision in decisions.items():
+        wanted = {t for t in decision.targets if t in useful}
+        if name in kept or len(wanted) != 1 or len(wanted) == len(set(decision.targets)) \
+                or _in_cycle(blocks, name):
             continue
-        i = block.lines[-1]
-        branch = _CONDITIONAL.match(lines[i])
-        if not branch:
-            continue
-        then, other = _unquote(branch.group(4)), _unquote(branch.group(5))
-        if (then in useful) == (other in useful) or _in_cycle(blocks, block.name):
-            continue
-        taken = "true" if then in useful else "false"
-        lines[i] = f"{branch.group(1)}{taken}{branch.group(3)}"
+        i = decision.line
+        cond = lines[i].index("%", lines[i].index(" i"))  # the condition's first character
+        rest = lines[i][cond:]
+        lines[i] = lines[i][:cond] + _constant(decision, wanted.pop()) \
+            + rest[rest.index(","):]
         dropped += 1
     out = "\n".join(lines)
     out = _MARK_DECLARE.sub(

@@ -83,6 +83,21 @@ def test_a_branch_with_prefetches_on_both_sides_stays() -> None:
     assert drop_prefetch_guards(text, "slice")[1] == 0
 
 
+def test_a_switch_with_one_way_on_is_fixed_and_a_dispatch_stays() -> None:
+    text = module("  switch i8 %t, label %walk [\n    i8 0, label %drop\n"
+                  "    i8 127, label %drop\n  ]\n"
+                  "walk:\n  switch i16 %e, label %drop [\n    i16 2048, label %v4\n"
+                  "    i16 -31011, label %v6\n  ]\n"
+                  "v4:\n" + PREFETCH + "  ret void\nv6:\n" + PREFETCH + "  ret void\n"
+                  "drop:\n  ret void\n").replace(
+        "entry:\n", "entry:\n  %t = trunc i32 %x to i8\n  %e = trunc i32 %n to i16\n")
+    out, dropped = drop_prefetch_guards(text, "slice")
+    assert dropped == 1
+    assert "  switch i8 1, label %walk [" in out  # no case's value: the default
+    assert "  switch i16 %e, label %drop [" in out  # two walks: unchanged
+    llvm.parse_assembly(out).verify()
+
+
 CHECKED_WALK = """
 header h_t { a: bit<16>; b: bit<16>; c: bit<16>; key: bit<16>; }
 array big : bit<32> [1048576] in sram;
