@@ -16,7 +16,14 @@ import pytest
 
 from npkit.compiler.mbl import CompileError, compile_file, compile_source
 from npkit.compiler.me import compile_me, wir
-from npkit.compiler.me.abi import LM_WINDOW_ABI, RX_TURN_LABEL, RX_TURN_RET, RX_TURN_TAKE_LABEL
+from npkit.compiler.me.abi import (
+    LM_WINDOW_ABI,
+    RX_KEEP_DESC_BYTE,
+    RX_STORE_SIGNAL,
+    RX_TURN_LABEL,
+    RX_TURN_RET,
+    RX_TURN_TAKE_LABEL,
+)
 from npkit.compiler.me.report import abi_violations, analyze_body
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,7 +39,8 @@ def test_frame_rx_compiles_to_the_pool_s_buffer_commands(media_build) -> None:
     uc = media_build.body.uc
     assert len(re.findall(r"sram\[dequeue, ", uc)) == 1           # buffer.alloc
     assert len(re.findall(r"sram\[enqueue, ", uc)) >= 3           # free (x2), attach's
-    # three buffer.store sites (the first, a middle and the last mpacket's), each one
+    # two buffer.store sites (a middle and the last mpacket's) and the attach's copy of the
+    # kept first element's bytes 56.. (the store at 0 copies nothing), each one
     # dram[rbuf_rd] of 1..16 quadwords through a table
     counts = [int(c) for c in re.findall(r"dram\[rbuf_rd, --, \w+, \w+, (\d+)\]", uc)]
     assert sorted(counts) == sorted(list(range(1, 17)) * 3)
@@ -94,6 +102,20 @@ def test_frame_rx_waits_for_nothing_in_its_turn(media_build) -> None:
         tail = rest[len(turn):]
         for sig in re.findall(r"sig_done\[(\d+)\]", turn):
             assert re.search(rf"ctx_arb\[[\d, ]*\b{sig}\b", tail)
+
+
+def test_the_first_mpacket_s_store_leaves_its_descriptor_write_in_flight(media_build) -> None:
+    """buffer.store(first, 0, 0) only names the kept RBUF element in the buffer's descriptor:
+    one sram[write] on pool.uc's store signal (awaited at the body's exit, not before the
+    turn), from a transfer register no other instruction of the body writes (the write may
+    still read it after the turn); the element's bytes 56.. are copied by the attach."""
+    uc = media_build.body.uc
+    writes = re.findall(rf"sram\[write, \$(\d+), \w+, {RX_KEEP_DESC_BYTE}, 1\], "
+                        rf"sig_done\[(\d+)\]", uc)
+    kept = [x for x, sig in writes if int(sig) == RX_STORE_SIGNAL]
+    assert len(kept) == 1
+    assert len(re.findall(rf"\w+\[\${kept[0]}, ", uc)) == 1  # set once: for this write
+    assert f"ctx_arb[{RX_STORE_SIGNAL}]" in uc        # other stores' waits, not this one's
 
 
 def test_the_body_assembles_and_keeps_to_the_pool_abi(media_build) -> None:
