@@ -275,7 +275,8 @@ class NpfPreset:
     config: NpfConfig
     system: str = DEFAULT_SYSTEM  # sim/systems name or path; SINGLE_SYSTEM: one chip
     threads: int = 1  # host threads for the chips of a system (System(threads=...))
-    data_path: str | None = None  # rings | pool (docs/datapath.md); None: the system's own
+    data_path: str | None = None  # rings | pool | pool-mbl (docs/datapath.md); None: the
+    # system's own (system_device.default_data_path on chips receiving one port)
 
 
 MIN_TRIAL_PS = 10_000_000_000  # 10 ms: the methodology's shortest trial (issue 12)
@@ -292,9 +293,11 @@ def preset(name: str = "ixp2800-npf", quick: bool = False, *, system: str | None
     short trials, which the report says.  ``system``: the simulated system
     (``sim/systems`` name or a path; default the published two-chip ``dual-ixp2800-npf``,
     ``single-ixp2800`` the single chip the lab ran before); ``threads``: host threads for
-    its chips; ``data_path``: ``pool`` (the compiled IXA-class path, docs/datapath.md; the
-    default on chips receiving one port) or ``rings`` (receive ME, forwarding chains,
-    transmit ME; the single chip's)."""
+    its chips; ``data_path``: ``pool-mbl`` (the compiled IXA-class path, docs/datapath.md,
+    with its receive and transmit compiled from MBL: the default on chips receiving one
+    port), ``pool`` (the same with pool.uc's hand-written receive and transmit, the
+    baseline) or ``rings`` (receive ME, forwarding chains, transmit ME; the single
+    chip's)."""
     if name != "ixp2800-npf":
         raise LabConfigError(f"unknown NPF preset {name!r}: use ixp2800-npf")
     config = NpfConfig(preset=name, trial_ps=MIN_TRIAL_PS, confirm_trials=3,
@@ -870,7 +873,7 @@ def run_preset(name: str = "ixp2800-npf", quick: bool = False, seed: int = 1,
         device = chip_device(chosen)
         setup |= {"port_kinds": list(chosen.port_kinds), "routes": asdict(chosen.routes),
                   "routes_origin": chosen.routes.origin(), "system": chosen.system,
-                  "data_path": chosen.data_path}
+                  "data_path": getattr(device, "data_path", chosen.data_path)}
     if coverage_dir is not None:
         device.record_coverage(coverage_dir)  # type: ignore[attr-defined]
     dut = device

@@ -66,10 +66,11 @@ DEFAULT_SYSTEM = "dual-ixp2800-npf"
 ONE_RX_FWD_MES = 8  # forwarding MEs of a one-receive-port chip: measured, docs/link.md
 # The data paths a chip that receives one port can run (docs/datapath.md): "rings" =
 # rx_eth.uc, a forwarding chain per ring, tx_eth.uc; "pool" = the compiled IXA-class path,
-# every ME receives, forwards and transmits (npkit.link.pool), POOL_MES of them: the
-# default (the NPF preset at line rate; "rings" tops out at 72 % at 40 B, docs/lab.md);
-# "pool-mbl" = the pool with the receive and transmit written in MBL (frame_rx / frame_tx:
-# the program's MBL_MEDIA variant) instead of pool.uc's own.
+# every ME receives, forwards and transmits (npkit.link.pool), POOL_MES of them, with
+# pool.uc's own receive and transmit (the hand baseline); "pool-mbl" = the pool with the
+# receive and transmit written in MBL (frame_rx / frame_tx: the program's MBL_MEDIA
+# variant): the default where the program has that variant (default_data_path; line rate
+# at every size of the NPF preset, as pool; "rings" tops out at 72 % at 40 B, docs/lab.md).
 DATA_PATHS = ("rings", "pool", "pool-mbl")
 # program file -> its variant with MBL receive and transmit stages, and that entry
 MBL_MEDIA = {"pos_router.mbl": ("media_pos_router.mbl", "media_pos_router")}
@@ -91,9 +92,20 @@ class _OnlyMemory:
         return np.zeros(0, dtype=np.uint32)
 
 
+def default_data_path(source: str | Path | None) -> str:
+    """The data path of a chip that receives one port when none is asked for: ``pool-mbl``
+    (receive and transmit compiled from MBL) for a program with such a variant
+    (``MBL_MEDIA``), else ``pool``."""
+    name = Path(source).name if source is not None else "router.mbl"
+    return "pool-mbl" if name in MBL_MEDIA or name in dict(MBL_MEDIA.values()) else "pool"
+
+
 def _mbl_media(source: str | Path | None) -> dict[str, Any]:
     """The source and entry of the program's variant with MBL receive and transmit."""
     name = Path(source).name if source is not None else "router.mbl"
+    variants = dict(MBL_MEDIA.values())
+    if name in variants:  # already the variant: a device rebuilt from its state (pickle)
+        return {"source": source, "entry": variants[name]}
     if name not in MBL_MEDIA:
         raise LabConfigError(f"data path pool-mbl: {name} has no variant with MBL receive "
                              f"and transmit (known: {', '.join(MBL_MEDIA)})")
@@ -110,10 +122,11 @@ class SystemChipDevice(CompiledChipDevice):
 
     def __init__(self, options: ChipOptions | None = None, *,
                  system: str | Path = DEFAULT_SYSTEM, threads: int = 1,
-                 chip_fwd_mes: int | None = None, data_path: str = "pool",
+                 chip_fwd_mes: int | None = None, data_path: str | None = None,
                  streamed: bool = True, **compiled: Any) -> None:
         # trials streamed (run_streamed: nothing held per frame) or held (run_traffic: the
         # Traffic and every received frame kept in the result, e.g. to write pcaps)
+        data_path = data_path or default_data_path(compiled.get("source"))
         if data_path not in DATA_PATHS:
             raise LabConfigError(f"data path {data_path!r}: use one of {', '.join(DATA_PATHS)}")
         if data_path == "pool-mbl":
@@ -549,8 +562,9 @@ def system_device(port_kinds: tuple[str, ...], routes: Any, mtu: int, system: st
                   **compiled: Any) -> CompiledChipDevice:
     """The compiled router for ``npf.chip_device``: ``SINGLE_SYSTEM`` is the lab's single
     chip (``CompiledChipDevice``: no framer delays, today's figures; data path ``rings``),
-    any other system a ``SystemChipDevice`` (data path ``pool`` unless ``data_path``
-    says ``rings``); trials ``streamed`` (nothing held per frame) unless told not to."""
+    any other system a ``SystemChipDevice`` (data path ``default_data_path`` unless
+    ``data_path`` says which); trials ``streamed`` (nothing held per frame) unless told not
+    to."""
     options = ChipOptions(port_kinds=port_kinds, routes=routes, next_hop_mtu=mtu)
     if str(system) == SINGLE_SYSTEM:
         if data_path not in (None, "rings"):
@@ -558,8 +572,8 @@ def system_device(port_kinds: tuple[str, ...], routes: Any, mtu: int, system: st
                                  f"receive one port each (not {SINGLE_SYSTEM})")
         return CompiledChipDevice(options, streamed=streamed, **compiled)
     return SystemChipDevice(options, system=system, threads=threads,
-                            data_path=data_path or "pool", streamed=streamed, **compiled)
+                            data_path=data_path, streamed=streamed, **compiled)
 
 
-__all__ = ["DATA_PATHS", "DEFAULT_SYSTEM", "SINGLE_SYSTEM", "SystemChipDevice", "system_counters",
-           "system_device"]
+__all__ = ["DATA_PATHS", "DEFAULT_SYSTEM", "SINGLE_SYSTEM", "SystemChipDevice",
+           "default_data_path", "system_counters", "system_device"]

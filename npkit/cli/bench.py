@@ -250,11 +250,12 @@ def rfc2544(preset: str, quick: bool, sizes: str | None, tests: str | None, fami
 @click.option("--threads", type=click.IntRange(1, 64), default=2, show_default=True,
               help="host threads for the chips of a system (the same results as 1)")
 @click.option("--data-path", "data_path", type=click.Choice(["pool", "pool-mbl", "rings"]),
-              help="the chips' data path: pool (the compiled IXA-class path, "
-                   "docs/datapath.md; the default on a system whose chips receive one port "
-                   "each), pool-mbl (the same with the receive and transmit written in MBL: "
-                   "examples/pos_router/media_pos_router.mbl) or rings (receive ME, "
-                   "forwarding chains, transmit ME; the single chip's)")
+              help="the chips' data path: pool-mbl (the compiled IXA-class path, "
+                   "docs/datapath.md, with the receive and transmit written in MBL: "
+                   "examples/pos_router/media_pos_router.mbl; the default on a system whose "
+                   "chips receive one port each), pool (the same with pool.uc's hand-written "
+                   "receive and transmit) or rings (receive ME, forwarding chains, transmit "
+                   "ME; the single chip's)")
 @click.option("--trial-us", type=finite(min=1, max=1e6),
               help="simulated µs per case trial (default: the preset's, 10,000 for the full "
                    "preset); the convergence search keeps its own lengths, and trials under "
@@ -373,7 +374,8 @@ def report(results: Path, out_dir: Path | None) -> None:
 
 @bench.command()
 @click.option("--data-path", "data_path", type=click.Choice(["pool", "pool-mbl", "rings"]),
-              default="pool", show_default=True, help="the chip's data path (docs/datapath.md)")
+              default="pool-mbl", show_default=True,
+              help="the chip's data path (docs/datapath.md)")
 @click.option("--sizes", default="40,64,128", show_default=True,
               help="IP packet sizes in bytes (IP header included), e.g. 40,64,128")
 @click.option("--fwd-mes", type=click.IntRange(1, 8),
