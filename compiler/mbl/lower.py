@@ -171,10 +171,39 @@ class LineTable:
 TRACE_LINE, TRACE_VAR = "mbl.trace.line", "mbl.trace.var"
 
 
+# Multi-byte packet accesses of the native target (lower(wide=True)): (ctx, byte offset
+# [, value]), the bytes in network order as one integer, as npu.pkt.load8/store8 would
+# assemble them byte by byte; the host does each with one unaligned load or store and a
+# byte swap.  The ME backend's lowering never declares them.
+WIDE_BYTES = (8, 4, 2)
+
+
+def wide_load_name(size: int) -> str:
+    return f"npu.pkt.load{8 * size}"
+
+
+def wide_store_name(size: int) -> str:
+    return f"npu.pkt.store{8 * size}"
+
+
+def byte_chunks(first: int, count: int, wide: bool) -> list[tuple[int, int]]:
+    """(offset, bytes) pieces of `count` bytes from `first`: single bytes, or with `wide`
+    the largest of WIDE_BYTES that fits (never a byte outside the range)."""
+    out, at = [], first
+    while at < first + count:
+        left = first + count - at
+        size = next((w for w in WIDE_BYTES if w <= left), 1) if wide else 1
+        out.append((at, size))
+        at += size
+    return out
+
+
 class Lowerer:
     def __init__(self, program: Program, name: str = "mbl",
-                 trace: LineTable | None = None, variables: bool = False) -> None:
+                 trace: LineTable | None = None, variables: bool = False,
+                 wide: bool = False) -> None:
         self.p = program
+        self.wide = wide
         self.module = ir.Module(name=name)
         self.npu = {n: ir.Function(self.module, t, n) for n, t in npu_signatures().items()}
         for name, fn in self.npu.items():
@@ -627,10 +656,16 @@ class Lowerer:
         n = last - first + 1
         wide = ir.IntType(n * unit)
         acc = ir.Constant(wide, 0)
-        for k in range(n):
-            part = self.load_unit(ref, first + k)
-            acc = self.b.or_(self.b.shl(acc, ir.Constant(wide, unit)) if k else acc,
-                             self.b.zext(part, wide) if n > 1 else part)
+        if isinstance(ref, PacketRef):
+            for at, size in byte_chunks(first, n, self.wide):
+                part = self.load_bytes(ref, at, size)
+                acc = self.b.or_(self.b.shl(acc, ir.Constant(wide, 8 * size)) if at > first
+                                 else acc, self.b.zext(part, wide) if size < n else part)
+        else:
+            for k in range(n):
+                part = self.load_unit(ref, first + k)
+                acc = self.b.or_(self.b.shl(acc, ir.Constant(wide, unit)) if k else acc,
+                                 self.b.zext(part, wide) if n > 1 else part)
         shift = n * unit - (f.offset % unit) - f.width
         if shift:
             acc = self.b.lshr(acc, ir.Constant(wide, shift))
@@ -646,6 +681,13 @@ class Lowerer:
         mask = ((1 << f.width) - 1) << shift
         new = self.b.zext(value, wide) if f.width < n * unit else value
         new = self.b.shl(new, ir.Constant(wide, shift)) if shift else new
+        if isinstance(ref, PacketRef) and self.wide and n > 1 and mask == (1 << n * 8) - 1:
+            for at, size in byte_chunks(first, n, True):  # whole bytes: no read needed
+                low = (first + n - at - size) * 8
+                piece = self.b.lshr(new, ir.Constant(wide, low)) if low else new
+                piece = self.b.trunc(piece, ir.IntType(8 * size)) if size < n else piece
+                self.store_bytes(ref, at, size, piece)
+            return
         for k in range(n):
             unit_shift = (n - 1 - k) * unit
             part_mask = (mask >> unit_shift) & ((1 << unit) - 1)
@@ -665,6 +707,33 @@ class Lowerer:
         word = self.b.add(ref.word, ir.Constant(I32, k))
         return self.b.call(self.npu["npu.mem.read"], [self.ctx, ir.Constant(I32, ref.space),
                                                       word])
+
+    def wide_fn(self, name: str, typ: ir.FunctionType, readonly: bool) -> ir.Function:
+        """A wide packet access (WIDE_BYTES), declared on first use."""
+        if name not in self.npu:
+            fn = ir.Function(self.module, typ, name)
+            fn.attributes.add("nounwind")
+            if readonly:
+                fn.attributes.add("readonly")
+            self.npu[name] = fn
+        return self.npu[name]
+
+    def load_bytes(self, ref: PacketRef, at: int, size: int) -> ir.Value:
+        """`size` packet bytes from header byte `at`, in network order (load_unit's bytes
+        assembled, with one call for a wide piece)."""
+        if size == 1:
+            return self.load_unit(ref, at)
+        t = ir.IntType(8 * size)
+        fn = self.wide_fn(wide_load_name(size), ir.FunctionType(t, [PTR, I32]), True)
+        return self.b.call(fn, [self.ctx, self.b.add(ref.offset, ir.Constant(I32, at))])
+
+    def store_bytes(self, ref: PacketRef, at: int, size: int, v: ir.Value) -> None:
+        if size == 1:
+            self.store_unit(ref, at, v)
+            return
+        t = ir.IntType(8 * size)
+        fn = self.wide_fn(wide_store_name(size), ir.FunctionType(VOID, [PTR, I32, t]), False)
+        self.b.call(fn, [self.ctx, self.b.add(ref.offset, ir.Constant(I32, at)), v])
 
     def store_unit(self, ref: PacketRef | MemRef, k: int, v: ir.Value) -> None:
         if isinstance(ref, PacketRef):
@@ -754,6 +823,8 @@ class Lowerer:
     def intrinsic_csum(self, e: A.Call) -> ir.Value:
         """Ones-complement checksum over a header's bytes (RFC 1071), complemented."""
         ref = self.expr(e.args[0])
+        if self.wide:
+            return self.csum_words(ref)
         total = ir.Constant(I32, 0)
         for k in range(0, ref.layout.bytes, 2):
             hi = self.b.zext(self.load_unit(ref, k), I32)
@@ -762,6 +833,30 @@ class Lowerer:
                 word = self.b.or_(word, self.b.zext(self.load_unit(ref, k + 1), I32))
             total = self.b.add(total, word)
         return self.b.not_(self.fold16(total))
+
+    def csum_words(self, ref: PacketRef) -> ir.Value:
+        """intrinsic_csum over 32-bit words (lower(wide=True)): a big-endian 32-bit word is
+        two 16-bit words, w0 * 2^16 + w1, which is w0 + w1 modulo 0xFFFF, so the sum of the
+        32-bit words (a 16-bit word, then an odd last byte as a word's high byte, at the
+        end) folded with end-around carries is the same ones-complement sum: the same value
+        in 0..0xFFFF, 0 only for all-zero bytes, as the 16-bit sum folded."""
+        i64 = ir.IntType(64)
+        total: ir.Value = ir.Constant(i64, 0)
+        for at, size in byte_chunks(0, ref.layout.bytes, True):
+            if size == 8:  # two 32-bit words (a 64-bit sum could carry out)
+                for half in (0, 4):
+                    total = self.b.add(total, self.b.zext(self.load_bytes(ref, at + half, 4),
+                                                          i64))
+                continue
+            word = self.b.zext(self.load_bytes(ref, at, size), i64)
+            total = self.b.add(total, self.b.shl(word, ir.Constant(i64, 8)) if size == 1
+                               else word)
+        total = self.b.add(self.b.and_(total, ir.Constant(i64, 0xFFFFFFFF)),
+                           self.b.lshr(total, ir.Constant(i64, 32)))  # below 2^33
+        for _ in range(3):  # below 2^17 + 1, 2^16 + 2, then at most 0xFFFF
+            total = self.b.add(self.b.and_(total, ir.Constant(i64, 0xFFFF)),
+                               self.b.lshr(total, ir.Constant(i64, 16)))
+        return self.b.not_(self.b.trunc(total, ir.IntType(16)))
 
     def fold16(self, total: ir.Value) -> ir.Value:
         for _ in range(2):  # fold the carries twice: enough for sums below 2^32
@@ -878,12 +973,14 @@ class Lowerer:
 
 
 def lower(program: Program, name: str = "mbl", trace: LineTable | None = None,
-          variables: bool = False) -> ir.Module:
+          variables: bool = False, wide: bool = False) -> ir.Module:
     """Lower a checked program (no errors) to an LLVM module with npu.* declarations.
     With `trace` (only npkit.compiler.mbl.linetrace's build, never a target's): before every
     statement the module calls the line-trace hooks, and `trace` fills with what their ids
     mean.  With `variables` (the ME backend's build) each named variable gets a
     `llvm.dbg.declare`: debug records, which change no code (tests/mbl/test_debuginfo.py)
     but which MCJIT's DWARF writer refuses in a line-tables-only unit, so the native
-    target's build has none."""
-    return Lowerer(program, name, trace, variables).run()
+    target's build has none.  With `wide` (the native target's build) multi-byte packet
+    fields are read and written in pieces of 2, 4 or 8 bytes (WIDE_BYTES) and `csum` sums
+    32-bit words: the same values, fewer host instructions."""
+    return Lowerer(program, name, trace, variables, wide).run()

@@ -19,7 +19,19 @@ from llvmlite import ir
 
 from npkit.base.errors import NpkitError
 
-from .lower import I1, I8, I32, PTR, SPACE_IDS, VOID, LineTable, lower
+from .lower import (
+    I1,
+    I8,
+    I32,
+    PTR,
+    SPACE_IDS,
+    VOID,
+    WIDE_BYTES,
+    LineTable,
+    lower,
+    wide_load_name,
+    wide_store_name,
+)
 from .passes import optimize
 from .sema import Program
 from .slice_guards import KEEP_MARK, drop_prefetch_guards
@@ -267,7 +279,36 @@ class _HostOps:
                 push(b, h)
             b.ret_void()
 
+    def wide_packet_ops(self, bounded: bool) -> None:
+        """npu.pkt.load16/32/64 (lower(wide=True)): one unaligned load and a byte swap (the
+        packet is big endian); stores the same way.  `bounded` (the prefetch slice): a
+        piece not wholly inside the packet reads 0 (from the context, never beyond the
+        packet's buffer slot) and stores are dropped."""
+        for size in WIDE_BYTES:
+            t = ir.IntType(8 * size)
+            swap = self.m.declare_intrinsic("llvm.bswap", [t])
+            if self.has(wide_load_name(size)):
+                f, b = self.fn(wide_load_name(size))
+                ctx, off = f.args
+                ptr = b.gep(self.load_field(b, ctx, CTX_PKT), [off], source_etype=I8)
+                if bounded:
+                    i64 = ir.IntType(64)
+                    end = b.add(b.zext(off, i64), ir.Constant(i64, size))
+                    inside = b.icmp_unsigned("<=", end,
+                                             b.zext(self.load_field(b, ctx, CTX_LEN), i64))
+                    ptr = b.select(inside, ptr, ctx)
+                value = b.call(swap, [b.load(ptr, typ=t, align=1)])
+                b.ret(b.select(inside, value, ir.Constant(t, 0)) if bounded else value)
+            if self.has(wide_store_name(size)):
+                f, b = self.fn(wide_store_name(size))
+                ctx, off, v = f.args
+                if not bounded:
+                    ptr = b.gep(self.load_field(b, ctx, CTX_PKT), [off], source_etype=I8)
+                    b.store(b.call(swap, [v]), ptr, align=1)
+                b.ret_void()
+
     def packet_ops(self) -> None:
+        self.wide_packet_ops(bounded=False)
         f, b = self.fn("npu.pkt.load8")
         ctx, off = f.args
         b.ret(b.load(b.gep(self.load_field(b, ctx, CTX_PKT), [off], source_etype=I8), typ=I8))
@@ -502,11 +543,14 @@ class _PrefetchSliceOps(_HostOps):
         self.cold = tuple(cold)  # (space id, first word, words)
 
     def packet_ops(self) -> None:
-        f, b = self.fn("npu.pkt.load8")  # bounded: a dropped write may leave another offset
+        self.wide_packet_ops(bounded=True)
+        # bounded: a dropped check or write may leave another offset; outside the packet a
+        # read gives 0 (it reads the context, never beyond the packet's buffer slot)
+        f, b = self.fn("npu.pkt.load8")
         ctx, off = f.args
         inside = b.icmp_unsigned("<", off, self.load_field(b, ctx, CTX_LEN))
-        safe = b.select(inside, off, ir.Constant(I32, 0))
-        byte = b.load(b.gep(self.load_field(b, ctx, CTX_PKT), [safe], source_etype=I8), typ=I8)
+        ptr = b.gep(self.load_field(b, ctx, CTX_PKT), [off], source_etype=I8)
+        byte = b.load(b.select(inside, ptr, ctx), typ=I8)
         b.ret(b.select(inside, byte, ir.Constant(I8, 0)))
         f, b = self.fn("npu.pkt.len")
         b.ret(self.load_field(b, f.args[0], CTX_LEN))
@@ -774,7 +818,7 @@ def prefetch_slice(program: Program, entry: str,
     its own symbols renamed and internal, so it links into the main module, inlines into the
     batch driver and leaves nothing else behind): optimized once on its own, so that
     drop_prefetch_guards sees the whole slice as one function, then rewritten by it."""
-    module = lower(program)
+    module = lower(program, wide=True)
     _PrefetchSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
     kind = "pipeline" if entry in program.pipelines else "block"
     _inline_blocks(module, keep=f"mbl.{kind}.{entry}")
@@ -811,7 +855,7 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
     block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
     (prefetch_slice, linked in separately); with `trace`, the line-trace build
     (npkit.compiler.mbl.linetrace: hooks before every statement)."""
-    module = lower(program, trace=trace)
+    module = lower(program, trace=trace, wide=True)
     _HostOps(module, hash_unit or HashUnit(), pool).build()
     _inline_blocks(module)
     kind = "pipeline" if entry in program.pipelines else "block"
