@@ -30,8 +30,8 @@ the single-update latency distribution of one more per-call pass (median, p99, p
 max: on a loaded box the tail is the scheduler's time slices); and, from a manager with a
 write log (the chip's shadow copy), the mean number of 32-bit words written to chip memory
 per update; and the rate in modelled XScale time (`modelled_xscale_rate`: the stream
-replayed through the control-processor model into a simulated chip; for Poptrie each
-update's cost comes from its counted work, npkit.runtime.xscale_update).  After the runs
+replayed through the control-processor model into a simulated chip; each update's cost
+comes from its counted work, npkit.runtime.xscale_update).  After the runs
 the trie is checked against a freshly built one on random addresses.  This is a benchmark,
 not a test.  Results go to docs/performance.md, "Route updates".  `--structure poptrie`
 measures the Poptries of microblocks/lpm_poptrie.mbl (8 MB memories, so the modelled chip
@@ -130,10 +130,10 @@ def batched(mgr: RouteManager, updates: list[RouteUpdate], batch: int) -> None:
 
 @dataclass(frozen=True)
 class Modelled:
-    """The stream in modelled XScale time; for Poptrie also the counted work per update."""
+    """The stream in modelled XScale time and the counted work per update."""
 
     rate: float  # updates/s of simulated time
-    instructions: float = 0.0  # mean per update (Poptrie: from the counters)
+    instructions: float = 0.0  # mean per update, from the counters
     misses: float = 0.0  # data-cache misses per update (line fills from DRAM)
     work_cycles: float = 0.0  # XScale cycles of work per update, writes not included
     counters: dict[str, float] | None = None  # mean counters per update
@@ -148,11 +148,12 @@ def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[Ro
     (issue cost per word, at most `max_posted_writes` in flight, visible after the write
     latency, barriers kept).  Time runs from the first update to the last word visible.
 
-    The work: for a Poptrie, costed from what the updater counted (nodes visited, slots
-    scanned, words read and written, blocks allocated and retired) and the data-cache misses
-    of the addresses it read (npkit.runtime.xscale_update, parameters in
-    runtime/data/xscale_update.toml); for the 16-8-8 trie, whose updater keeps no counters,
-    still the constant `[xscale] route_update_cycles`.  For the 16-8-8 trie the channel is
+    The work: costed from what the updater counted (a Poptrie: nodes visited, slots
+    scanned, words read and written, blocks allocated and retired; the 16-8-8 trie: levels
+    walked, route-map probes, slot depths compared, words written, plies allocated and
+    retired) and the data-cache misses of the addresses it read
+    (npkit.runtime.xscale_update, parameters in runtime/data/xscale_update.toml).  For the
+    16-8-8 trie the channel is
     made 64 MB (the HRM's maximum) so the real table fits; a Poptrie fits the preset's
     channel."""
     config = ChipConfig.load(chip_name)
@@ -167,31 +168,26 @@ def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[Ro
     chip.sram(0)[:len(shadow)] = shadow
     cp = ControlProcessor(chip)
     last_visible = [0]
-    counted = structure == "poptrie"
     model = UpdateCostModel(cp.timing.dram_read_cycles)
     totals: dict[str, float] = {}
     work = [0, 0, 0]  # instructions, misses, cycles
-    if counted:
-        trie = mgr.trie(family)  # type: ignore[arg-type]
-        trie.take_counters()
-        trie.trace(True)
+    trie = mgr.trie(family)  # type: ignore[arg-type]
+    trie.take_counters()
+    trie.trace(True)
 
     def stream() -> Any:
         for update in updates:
             mgr.apply([update])
             mgr.reclaim()                       # no reader on this chip: no grace period
             log = mgr.take_log(family)  # type: ignore[arg-type]
-            if counted:
-                counters = trie.take_counters()
-                cost = model.cost(counters, trie.take_trace())
-                for key, value in counters.items():
-                    totals[key] = totals.get(key, 0) + value
-                work[0] += cost.instructions
-                work[1] += cost.misses
-                work[2] += cost.cycles
-                yield from cp.compute(cost.cycles)
-            else:
-                yield from cp.compute(cp.timing.route_update_cycles)
+            counters = trie.take_counters()
+            cost = model.cost(counters, trie.take_trace())
+            for key, value in counters.items():
+                totals[key] = totals.get(key, 0) + value
+            work[0] += cost.instructions
+            work[1] += cost.misses
+            work[2] += cost.cycles
+            yield from cp.compute(cost.cycles)
             if len(log.indices):
                 last_visible[0] = yield from cp.sram_write(0, log.indices, log.values,
                                                            list(log.barriers))
@@ -201,8 +197,6 @@ def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[Ro
     cp.run(until_idle=True)
     end = max(cp.now, last_visible[0])
     rate = len(updates) / ((end - start) / chip.config.clock_hz)
-    if not counted:
-        return Modelled(rate, work_cycles=cp.timing.route_update_cycles)
     n = len(updates)
     return Modelled(rate, work[0] / n, work[1] / n, work[2] / n,
                     {k: v / n for k, v in totals.items()})
@@ -357,14 +351,11 @@ def report(results: list[Result], table: Path, batch: int, runs: int) -> None:
                   f"one update at a time): {m.rate:,.0f} updates/s "
                   f"(IXP2800 published: {IXP2800_RATE[r.family]:,})")
             if m.counters:
-                c = m.counters
+                counted = ", ".join(f"{key.replace('_', ' ')} {value:,.2f}"
+                                    for key, value in m.counters.items() if key != "updates")
                 print(f"  counted per update: {m.instructions:,.0f} instructions, "
                       f"{m.misses:.1f} D-cache misses, {m.work_cycles:,.0f} cycles of work "
-                      f"besides the SRAM writes; {c['nodes_visited']:.1f} nodes visited, "
-                      f"{c['entries']:.2f} direct entries, {c['host_words_read']:.0f} host "
-                      f"slots scanned, {c['image_words_read']:.1f} words read, "
-                      f"{c['words_written']:.1f} written, {c['blocks_allocated']:.2f} blocks "
-                      f"allocated, {c['host_words_written']:.1f} host words painted")
+                      f"besides the SRAM writes; {counted}")
         for r in rows:
             print(f"IPv{r.family} check: {r.check}")
 

@@ -36,6 +36,7 @@ from npkit.runtime.control_plane import ControlPlane, RouterCounters, exception_
 from npkit.runtime.loader import LoadedRun, build_from_manifest
 from npkit.runtime.router_config import RouterConfig
 from npkit.runtime.xscale import ControlProcessor, XScaleTiming
+from npkit.runtime.xscale_update import UpdateCostModel
 
 # [U] grace period before an unlinked ply is reused: a lookup makes at most 3 dependent
 # SRAM reads (~150 cycles each unloaded); 20,000 ME cycles (14 us) leaves a wide margin
@@ -52,6 +53,7 @@ class ChangeRecord:
     start: int
     end: int
     words: int
+    work: int = 0  # XScale cycles of the route manager's counted work (before the writes)
 
 
 @dataclass
@@ -92,6 +94,7 @@ class ChipRouter:
         self._pending: list[tuple[str, int, list[int]]] = []
         self._schedule: list[tuple[int, Callable[[ControlPlane], Any], str]] = []
         self._updater: Any = None
+        self._update_costs: UpdateCostModel | None = None
         self.control = ControlPlane(self._region, lay.ports, writer=self._table_write,
                                     log_routes=True, resolve=self.resolve)
         self.cp = ControlProcessor(self.chip, self.timing)
@@ -140,12 +143,32 @@ class ChipRouter:
                 yield self.cp.env.timeout(cycle - self.cp.now)
             start = self.cp.now
             sequence_before = self.control.routes.sequence
+            self._route_work()  # the work of changes made outside `at` is not this one's
             change(self.control)
-            yield from self.cp.compute(self.cp.timing.route_update_cycles)
+            work = self._route_work()
+            yield from self.cp.compute(work)
             end, words = yield from self._replay()
-            self.records.append(ChangeRecord(label, start, max(end, start), words))
+            self.records.append(ChangeRecord(label, start, max(end, start), words, work))
             if self.control.routes.sequence != sequence_before:
                 self.cp.process(self._reclaim(self.control.routes.sequence, end))
+
+    def _route_work(self) -> int:
+        """XScale cycles of the route manager's work since the last call, costed from what
+        its updaters counted and the data-cache misses of the words they read
+        (npkit.runtime.xscale_update; the cache stays warm from one change to the next).
+        A change that updates no route costs nothing here: its table writes are replayed
+        with their call and write costs (`_replay`)."""
+        tries = self.control.routes.tries()
+        if self._update_costs is None:  # the first call starts the counting
+            self._update_costs = UpdateCostModel(self.cp.timing.dram_read_cycles)
+            for trie in tries:
+                trie.trace(True)
+        cycles = 0
+        for trie in tries:
+            counters, trace = trie.take_counters(), trie.take_trace()
+            if counters["updates"]:
+                cycles += self._update_costs.cost(counters, trace).cycles
+        return cycles
 
     def _replay(self) -> Generator[Any, Any, tuple[int, int]]:
         """Every word the change wrote, in order: table writes, then the route log."""

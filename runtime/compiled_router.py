@@ -168,6 +168,7 @@ class CompiledRouter(ChipRouter):
         self._pending: list[tuple[str, int, list[int]]] = []
         self._schedule = []
         self._updater = None
+        self._update_costs = None
         self.control = ControlPlane(self._region, len(self.linked.ports),
                                     writer=self._table_write, log_routes=True,
                                     resolve=self.resolve)
@@ -277,6 +278,7 @@ class UpdateRate:
     words: int                  # words written to chip memory by the stream
     cycles: int                 # first update's start to the last word visible
     per_second: float           # updates per second of simulated time
+    work: int = 0               # XScale cycles of the route manager's counted work, in all
 
 
 def update_rate(router: CompiledRouter, updates: Sequence[RouteUpdate]) -> UpdateRate:
@@ -296,7 +298,8 @@ def update_rate(router: CompiledRouter, updates: Sequence[RouteUpdate]) -> Updat
     families = {u.family for u in updates}
     return UpdateRate(families.pop() if len(families) == 1 else 0, len(updates),
                       sum(r.words for r in records), cycles,
-                      len(updates) / (cycles / router.chip.config.clock_hz))
+                      len(updates) / (cycles / router.chip.config.clock_hz),
+                      sum(r.work for r in records))
 
 
 def at_rate(router: CompiledRouter, updates: Sequence[RouteUpdate], per_second: float,

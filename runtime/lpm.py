@@ -120,6 +120,22 @@ class MultibitTrie:
             values = [(h << 64) | low for h, low in zip(hi.tolist(), lo.tolist(), strict=True)]
         return dict(zip(zip(values, lengths.tolist(), strict=True), hops.tolist(), strict=True))
 
+    # ---- the updates' work (the XScale cost model, npkit.runtime.xscale_update) ----
+    def take_counters(self) -> dict[str, int]:
+        """The single updates' work since the last take (then zeroed): updates,
+        levels_walked, map_probes (beyond each update's own), slots_scanned, words_written,
+        plies_allocated, plies_retired."""
+        return self.core.take_counters()
+
+    def trace(self, on: bool) -> None:
+        """Record every trie word and depth byte the updates read (take_trace)."""
+        self.core.set_trace(on)
+
+    def take_trace(self) -> np.ndarray:
+        """The reads since the last take, as uint64: a trie word's index, or with bit 63 set
+        the index of the 4-byte host word holding a slot's depth byte."""
+        return self.core.take_trace()
+
     # ---- whole-table operations ----
     def clear(self) -> None:
         """Empty the table (not safe for concurrent lookups)."""

@@ -79,6 +79,10 @@ class _FamilyReads(Generic[T]):
         """A copy of the family's routes."""
         return self.trie(family).routes
 
+    def tries(self) -> list[T]:
+        """The tables present, IPv4 first."""
+        return [self._tries[family] for family in sorted(self._tries)]
+
     def trie(self, family: Family) -> T:
         """The family's table (npkit.runtime.lpm's trie or npkit.runtime.poptrie's)."""
         try:

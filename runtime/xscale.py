@@ -69,8 +69,8 @@ class XScaleTiming:
     max_posted_writes: int
     read_burst_words: int
     poll_period_cycles: int
-    route_update_cycles: int        # the core components' own work: per route update
-    exception_cycles: int           # and per exception packet (ChipRouter charges them)
+    exception_cycles: int           # the core components' own work per exception packet
+    # (a route update's work is costed from what the updater counted: xscale_update.py)
 
     @classmethod
     def from_config(cls, config: ChipConfig) -> XScaleTiming:

@@ -1,15 +1,18 @@
-"""The XScale's cost of a Poptrie route update, from the work the updater counted.
+"""The XScale's cost of a route update, from the work the updater counted.
 
-The C++ updater (runtime/trie/poptrie.cpp) counts per update the nodes it visits, the host
-trie slots it scans, the shadow words it reads, the words it writes, the blocks it
-allocates and retires (`Poptrie.take_counters`), and can trace the addresses it reads
-(`Poptrie.trace`).  This module turns them into XScale cycles with the parameters of
-runtime/data/xscale_update.toml (each tagged V/D/U with its source): instructions per
-counted event at one cycle each, plus one DRAM line fill per data-cache miss, the misses
-found by running the traced reads through a model of the XScale's data cache (32 KB,
-32-way, 32-byte lines, round-robin replacement: IXP2800 HRM 3.6.1.1).  The word writes to
-SRAM are not costed here: the control-processor model (runtime/xscale.py) replays them as
-posted writes.  docs/performance.md, "Route updates: the XScale cost from counted work".
+The Poptrie updater (runtime/trie/poptrie.cpp) counts per update the nodes it visits, the
+host trie slots it scans, the shadow words it reads, the words it writes, the blocks it
+allocates and retires (`Poptrie.take_counters`); the 16-8-8 trie's (runtime/trie/trie.cpp)
+the levels it walks, the route-map probes for covering routes, the slot depths it compares,
+the words it writes, the plies it allocates and retires (`MultibitTrie.take_counters`).
+Both can trace the addresses they read (`trace`).  This module turns them into XScale
+cycles with the parameters of runtime/data/xscale_update.toml (each tagged V/D/U with its
+source): instructions per counted event at one cycle each, plus one DRAM line fill per
+data-cache miss, the misses found by running the traced reads through a model of the
+XScale's data cache (32 KB, 32-way, 32-byte lines, round-robin replacement: IXP2800 HRM
+3.6.1.1).  The word writes to SRAM are not costed here: the control-processor model
+(runtime/xscale.py) replays them as posted writes.  docs/performance.md, "Route updates:
+the XScale cost from counted work".
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["COSTS_FILE", "DataCache", "UpdateCost", "UpdateCostModel", "UpdateCosts"]
+__all__ = ["COSTS_FILE", "DataCache", "TrieUpdateCosts", "UpdateCost", "UpdateCostModel",
+           "UpdateCosts"]
 
 COSTS_FILE = Path(__file__).parent / "data" / "xscale_update.toml"
 HOST_TRACE = 1 << 63  # a traced word of the host trie (else of the Poptrie shadow)
@@ -28,8 +32,31 @@ HOST_BASE = 1 << 40   # byte address of the host trie's words in the model's add
 
 
 @dataclass(frozen=True)
+class TrieUpdateCosts:
+    """Instructions per counted event of the 16-8-8 trie's updater."""
+
+    per_update: int
+    per_level: int
+    per_map_probe: int
+    per_slot_scanned: int
+    per_word_written: int
+    per_ply_allocated: int
+    per_ply_retired: int
+
+    def instructions(self, counters: dict[str, int]) -> int:
+        return (self.per_update * counters["updates"]
+                + self.per_level * counters["levels_walked"]
+                + self.per_map_probe * counters["map_probes"]
+                + self.per_slot_scanned * counters["slots_scanned"]
+                + self.per_word_written * counters["words_written"]
+                + self.per_ply_allocated * counters["plies_allocated"]
+                + self.per_ply_retired * counters["plies_retired"])
+
+
+@dataclass(frozen=True)
 class UpdateCosts:
-    """Instructions per counted event and the data cache's geometry."""
+    """Instructions per counted event (Poptrie; `trie`: the 16-8-8 trie) and the data
+    cache's geometry."""
 
     cache_bytes: int
     cache_ways: int
@@ -44,15 +71,32 @@ class UpdateCosts:
     per_block_allocated: int
     per_block_retired: int
     per_host_word_written: int
+    trie: TrieUpdateCosts
 
     @classmethod
     def load(cls, path: Path = COSTS_FILE) -> UpdateCosts:
         raw = tomllib.loads(path.read_text())
         cache, ins = raw["dcache"], raw["instructions"]
+        trie = TrieUpdateCosts(**{k: int(v) for k, v in raw["instructions_trie"].items()})
         return cls(cache_bytes=int(cache["bytes"]), cache_ways=int(cache["ways"]),
                    line_bytes=int(cache["line_bytes"]),
-                   route_map_misses=int(cache["route_map_misses"]),
+                   route_map_misses=int(cache["route_map_misses"]), trie=trie,
                    **{k: int(v) for k, v in ins.items()})
+
+    def instructions(self, counters: dict[str, int]) -> int:
+        """The instructions of the counted work: a Poptrie's counters, or the 16-8-8
+        trie's (they have `slots_scanned`)."""
+        if "slots_scanned" in counters:
+            return self.trie.instructions(counters)
+        return (self.per_update * counters["updates"]
+                + self.per_entry * counters["entries"]
+                + self.per_node * counters["nodes_visited"]
+                + self.per_host_slot * counters["host_words_read"]
+                + self.per_image_read * counters["image_words_read"]
+                + self.per_word_written * counters["words_written"]
+                + self.per_block_allocated * counters["blocks_allocated"]
+                + self.per_block_retired * counters["blocks_retired"]
+                + self.per_host_word_written * counters["host_words_written"])
 
 
 class DataCache:
@@ -114,17 +158,9 @@ class UpdateCostModel:
         return sum(1 for line in lines if not access(line))
 
     def cost(self, counters: dict[str, int], trace: np.ndarray) -> UpdateCost:
-        """The cost of the work in `counters` (Poptrie.take_counters, one or more updates)
-        whose reads are `trace` (Poptrie.take_trace)."""
+        """The cost of the work in `counters` (`take_counters` of a Poptrie or a 16-8-8
+        trie, one or more updates) whose reads are `trace` (its `take_trace`)."""
         c = self.costs
-        instructions = (c.per_update * counters["updates"]
-                        + c.per_entry * counters["entries"]
-                        + c.per_node * counters["nodes_visited"]
-                        + c.per_host_slot * counters["host_words_read"]
-                        + c.per_image_read * counters["image_words_read"]
-                        + c.per_word_written * counters["words_written"]
-                        + c.per_block_allocated * counters["blocks_allocated"]
-                        + c.per_block_retired * counters["blocks_retired"]
-                        + c.per_host_word_written * counters["host_words_written"])
+        instructions = c.instructions(counters)
         misses = self.misses(trace) + c.route_map_misses * counters["updates"]
         return UpdateCost(instructions, misses, instructions + misses * self.miss_cycles)

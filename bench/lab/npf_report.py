@@ -189,9 +189,10 @@ def _differences(result: NpfResult) -> str:
         elif u.max_updates_per_s is not None:
             theirs = published.npf_figure(f"updates_v{u.family}_per_s").value or 0.0
             notes.append(f"* **IPv{u.family} route updates**: ours {u.max_updates_per_s:,.0f}/s "
-                         f"against {theirs:,.0f}/s, in simulated time; on the chip the cost "
-                         "per update is mostly the XScale model's `[xscale] "
-                         "route_update_cycles` (chip TOML), an unverified [U] figure")
+                         f"against {theirs:,.0f}/s, in simulated time; the XScale's work per "
+                         "update is costed from what the updater counted and the data-cache "
+                         "misses of its reads (npkit.runtime.xscale_update; instruction "
+                         "costs per event are [U] estimates), then its writes replayed")
         for p in u.concurrent:
             if p.rate.lost or p.rate.errors:
                 notes.append(f"* **IPv{u.family} forwarding under updates** at "

@@ -156,6 +156,22 @@ class PyTrie {
     return out;
   }
 
+  // The updates' work since the last take (TrieCounters), then zeroed.
+  py::dict take_counters() {
+    const TrieCounters c = trie_.take_counters();
+    py::dict out;
+    out["updates"] = c.updates;
+    out["levels_walked"] = c.levels_walked;
+    out["map_probes"] = c.map_probes;
+    out["slots_scanned"] = c.slots_scanned;
+    out["words_written"] = c.words_written;
+    out["plies_allocated"] = c.plies_allocated;
+    out["plies_retired"] = c.plies_retired;
+    return out;
+  }
+  // The trie words read (index) and depth bytes read (bit 63: the host word holding them).
+  py::array_t<uint64_t> take_trace() { return to_array(trie_.take_trace()); }
+
   Trie& core() { return trie_; }
   const Trie& core() const { return trie_; }
 
@@ -605,6 +621,9 @@ PYBIND11_MODULE(_trie, m) {
       .def("take_log", &PyTrie::take_log)
       .def("retired", &PyTrie::retired)
       .def("stats", &PyTrie::stats)
+      .def("take_counters", &PyTrie::take_counters)
+      .def("set_trace", [](PyTrie& t, bool on) { t.core().set_trace(on); }, py::arg("on"))
+      .def("take_trace", &PyTrie::take_trace)
       .def_property_readonly("route_count", [](const PyTrie& t) { return t.core().route_count(); })
       .def_property_readonly("words_used",
                              [](const PyTrie& t) { return t.core().stats().words_used; })

@@ -163,6 +163,7 @@ uint32_t Trie::alloc_ply() {
 
 void Trie::write(uint32_t index, uint32_t value) {
   if (words_[index] == value) return;  // an unchanged word costs no chip write
+  ++counters_.words_written;
   // One aligned 32-bit store: a concurrent native lookup sees the old or the new word.
   std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
   if (logging_) {
@@ -180,6 +181,7 @@ void Trie::barrier() {
 
 void Trie::publish(uint32_t index, uint32_t value) {
   barrier();
+  ++counters_.words_written;
   std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_release);
   if (logging_) {
     log_.indices.push_back(index);
@@ -248,8 +250,10 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
   routes_.prefetch(key, length);
   const uint32_t leaf = kRoute | next_hop;
   const auto depth = static_cast<uint8_t>(length + 1);
+  ++counters_.updates;
   uint32_t base = 0;
   for (int level = 0; level < levels_; ++level) {
+    ++counters_.levels_walked;
     const uint32_t slot = base + chunk(key, level);
     const int end = end_bit_[level];
     if (length <= end) {
@@ -257,6 +261,7 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
       forget_min(slot);
       break;
     }
+    read_word(slot);
     const uint32_t word = words_[slot];
     if (word & kChild) {
       base = word & kPointerMask;
@@ -277,7 +282,9 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
 void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth) {
   uint8_t* depths = depth_.get();
   for (uint32_t i = first; i < first + count; ++i) {
+    read_depth(i);
     if (depths[i] > depth) continue;  // a longer route's slot (and, if a child, subtree)
+    read_word(i);
     const uint32_t word = words_[i];
     if (word & kChild) {
       const uint32_t ply = word & kPointerMask;
@@ -295,6 +302,7 @@ void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t dept
 uint8_t Trie::ply_min(uint32_t ply) {
   uint8_t& low = ply_min_[(ply - root_words_) >> ply_bits_];
   if (low == kUnknownMin) {
+    for (uint32_t j = 0; j < ply_words_; ++j) read_depth(ply + j);
     const uint8_t* depths = depth_.get() + ply;
     low = *std::min_element(depths, depths + ply_words_);
   }
@@ -317,6 +325,7 @@ void Trie::grow(int level, uint32_t slot, u128 key, int length, uint32_t leaf, u
                     " words): declare a larger array");
   std::array<uint32_t, kMaxLevels> plies{};
   for (int i = 0; i < count; ++i) plies[i] = alloc_ply();
+  counters_.plies_allocated += static_cast<uint64_t>(count);
   const uint32_t inherited = words_[slot];
   const uint8_t inherited_depth = depth_.get()[slot];
   uint8_t* depths = depth_.get();
@@ -357,17 +366,21 @@ void Trie::remove_aligned(u128 key, int length) {
   std::array<Step, kMaxLevels> path{};
   int steps = 0;
   uint32_t base = 0;
+  ++counters_.updates;
   for (int level = 0; level < levels_; ++level) {
+    ++counters_.levels_walked;
     const uint32_t slot = base + chunk(key, level);
     const int end = end_bit_[level];
     if (length <= end) {
       const uint32_t span = 1u << (end - length);
+      if (steps > 0) read_depth(path[steps - 1].slot);
       const uint8_t parent_depth = steps > 0 ? depth_.get()[path[steps - 1].slot] : 0;
       const auto [leaf, depth] = covering(key, length, level, base, slot, span, parent_depth);
       paint_delete(slot, span, leaf, depth, deleted_depth);
       forget_min(slot);
       break;
     }
+    read_word(slot);
     const uint32_t word = words_[slot];
     if (!(word & kChild)) break;  // no ply below: nothing of the route is stored here
     base = word & kPointerMask;
@@ -402,15 +415,20 @@ std::pair<uint32_t, uint8_t> Trie::covering(u128 key, int length, int level, uin
     const uint32_t block = offset & ~(2 * size - 1);
     const uint32_t sibling = base + (offset == block ? block + size : block);
     uint32_t at = sibling;
-    for (uint32_t j = sibling + 1; j < sibling + size; ++j)
+    read_depth(sibling);
+    for (uint32_t j = sibling + 1; j < sibling + size; ++j) {
+      read_depth(j);
       if (depths[j] < depths[at]) at = j;
+    }
     if (depths[at] <= l) {
       if (depths[at] == 0) return {0, 0};
+      read_word(at);
       const uint32_t word = words_[at];
       if (!(word & kChild)) return {word, depths[at]};
       return route_leaf(key, depths[at] - 1);
     }
     if (length_count_[l] != 0) {
+      ++counters_.map_probes;
       const size_t hit = routes_.find(key & top_bits_mask(l), l);
       if (hit != RouteMap::kNone)
         return {kRoute | routes_.entry(hit).next_hop, static_cast<uint8_t>(l + 1)};
@@ -425,6 +443,7 @@ std::pair<uint32_t, uint8_t> Trie::covering(u128 key, int length, int level, uin
 std::pair<uint32_t, uint8_t> Trie::covering_by_probes(u128 key, int longest) const {
   for (int l = longest; l >= 0; --l) {
     if (length_count_[l] == 0) continue;
+    ++counters_.map_probes;
     const size_t hit = routes_.find(key & top_bits_mask(l), l);
     if (hit != RouteMap::kNone)
       return {kRoute | routes_.entry(hit).next_hop, static_cast<uint8_t>(l + 1)};
@@ -434,6 +453,7 @@ std::pair<uint32_t, uint8_t> Trie::covering_by_probes(u128 key, int longest) con
 
 // The leaf of the route of `length` that covers `key`, which the depths say exists.
 std::pair<uint32_t, uint8_t> Trie::route_leaf(u128 key, int length) const {
+  ++counters_.map_probes;
   const size_t hit = routes_.find(key & top_bits_mask(length), length);
   if (hit == RouteMap::kNone)
     throw TrieError("corrupt trie: a slot's depth names a route that does not exist");
@@ -446,7 +466,9 @@ void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t d
                         uint8_t deleted_depth) {
   uint8_t* depths = depth_.get();
   for (uint32_t i = first; i < first + count; ++i) {
+    read_depth(i);
     if (depths[i] > deleted_depth) continue;  // a longer route's slot (and subtree)
+    read_word(i);
     const uint32_t word = words_[i];
     if (word & kChild) {
       const uint32_t ply = word & kPointerMask;
@@ -467,16 +489,22 @@ void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t d
 // of it (a ply that several longer routes fill with one next hop stays: later updates need
 // its depths).  The unlinked ply is retired, tagged with this update's number.
 bool Trie::collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number) {
+  read_word(ply);
+  read_depth(ply);
   const uint32_t word = words_[ply];
   const uint8_t* depths = depth_.get();
   const uint8_t depth = depths[ply];
   if ((word & kChild) || static_cast<int>(depth) - 1 > first_bit) return false;
-  for (uint32_t j = 1; j < ply_words_; ++j)
+  for (uint32_t j = 1; j < ply_words_; ++j) {
+    read_word(ply + j);
+    read_depth(ply + j);
     if (words_[ply + j] != word || depths[ply + j] != depth) return false;
+  }
   depth_.get()[slot] = depth;
   write(slot, word);
   forget_min(slot);
   retired_.emplace_back(ply, number);
+  ++counters_.plies_retired;
   return true;
 }
 

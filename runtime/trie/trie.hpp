@@ -54,6 +54,22 @@ struct WriteLog {
   std::vector<uint64_t> barriers;  // every write before position p is visible before p
 };
 
+// The work of the updates since the last take_counters(): what an XScale running this
+// updater would do (runtime/xscale_update.py costs it with sourced XScale parameters).
+struct TrieCounters {
+  uint64_t updates = 0;          // adds, replaces and deletes (each one route-map probe)
+  uint64_t levels_walked = 0;    // path steps from the root down to the prefix's level
+  uint64_t map_probes = 0;       // route-map probes beyond the update's own (the covering route)
+  uint64_t slots_scanned = 0;    // slot depths compared: painting, covering, ply minimums, collapse
+  uint64_t words_written = 0;    // trie words changed (each with its depth byte)
+  uint64_t plies_allocated = 0;
+  uint64_t plies_retired = 0;
+};
+
+// A traced read: a trie word's index, or with this bit set the index of the host word
+// (4 bytes) that holds the slot's depth byte (the cache model's host address space).
+inline constexpr uint64_t kTraceDepthWord = uint64_t{1} << 63;
+
 struct TrieStats {
   size_t routes;
   size_t words_used;
@@ -141,6 +157,21 @@ class Trie {
   }
   bool logging() const { return logging_; }
   WriteLog take_log();
+  TrieCounters take_counters() {
+    const TrieCounters out = counters_;
+    counters_ = TrieCounters{};
+    return out;
+  }
+  // Record every trie word and depth byte the updates read (take_trace), for the cache model.
+  void set_trace(bool on) {
+    tracing_ = on;
+    trace_.clear();
+  }
+  std::vector<uint64_t> take_trace() {
+    std::vector<uint64_t> out;
+    std::swap(out, trace_);
+    return out;
+  }
   uint64_t sequence() const { return sequence_->value; }
   int key_bits() const { return key_bits_; }
 
@@ -174,6 +205,18 @@ class Trie {
   void forget_min(uint32_t slot);  // the ply holding `slot` changed: min unknown
   bool collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number);
 
+  // Count and trace the reads (const: lookups of the covering route only count).
+  void read_depth(uint32_t slot) const {
+    ++counters_.slots_scanned;
+    if (tracing_) {
+      const uint64_t word = kTraceDepthWord | (slot >> 2);
+      if (trace_.empty() || trace_.back() != word) trace_.push_back(word);
+    }
+  }
+  void read_word(uint32_t index) const {
+    if (tracing_) trace_.push_back(index);
+  }
+
   void write(uint32_t index, uint32_t value);
   void publish(uint32_t index, uint32_t value);  // a barrier, then the linking write
   void barrier();
@@ -204,6 +247,9 @@ class Trie {
   bool logging_;
   WriteLog log_;
   std::shared_ptr<Sequence> sequence_;
+  mutable TrieCounters counters_;
+  bool tracing_ = false;
+  mutable std::vector<uint64_t> trace_;
 };
 
 }  // namespace npkit::trie

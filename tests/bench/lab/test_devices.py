@@ -173,7 +173,9 @@ def test_route_updates_land_while_the_compiled_router_forwards(compiled) -> None
     from npkit.bench.tester.destinations import lpm_prefix as lpm
 
     trial = duplex(compiled, 30, duration_ps=60_000_000, family="mixed", size=128)
-    rate = compiled.measure_update_rate(4, 30, seed=3)
+    # half the maximum: each update's cost is its counted work, so at the maximum itself
+    # the ones costlier than the mean queue up and may land after the trial
+    rate = compiled.measure_update_rate(4, 30, seed=3) / 2
     assert rate > 0
     result = compiled.run_with_updates(trial, 4, rate, seed=3)
     c = result.counters

@@ -64,6 +64,8 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
     ("clock_hz = 1.4e9", "clock_hz = -1.0", r"\[me\] clock_hz: expected a positive number"),
     ("[hash]", "[hashes]", r"missing section \[hash\]"),
     ("0x10, 0x11", "0x10, 0x10", r"duplicate ME numbers"),
+    ("exception_cycles = 2000", "exception_cycles = 2000\nroute_update_cycles = 4000",
+     r"\[xscale\] route_update_cycles is no longer read: .* counts"),
 ])
 def test_bad_values_name_file_section_and_key(tmp_path: Path, old: str, new: str,
                                               message: str) -> None:
