@@ -672,7 +672,10 @@ COLD_BYTES = 1 << 20  # memories at least this large miss the cache: their reads
 # root and ply (/0-/24); a third run pays for every /17-/24 packet (it only finds the route
 # in cache) to help the rare /25-/32 ones, and measured slower (docs/performance.md).
 PREFETCH_PASSES = 2
-PREFETCH_DISTANCE = 8  # packets between a packet's slice runs (misses in flight per run)
+# packets between a packet's slice runs (misses in flight per run): 8 when a packet cost
+# ~36 ns; with ~24 ns, 12 (and 14) measured 1.11-1.13 x against 8, 16 no better
+# (docs/performance.md, section 3)
+PREFETCH_DISTANCE = 12
 
 
 def cold_ranges(program: Program) -> list[tuple[int, int, int]]:
