@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +85,14 @@ class _Layout:
                 return f"{name}[{word - start}]"
         return f"word {word}"
 
+    @cached_property
+    def _spans(self) -> dict[str, tuple[int, int]]:
+        """Each part's byte range, computed once (slice runs three times an instruction)."""
+        return {name: (4 * start, 4 * (start + length)) for name, start, length in self.parts()}
+
     def slice(self, blob: bytes, part: str) -> bytes:
-        for name, start, length in self.parts():
-            if name == part:
-                return blob[4 * start:4 * (start + length)]
-        raise KeyError(part)
+        start, end = self._spans[part]
+        return blob[start:end]
 
 
 @dataclass
@@ -104,6 +108,12 @@ class Lockstep:
     deliveries: int = 0       # deliveries injected
     commands: int = 0         # commands compared
     history: deque[str] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    # Per pc, what cannot change while the image is loaded: the instruction rendered with its
+    # source, and the command it issues (operand values aside).  Every retired instruction
+    # needs both; decoding and rendering them each time was about half of a lockstep run.
+    _texts: dict[int, str] = field(default_factory=dict, repr=False)
+    _shapes: dict[int, tuple[tuple[int, ...], bool] | None] = field(default_factory=dict,
+                                                                    repr=False)
 
     @classmethod
     def attach(cls, chip: Any, me: int, *, wave: str | Path | None = None) -> Lockstep:
@@ -188,7 +198,9 @@ class Lockstep:
 
     def _compare_command(self, time: int, ctx: int, pc: int, a: int, b: int,
                          got: tuple[int, ...]) -> None:
-        expected = self._expected_command(self._word(pc), a, b)
+        if pc not in self._shapes:
+            self._shapes[pc] = self._command_shape(self._word(pc))
+        expected = self._with_operands(self._shapes[pc], a, b)
         actual = None if not got[3] else got[4:12]
         if expected is None and actual is None:
             return
@@ -200,16 +212,30 @@ class Lockstep:
     @staticmethod
     def _expected_command(word: int, a: int, b: int) -> tuple[int, ...] | None:
         """The command a word issues per the ISA table, with the model's operand values."""
+        return Lockstep._with_operands(Lockstep._command_shape(word), a, b)
+
+    @staticmethod
+    def _command_shape(word: int) -> tuple[tuple[int, ...], bool] | None:
+        """The command a word issues without its operand values, and whether its A operand
+        counts (an NN_SIGNAL write has only B), or None when it issues none."""
         try:
             ins, f = isa.decode(word)
         except ValueError:
             return None
         if ins.opcode in _COMMANDS:
             sub = f.get("cmd", f.get("size", 0))
-            return (ins.opcode, sub, f["xfer"], f["count"], f["sig"], f["swap"], a, b)
+            return (ins.opcode, sub, f["xfer"], f["count"], f["sig"], f["swap"]), True
         if ins.name == "local_csr" and f["write"] and f["csr"] == _NN_SIGNAL:
-            return (ins.opcode, 0, 0, 0, 0, 0, 0, b)
+            return (ins.opcode, 0, 0, 0, 0, 0), False
         return None
+
+    @staticmethod
+    def _with_operands(shape: tuple[tuple[int, ...], bool] | None, a: int,
+                       b: int) -> tuple[int, ...] | None:
+        if shape is None:
+            return None
+        fields, uses_a = shape
+        return (*fields, a if uses_a else 0, b)
 
     def _compare_state(self, model: bytes, time: int, ctx: int, pc: int) -> None:
         rtl = self.rtl.state_bytes()
@@ -254,7 +280,10 @@ class Lockstep:
         return [f"  MBL variables in scope: {', '.join(names)}"] if names else []
 
     def _line(self, cycle: int, ctx: int, pc: int) -> str:
-        return f"cycle {cycle} ctx {ctx} pc {pc}: {render(self._word(pc))}{self._where(pc)}"
+        text = self._texts.get(pc)
+        if text is None:
+            text = self._texts[pc] = f"{render(self._word(pc))}{self._where(pc)}"
+        return f"cycle {cycle} ctx {ctx} pc {pc}: {text}"
 
     def _fail(self, cycle: int, ctx: int, pc: int, detail: list[str],
               after: bool = False) -> None:
