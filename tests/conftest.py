@@ -31,3 +31,24 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit("the C++ extensions are not built or do not load:\n" + "\n".join(missing)
                     + "\nbuild them with: bash scripts/setup",
                     returncode=pytest.ExitCode.INTERNAL_ERROR)
+
+
+BROADCAST = "ff:ff:ff:ff:ff:ff"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _frames_do_not_ask_the_network():
+    """An ``Ether()`` without ``dst`` in front of IP or IPv6 makes scapy resolve the MAC
+    address on the host's network when the frame is built (ARP or neighbour solicitation
+    with a 2-second timeout, not cached when nobody answers: 2 to 4 s a frame where the
+    destination is on-link, e.g. 192.0.2.9 on a 192.0.2.0/24 build machine).  Tests build
+    frames offline: the destination is the broadcast address, what scapy falls back to."""
+    from scapy.config import conf
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+
+    with pytest.MonkeyPatch.context() as patch:
+        for l3 in (IP, IPv6):
+            patch.setitem(conf.neighbor.resolvers, (Ether, l3), lambda l2, l3: BROADCAST)
+        yield
