@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scapy.all import IP, UDP, Ether, IPv6, Raw
@@ -39,6 +41,14 @@ from npkit.sim.packet_trace import Journey, Selection, TraceOptions, write_packe
 FRAMES_PER_PORT = 5000
 CAP = 10_000_000
 SOURCE = re.compile(r"^(?P<file>.+\.mbl):(?P<line>\d+):\d+$")
+
+
+@cache
+def _router() -> tuple[Any, Any]:
+    """examples/router compiled and linked (2 forwarding MEs a port) once for the module:
+    each run loads the manifest on a fresh chip (CompiledRun) and nothing writes to it."""
+    program = compile_file(ROUTER)
+    return program, link(program, compile_me(program, "router"), fwd_mes_per_port=2)
 
 
 def _plant(frames: list[bytes], port: int) -> list[bytes]:
@@ -75,13 +85,12 @@ class Traced:
                  frames: dict[int, list[bytes]]) -> None:
         self.trace, self.result, self.run, self.frames = trace, result, run, frames
         self.journeys = trace.journeys()
-        self.blocks = set(compile_file(ROUTER).blocks)
+        self.blocks = set(_router()[0].blocks)
 
 
 @pytest.fixture(scope="module")
 def traced() -> Traced:
-    program = compile_file(ROUTER)
-    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    program, linked = _router()
     workload = r4l.Workload.make(5, 300, FRAMES_PER_PORT, 64)
     frames = {p: _plant(f, p) for p, f in workload.frames.items()}
     run = CompiledRun(linked)
@@ -295,8 +304,7 @@ def _unit_commands(counters: dict, name: str) -> int:
 
 
 def test_selection_and_core_event_cap() -> None:
-    program = compile_file(ROUTER)
-    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    program, linked = _router()
     workload = r4l.Workload.make(5, 300, 200, 64)
     run = CompiledRun(linked)
     run.load_memories(tables(program, workload))
@@ -347,8 +355,7 @@ def test_journey_outcome_words() -> None:
 
 
 def _router_run(log: bool) -> tuple[list, dict]:
-    program = compile_file(ROUTER)
-    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    program, linked = _router()
     workload = r4l.Workload.make(9, 300, 600, 64)
     run = CompiledRun(linked)
     run.load_memories(tables(program, workload))
@@ -373,8 +380,7 @@ def test_the_log_changes_no_simulated_result() -> None:
 def test_thread_timeline_names_what_a_sleeping_context_waits_on(tmp_path: Path) -> None:
     """With the thread timeline on, its sleeping spans name the unit awaited; per context and
     unit their cycles are the probe's own sleeping counters (two separate recordings)."""
-    program = compile_file(ROUTER)
-    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    program, linked = _router()
     workload = r4l.Workload.make(9, 300, 150, 64)
     run = CompiledRun(linked, trace=True)
     run.load_memories(tables(program, workload))
@@ -402,8 +408,7 @@ def test_thread_timeline_names_what_a_sleeping_context_waits_on(tmp_path: Path) 
 def test_trace_points_in_a_snapshot_restore_without_a_log() -> None:
     """A snapshot taken with trace points set, restored after the log was detached, runs its
     instructions' own semantics: the same frames out as a chip that never had a log."""
-    program = compile_file(ROUTER)
-    linked = link(program, compile_me(program, "router"), fwd_mes_per_port=2)
+    program, linked = _router()
     workload = r4l.Workload.make(9, 300, 300, 64)
 
     def fresh() -> CompiledRun:
