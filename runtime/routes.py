@@ -22,6 +22,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -209,7 +210,21 @@ def prefix_length_histogram(routes: Iterable[tuple[int, int]]) -> dict[int, int]
 def file_histograms(path: Path) -> dict[int, dict[int, int]]:
     """Prefix-length counts per family ({4: ..., 6: ...}) of a text route file, counted from
     the text alone (fast: no address parsing, so use it on trusted files only)."""
+    try:
+        stat = Path(path).stat()
+    except OSError as exc:
+        raise RouteFileError(f"cannot read route file {path}: {exc}") from None
+    counted = _file_histograms(str(path), stat.st_mtime_ns, stat.st_size)
+    return {family: dict(c) for family, c in counted.items()}  # the caller's own copy
+
+
+@lru_cache(maxsize=8)
+def _file_histograms(name: str, mtime_ns: int, size: int) -> dict[int, dict[int, int]]:
+    """file_histograms of one version of a file (the key holds its time and size): the real
+    table is a million lines and every generated table without a histogram counts it."""
+    del mtime_ns, size  # the cache key only
     counts: dict[int, Counter[int]] = {4: Counter(), 6: Counter()}
+    path = Path(name)
     try:
         with _open_text(path) as fh:
             for number, line in enumerate(fh, 1):
