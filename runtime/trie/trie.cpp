@@ -281,10 +281,12 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
 // whose every depth exceeds the new one belongs to longer routes: nothing there changes.
 void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth) {
   uint8_t* depths = depth_.get();
+  const bool tracing = tracing_;
+  counters_.slots_scanned += count;
   for (uint32_t i = first; i < first + count; ++i) {
-    read_depth(i);
+    if (tracing) trace_depth(i);
     if (depths[i] > depth) continue;  // a longer route's slot (and, if a child, subtree)
-    read_word(i);
+    if (tracing) trace_.push_back(i);
     const uint32_t word = words_[i];
     if (word & kChild) {
       const uint32_t ply = word & kPointerMask;
@@ -302,7 +304,8 @@ void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t dept
 uint8_t Trie::ply_min(uint32_t ply) {
   uint8_t& low = ply_min_[(ply - root_words_) >> ply_bits_];
   if (low == kUnknownMin) {
-    for (uint32_t j = 0; j < ply_words_; ++j) read_depth(ply + j);
+    counters_.slots_scanned += ply_words_;
+    trace_depths(ply, ply_words_);
     const uint8_t* depths = depth_.get() + ply;
     low = *std::min_element(depths, depths + ply_words_);
   }
@@ -415,11 +418,10 @@ std::pair<uint32_t, uint8_t> Trie::covering(u128 key, int length, int level, uin
     const uint32_t block = offset & ~(2 * size - 1);
     const uint32_t sibling = base + (offset == block ? block + size : block);
     uint32_t at = sibling;
-    read_depth(sibling);
-    for (uint32_t j = sibling + 1; j < sibling + size; ++j) {
-      read_depth(j);
+    counters_.slots_scanned += size;
+    trace_depths(sibling, size);
+    for (uint32_t j = sibling + 1; j < sibling + size; ++j)
       if (depths[j] < depths[at]) at = j;
-    }
     if (depths[at] <= l) {
       if (depths[at] == 0) return {0, 0};
       read_word(at);
@@ -465,10 +467,12 @@ std::pair<uint32_t, uint8_t> Trie::route_leaf(u128 key, int length) const {
 void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth,
                         uint8_t deleted_depth) {
   uint8_t* depths = depth_.get();
+  const bool tracing = tracing_;
+  counters_.slots_scanned += count;
   for (uint32_t i = first; i < first + count; ++i) {
-    read_depth(i);
+    if (tracing) trace_depth(i);
     if (depths[i] > deleted_depth) continue;  // a longer route's slot (and subtree)
-    read_word(i);
+    if (tracing) trace_.push_back(i);
     const uint32_t word = words_[i];
     if (word & kChild) {
       const uint32_t ply = word & kPointerMask;
@@ -495,11 +499,16 @@ bool Trie::collapse(uint32_t slot, uint32_t ply, int first_bit, uint64_t number)
   const uint8_t* depths = depth_.get();
   const uint8_t depth = depths[ply];
   if ((word & kChild) || static_cast<int>(depth) - 1 > first_bit) return false;
-  for (uint32_t j = 1; j < ply_words_; ++j) {
-    read_word(ply + j);
-    read_depth(ply + j);
-    if (words_[ply + j] != word || depths[ply + j] != depth) return false;
-  }
+  uint32_t j = 1;
+  while (j < ply_words_ && words_[ply + j] == word && depths[ply + j] == depth) ++j;
+  const uint32_t compared = std::min(j + 1, ply_words_) - 1;  // slots 1.. up to a mismatch
+  counters_.slots_scanned += compared;
+  if (tracing_)
+    for (uint32_t k = 1; k <= compared; ++k) {
+      read_word(ply + k);
+      trace_depth(ply + k);
+    }
+  if (j < ply_words_) return false;
   depth_.get()[slot] = depth;
   write(slot, word);
   forget_min(slot);
