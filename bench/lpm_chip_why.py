@@ -3,16 +3,16 @@ the switch waits"): the two rate tests that fail when the router switches from t
 trie to Poptrie, run on a throw-away copy of the microblocks with each structure.
 
     python -m npkit.bench.lpm_chip_why [--scenario compiled_router_64|pool_pos_router|
-                                                  pool_pos_router_placed]
+                                                  pool_pos_router_unplaced]
                                        [--structures 16-8-8,poptrie] [--like-16-8-8]
 
 * compiled_router_64: tests/sim/identity.py's scenario (examples/router, 2 forwarding MEs
   per port, 300 random /16-/24 routes, 64-byte frames at 90 % of line rate, a fixed run);
 * pool_pos_router: tests/me/link/test_pool_pos_router.py's run (pos_router on the pool,
-  44-byte frames at 75 % of 2 x OC-192 POS), linked as the test links it (`link_pool`: the
-  flat SRAM layout, on 64 MB channels when it passes channel 0);
-* pool_pos_router_placed: the same, linked through `link()`, which first places the SRAM
-  memories on the chip's 8 MB channels (link/sram.py).
+  44-byte frames at 75 % of 2 x OC-192 POS), linked as the test links it (`link()`, which
+  first places the SRAM memories on the chip's 8 MB channels, link/sram.py);
+* pool_pos_router_unplaced: the same, linked with `link_pool` alone (as the test did before:
+  the flat SRAM layout, on 64 MB channels when it passes channel 0).
 
 Per structure: frames transmitted; per SRAM channel the memories placed on it, its
 utilization and commands and bytes per transmitted frame; per ME with instructions, its
@@ -128,17 +128,17 @@ def compiled_router_64(folder: Path) -> Outcome:
                    channels_of(linked))
 
 
-def pool_pos_router(folder: Path, through_link: bool = False) -> Outcome:
+def pool_pos_router(folder: Path, placed: bool = True) -> Outcome:
     test = importlib.import_module("tests.me.link.test_pool_pos_router")
     test.POS_ROUTER = folder / "pos_router.mbl"
-    if through_link:      # link() places the SRAM memories on the channels; link_pool does not
-        from npkit.link import link
+    if not placed:      # link_pool alone: the SRAM memories not placed on the channels
+        from npkit.link.pool import link_pool
 
-        def linked(program: Program, build: Any, platform: str, *, mes_per_port: int,
+        def linked(program: Program, build: Any, platform: str, *, pool_mes_per_port: int,
                    rx_ports: int | None) -> Any:
-            return link(program, build, platform, pool_mes_per_port=mes_per_port,
-                        rx_ports=rx_ports)
-        test.link_pool = linked
+            return link_pool(program, build, platform, mes_per_port=pool_mes_per_port,
+                             rx_ports=rx_ports)
+        test.link = linked
     manifest, run, offered, verdicts, sinks, _ = test.run_at(test.LOAD)
     native = {q: sum(v.kind == "forward" and v.port == q for vs in verdicts.values()
                      for v in vs) for q in (0, 1)}
@@ -151,7 +151,7 @@ def pool_pos_router(folder: Path, through_link: bool = False) -> Outcome:
 SCENARIOS: dict[str, tuple[str, Callable[[Path], Outcome]]] = {
     "compiled_router_64": ("router", compiled_router_64),
     "pool_pos_router": ("pos_router", pool_pos_router),
-    "pool_pos_router_placed": ("pos_router", lambda f: pool_pos_router(f, through_link=True)),
+    "pool_pos_router_unplaced": ("pos_router", lambda f: pool_pos_router(f, placed=False)),
 }
 
 

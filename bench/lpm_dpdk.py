@@ -31,10 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from npkit.bench.lpm_native_rate import DRIVERS, PROBES, poptrie_router
+from npkit.bench.lpm_native_rate import DRIVERS, PROBES, router_with
 from npkit.bench.native_fwd import (
     DEFAULT_TABLE,
-    ROUTER,
     Batch,
     load_router,
     median_rate,
@@ -297,8 +296,8 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
                                    "M lookups/s"))
     if router:
         frames = Batch.of([udp_frame(d) for d in dst4])
-        for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(tmp))):
-            native = NativeProgram(compile_file(source), "router")
+        for name in ("16-8-8", "Poptrie"):     # whichever router_common.mbl imports
+            native = NativeProgram(compile_file(router_with(name, tmp / name)), "router")
             load_router(native, routes)
             out.append(Subject(f"forward IPv4, router pipeline, {name}", native, frames,
                                "Mpps"))

@@ -9,8 +9,8 @@ through, one JIT batch call each (bench/native_fwd.py's driver), median of --run
   tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6,
   with each batch driver (one pass; the prefetch pipeline, NativeProgram(prefetch=True));
 * forwarding, IPv4, the router pipeline (examples/router/router.mbl) with each: the
-  Poptrie router is the router's sources with lpm.mbl replaced by lpm_poptrie.mbl (in a
-  temporary copy), so it is the same forwarding code over the other structure.
+  router's sources with both LPM files holding the structure's walker (in a temporary
+  copy), so it is the same forwarding code over either structure.
 
 A benchmark, not a test.  Results go to docs/performance.md, "Route lookup structures".
 """
@@ -45,12 +45,23 @@ PROBES = {"16-8-8": REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl",
 DRIVERS = ((False, "one pass"), (True, "prefetch pipeline"))
 
 
-def poptrie_router(root: Path) -> Path:
+WALKERS = {"16-8-8": "lpm.mbl", "Poptrie": "lpm_poptrie.mbl"}
+
+
+def router_with(structure: str, root: Path) -> Path:
+    """examples/router under `root` with `structure`'s walker under both LPM file names
+    (as tests/router_structures.py): the same forwarding code whatever router_common.mbl
+    imports by default."""
     shutil.copytree(REPO / "microblocks", root / "microblocks")
-    shutil.copy(REPO / "microblocks" / "lpm_poptrie.mbl", root / "microblocks" / "lpm.mbl")
+    for name in WALKERS.values():
+        shutil.copy(REPO / "microblocks" / WALKERS[structure], root / "microblocks" / name)
     (root / "examples" / "router").mkdir(parents=True)
     shutil.copy(ROUTER, root / "examples" / "router")
     return root / "examples" / "router" / "router.mbl"
+
+
+def poptrie_router(root: Path) -> Path:
+    return router_with("Poptrie", root)
 
 
 def v6_destinations(routes, count: int, seed: int) -> list[int]:
@@ -88,9 +99,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"lookup only, {label}, {name}, {driver}: {rate / 1e6:.1f} M lookups/s "
                       f"({100 * found:.1f} % found)", flush=True)
                 del probe
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, source in (("16-8-8", ROUTER), ("Poptrie", poptrie_router(Path(tmp)))):
-            native = NativeProgram(compile_file(source), "router")
+    for name in WALKERS:
+        with tempfile.TemporaryDirectory() as tmp:
+            native = NativeProgram(compile_file(router_with(name, Path(tmp))), "router")
             load_router(native, routes)
             rate, forwarded = median_rate(native, frames, args.runs)
             print(f"forward IPv4, router pipeline, {name}: {rate / 1e6:.1f} Mpps "

@@ -11,9 +11,13 @@ All of it lives in one 32-bit word memory (`fib4_poptrie` / `fib6_poptrie`,
 microblocks/lpm_poptrie.mbl):
 
     words [0, 2^direct_bits)   direct entries: CHILD | node offset, or a leaf word
-    a node, 6 words            vector[31:0] vector[63:32] leafvec[31:0] leafvec[63:32]
+    a node, 6 words            vector[63:32] vector[31:0]
                                base1 (word offset of the children, 6 words each)
                                base0 (word offset of the leaves, 1 word each)
+                               leafvec[31:0] leafvec[63:32]
+                               (the order the chip's walker reads them: a child step
+                               reads [vector, base1], a leaf step [base0, leafvec],
+                               each one run of adjacent words)
     a leaf word                ROUTE | next hop, or 0 (no route): as in the 16-8-8 trie
 
 Keys shorter than direct_bits + k * 6 are padded with zero bits at the end (IPv4: 32 + 4
@@ -47,11 +51,14 @@ from npkit.runtime.lpm_format import (
     route_columns,
 )
 
-__all__ = ["NODE_WORDS", "POPTRIE4", "POPTRIE6", "Poptrie", "PoptrieShape", "STRIDE"]
+__all__ = ["BASE0", "BASE1", "LEAFVEC_HI", "LEAFVEC_LO", "NODE_WORDS", "POPTRIE4", "POPTRIE6",
+           "Poptrie", "PoptrieShape", "STRIDE", "VECTOR_HI", "VECTOR_LO"]
 
 STRIDE = 6  # bits per internal node: 64-bit bitmaps
 FANOUT = 1 << STRIDE
 NODE_WORDS = 6
+# Word offsets inside a node (runtime/trie/poptrie.hpp, PoptrieImage::kVectorHi ...).
+VECTOR_HI, VECTOR_LO, BASE1, BASE0, LEAFVEC_LO, LEAFVEC_HI = range(NODE_WORDS)
 
 
 @dataclass(frozen=True)
@@ -254,12 +261,13 @@ def walk(words: np.ndarray, shape: PoptrieShape, value: int) -> tuple[int, int]:
         reads += 1
         v = (key >> (bits - used - STRIDE)) & (FANOUT - 1)
         used += STRIDE
-        vector = int(words[at]) | int(words[at + 1]) << 32
+        vector = int(words[at + VECTOR_LO]) | int(words[at + VECTOR_HI]) << 32
         mask = (2 << v) - 1
         if vector >> v & 1:
-            word = CHILD | (int(words[at + 4]) + NODE_WORDS * ((vector & mask).bit_count() - 1))
+            rank = (vector & mask).bit_count()
+            word = CHILD | (int(words[at + BASE1]) + NODE_WORDS * (rank - 1))
             continue
-        leafvec = int(words[at + 2]) | int(words[at + 3]) << 32
+        leafvec = int(words[at + LEAFVEC_LO]) | int(words[at + LEAFVEC_HI]) << 32
         reads += 1
-        word = int(words[int(words[at + 5]) + (leafvec & mask).bit_count() - 1])
+        word = int(words[int(words[at + BASE0]) + (leafvec & mask).bit_count() - 1])
     return word, reads

@@ -178,14 +178,14 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
 
 void PoptrieImage::retire_below(uint32_t at,
                                 std::vector<std::pair<uint32_t, uint32_t>>& out) {
-  const uint64_t vector = read64(at), leafvec = read64(at + 2);
+  const uint64_t vector = read_vector(at), leafvec = read_leafvec(at);
   const int kids = __builtin_popcountll(vector);
   if (kids) {
-    const uint32_t base1 = read(at + 4);
+    const uint32_t base1 = read(at + kBase1);
     for (int i = 0; i < kids; ++i) retire_below(base1 + kNodeWords * i, out);
     out.emplace_back(base1, kNodeWords * kids);
   }
-  if (leafvec) out.emplace_back(read(at + 5), __builtin_popcountll(leafvec));
+  if (leafvec) out.emplace_back(read(at + kBase0), __builtin_popcountll(leafvec));
 }
 
 int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]) {
@@ -222,16 +222,16 @@ void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
     build_node(row[__builtin_ctzll(v)] & kPointerMask, base1 + kNodeWords * i++, p);
   const uint32_t base0 = count ? alloc(count, p) : 0;
   for (int j = 0; j < count; ++j) p.writes.emplace_back(base0 + j, leaves[j]);
-  const uint32_t header[kNodeWords] = {
-      static_cast<uint32_t>(vector), static_cast<uint32_t>(vector >> 32),
-      static_cast<uint32_t>(leafvec), static_cast<uint32_t>(leafvec >> 32), base1, base0};
+  uint32_t header[kNodeWords];
+  node_words(vector, leafvec, base1, base0, header);
   for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(at + j, header[j]);
 }
 
 bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low,
                                u128 last, uint32_t header[kNodeWords], Pending& p) {
-  const uint64_t old_vector = read64(old), old_leafvec = read64(old + 2);
-  const uint32_t old_base1 = read(old + 4), old_base0 = read(old + 5);
+  const uint64_t old_vector = read_vector(old);
+  const uint32_t old_base1 = read(old + kBase1), old_base0 = read(old + kBase0);
+  const uint64_t old_leafvec = read_leafvec(old);
   const uint32_t* row = host_ + ply;
   const int below = 128 - used - kStride;  // key bits under one slot
   const u128 span = below == 0 ? u128{0} : (u128{1} << below) - 1;
@@ -262,12 +262,7 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
         p.writes.emplace_back(base1 + j, j - mine < kNodeWords ? child[j - mine]
                                                                : read(old_base1 + j));
       p.retire.emplace_back(old_base1, kNodeWords * kids);
-      header[0] = static_cast<uint32_t>(old_vector);
-      header[1] = static_cast<uint32_t>(old_vector >> 32);
-      header[2] = static_cast<uint32_t>(old_leafvec);
-      header[3] = static_cast<uint32_t>(old_leafvec >> 32);
-      header[4] = base1;
-      header[5] = old_base0;
+      node_words(old_vector, old_leafvec, base1, old_base0, header);
       return true;
     }
   }
@@ -317,12 +312,7 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
     for (int j = 0; j < count; ++j) p.writes.emplace_back(base0 + j, leaves[j]);
     if (old_leafvec) p.retire.emplace_back(old_base0, __builtin_popcountll(old_leafvec));
   }
-  header[0] = static_cast<uint32_t>(vector);
-  header[1] = static_cast<uint32_t>(vector >> 32);
-  header[2] = static_cast<uint32_t>(leafvec);
-  header[3] = static_cast<uint32_t>(leafvec >> 32);
-  header[4] = base1;
-  header[5] = base0;
+  node_words(vector, leafvec, base1, base0, header);
   return vector != old_vector || leafvec != old_leafvec || base1 != old_base1 ||
          base0 != old_base0;
 }

@@ -3,8 +3,9 @@
 // geometry (a Trie with a D-bit root and 6-bit plies, whose words it reads).
 //
 // Layout in one 32-bit word memory: [0, 2^D) direct entries (kChild | node offset, or a
-// leaf word); a node is 6 words: vector lo, hi; leafvec lo, hi; base1 (children, 6 words
-// each); base0 (leaves).  New blocks are written into free memory, then (after a barrier)
+// leaf word); a node is 6 words: vector hi, vector lo, base1 (children, 6 words each),
+// base0 (leaves), leafvec lo, leafvec hi -- in the order the chip's walker reads them, so
+// that each of its reads is one run of adjacent words (docs/lpm.md, "The node layout").  New blocks are written into free memory, then (after a barrier)
 // one direct entry switches to them; the old blocks are retired with the update's number
 // until reclaim() ends their grace period.  An update touches only what changes: a node
 // whose words stay the same keeps its blocks (nothing is copied below it), a node whose
@@ -55,6 +56,20 @@ class PoptrieImage {
  public:
   static constexpr int kStride = 6;
   static constexpr uint32_t kNodeWords = 6;
+  // Word offsets inside a node (microblocks/lpm_poptrie.mbl reads [kVectorHi, kBase1] for a
+  // child and [kBase0, kLeafvecHi] for a leaf).
+  static constexpr uint32_t kVectorHi = 0, kVectorLo = 1, kBase1 = 2, kBase0 = 3,
+                            kLeafvecLo = 4, kLeafvecHi = 5;
+  // A node's 6 words from its fields.
+  static void node_words(uint64_t vector, uint64_t leafvec, uint32_t base1, uint32_t base0,
+                         uint32_t out[kNodeWords]) {
+    out[kVectorHi] = static_cast<uint32_t>(vector >> 32);
+    out[kVectorLo] = static_cast<uint32_t>(vector);
+    out[kBase1] = base1;
+    out[kBase0] = base0;
+    out[kLeafvecLo] = static_cast<uint32_t>(leafvec);
+    out[kLeafvecHi] = static_cast<uint32_t>(leafvec >> 32);
+  }
 
   // `words`: the chip memory (or its host shadow); `host`: the host trie's words.
   PoptrieImage(uint32_t* words, size_t size, const uint32_t* host, size_t host_size,
@@ -127,10 +142,15 @@ class PoptrieImage {
   void retire_below(uint32_t at, std::vector<std::pair<uint32_t, uint32_t>>& out);
   uint32_t alloc(uint32_t size, Pending& p);
   void release(uint32_t offset, uint32_t size);
-  uint64_t bits64(uint32_t at) const {
-    return uint64_t{words_[at]} | uint64_t{words_[at + 1]} << 32;
+  // A node's 64-bit bitmaps, read in the order of its words.
+  uint64_t read_vector(uint32_t node) {
+    const uint64_t hi = read(node + kVectorHi);
+    return hi << 32 | read(node + kVectorLo);
   }
-  uint64_t read64(uint32_t at) { return uint64_t{read(at)} | uint64_t{read(at + 1)} << 32; }
+  uint64_t read_leafvec(uint32_t node) {
+    const uint64_t lo = read(node + kLeafvecLo);
+    return lo | uint64_t{read(node + kLeafvecHi)} << 32;
+  }
   void write(uint32_t index, uint32_t value);
   void publish(uint32_t index, uint32_t value);
   void barrier();

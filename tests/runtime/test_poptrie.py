@@ -38,7 +38,7 @@ def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> 
 def walk(words: np.ndarray, shape: PoptrieShape, address: int,
          path: set[int] | None = None) -> tuple[int | None, int]:
     """The lookup from the paper's pseudo-code (Asai & Ohara 2015, Algorithm 2), over this
-    layout: node = vector lo/hi, leafvec lo/hi, base1, base0.  Returns (next hop, reads);
+    layout: node = vector hi/lo, base1, base0, leafvec lo/hi.  Returns (next hop, reads);
     the word offsets it reads go into `path`."""
     seen = path if path is not None else set()
     total = shape.direct_bits + shape.node_levels * 6
@@ -56,14 +56,14 @@ def walk(words: np.ndarray, shape: PoptrieShape, address: int,
     while True:
         reads += 1
         v = (key >> (total - offset - 6)) & 63
-        vector = read(node) + (read(node + 1) << 32)
+        vector = read(node + 1) + (read(node) << 32)
         if not (vector >> v) & 1:
             break
         below = bin(vector & ((1 << (v + 1)) - 1)).count("1")
-        node = read(node + 4) + 6 * (below - 1)
+        node = read(node + 2) + 6 * (below - 1)
         offset += 6
-    leafvec = read(node + 2) + (read(node + 3) << 32)
-    index = read(node + 5) + bin(leafvec & ((1 << (v + 1)) - 1)).count("1") - 1
+    leafvec = read(node + 4) + (read(node + 5) << 32)
+    index = read(node + 3) + bin(leafvec & ((1 << (v + 1)) - 1)).count("1") - 1
     leaf = read(index)
     return (leaf & 0xFFFF if leaf & ROUTE else None), reads + 1
 

@@ -27,6 +27,7 @@ from npkit.compiler.mbl import NativeProgram, compile_file, compile_source
 from npkit.compiler.mbl.native import BufferPool
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
+from npkit.link import link
 from npkit.link.pool import link_pool
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.loader import leak_check
@@ -89,9 +90,9 @@ def run_on_pool(source: Path, entry: str, offered: dict[int, list[bytes]],
                 native: NativeProgram, load: float = LOAD, mes_per_port: int = POOL_MES,
                 rx_ports: int | None = None):
     program = compile_file(source)
-    manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
-                         "ixp2800-2xoc192pos", mes_per_port=mes_per_port,
-                         rx_ports=rx_ports)
+    # link(): the SRAM memories placed on the chip's channels, as every product path
+    manifest = link(program, compile_me(program, entry, LM_WINDOW_ABI), "ixp2800-2xoc192pos",
+                    pool_mes_per_port=mes_per_port, rx_ports=rx_ports)
     run = CompiledRun(manifest)
     run.load_memories(native)
     chip = run.chip

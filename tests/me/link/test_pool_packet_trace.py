@@ -16,7 +16,7 @@ from pathlib import Path
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
-from npkit.link.pool import link_pool
+from npkit.link import link
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.lpm import RouteTables
 from npkit.runtime.packet_trace import trace_program
@@ -32,8 +32,8 @@ COUNT = 400   # frames per port
 def test_pool_journeys_follow_the_native_verdicts() -> None:
     program = compile_file(POS_ROUTER)
     entry = next(iter(program.pipelines))
-    manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
-                         "ixp2800-2xoc192pos", mes_per_port=8)
+    manifest = link(program, compile_me(program, entry, LM_WINDOW_ABI), "ixp2800-2xoc192pos",
+                    pool_mes_per_port=8)
     native = NativeProgram(program)
     for index in range(NEXT_HOPS):
         native.write("nexthops", index, {"dmac": 0x02AA00000000 | index,

@@ -25,7 +25,7 @@ from npkit.bench.tester.stream import IMIX_SIZES, IMIX_WEIGHTS
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
 from npkit.compiler.me.abi import LM_WINDOW_ABI
-from npkit.link.pool import link_pool
+from npkit.link import link
 from npkit.runtime.compiled import CompiledRun, paced
 from npkit.runtime.loader import leak_check
 from npkit.runtime.lpm import RouteTables
@@ -85,8 +85,10 @@ def run_at(load: float | None, mes_per_port: int = POOL_MES, rx_ports: int | Non
     exceptions)."""
     program = compile_file(POS_ROUTER)
     entry = next(iter(program.pipelines))
-    manifest = link_pool(program, compile_me(program, entry, LM_WINDOW_ABI),
-                         "ixp2800-2xoc192pos", mes_per_port=mes_per_port, rx_ports=rx_ports)
+    # link(), as every product path: it places the SRAM memories on the chip's channels
+    # (link_pool alone leaves the flat layout on invented 64 MB channels)
+    manifest = link(program, compile_me(program, entry, LM_WINDOW_ABI), "ixp2800-2xoc192pos",
+                    pool_mes_per_port=mes_per_port, rx_ports=rx_ports)
     native = NativeProgram(program)
     for index in range(NEXT_HOPS):
         native.write("nexthops", index, {"dmac": 0x02AA00000000 | index,
