@@ -425,14 +425,6 @@ void Chip::note_media_registration(int me_index, int ci, uint32_t value) {
 // range, so that bursts after it stay far inside the range (docs/sim-core.md).
 constexpr uint64_t kLatestEvent = RunQueue::kMaxTime / 2;
 
-// post's fault, out of line and cold: building its message inline made every post save
-// and restore the callee-saved registers (callgrind: ~40 host instructions per post)
-namespace {
-[[noreturn, gnu::cold, gnu::noinline]] void event_beyond_limit() {
-  fault("time_limit", "an event beyond 2^57 cycles");
-}
-}  // namespace
-
 void Chip::post(const Event& ev) {
   uint32_t slot;
   if (event_free_.empty()) {
@@ -455,7 +447,7 @@ void Chip::post(const Event& ev) {
   // in blocks of 4 words (a fixed-size copy, no call to memmove; the words past nwords
   // are never read)
   for (int k = 0; k < ev.nwords; k += 4) std::memcpy(&e.words[k], &ev.words[k], 4 * sizeof(uint32_t));
-  if (ev.time > kLatestEvent) [[unlikely]] event_beyond_limit();
+  if (ev.time > kLatestEvent) [[unlikely]] fault("time_limit", "an event beyond 2^57 cycles");
   if (q_active_ && ev.time < q_end_) [[unlikely]] {  // inside the quantum being run
     if (post_in_quantum(slot)) return;
   }
@@ -464,6 +456,24 @@ void Chip::post(const Event& ev) {
 }
 
 void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
+  if (me_index == q_me_ && when < q_end_) {  // inside the quantum, for the ME running now
+    ME& m = mes_[me_index];
+    if (when == m.time + 1 && m.cur >= 0) {
+      // A same-ME signal (local_csr SAME_ME_SIGNAL) due after the issuing instruction:
+      // delivered now, with no event, instead of ending the burst there.  The same
+      // result: every other event of this ME is due at or after `when` (the burst runs
+      // only up to the next), deliveries at one cycle commute (signal bits are ORed; a
+      // wake-up sets a Ready bit and its time, max(when, m.time) = when either way), and
+      // nothing reads another context's signals or state before the next instruction, at
+      // `when`.  The seq number is still taken, so later events keep theirs.
+      seq_++;
+      if (sig > 0) {
+        m.ctx[ci].signals |= static_cast<uint16_t>(1u << sig);
+        wake_check(m, ci, when);
+      }
+      return;
+    }
+  }
   Event ev;
   ev.time = when;
   ev.me = static_cast<int16_t>(me_index);
@@ -921,23 +931,6 @@ void Chip::reset_quantum_state() {
 bool Chip::post_in_quantum(uint32_t slot) {
   Event& e = event_pool_[slot];
   if (e.me == q_me_) {
-    ME& m = mes_[q_me_];
-    if (e.nwords == 0 && !e.counts && e.time == m.time + 1 && m.cur >= 0) {
-      // A same-ME signal (local_csr SAME_ME_SIGNAL) due after the issuing instruction:
-      // delivered now instead of ending the burst there.  The same result: every other
-      // event of this ME is due at or after e.time (the burst runs only up to the next),
-      // deliveries at one cycle commute (signal bits are ORed; a wake-up sets a Ready bit
-      // and its time, max(e.time, m.time) = e.time either way), and nothing reads another
-      // context's signals or state before the next instruction, at e.time.  The seq
-      // number is still taken, so later events keep theirs.
-      seq_++;
-      event_free_.push_back(slot);
-      if (e.sig > 0) {
-        m.ctx[e.ctx].signals |= static_cast<uint16_t>(1u << e.sig);
-        wake_check(m, e.ctx, e.time);
-      }
-      return true;
-    }
     auto& l = q_events_[q_me_];
     auto at = std::upper_bound(l.begin(), l.end(), e.time,
                                [&](uint64_t t, uint32_t s) { return t < event_pool_[s].time; });
@@ -997,10 +990,7 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
   q_active_ = true;
   q_end_ = end;
   for (ME& m : mes_) {
-    // an ME that cannot run (no context, all asleep, or its command FIFO full) and has no
-    // event in the quantum has nothing to do in it (not loaded: no context)
-    const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
-    if (!can && q_events_[m.index].empty()) continue;
+    if (m.contexts == 0 && q_events_[m.index].empty()) continue;
     run_quantum_me(m, end);
   }
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
