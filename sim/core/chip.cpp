@@ -456,6 +456,24 @@ void Chip::post(const Event& ev) {
 }
 
 void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
+  if (me_index == q_me_ && when < q_end_) {  // inside the quantum, for the ME running now
+    ME& m = mes_[me_index];
+    if (when == m.time + 1 && m.cur >= 0) {
+      // A same-ME signal (local_csr SAME_ME_SIGNAL) due after the issuing instruction:
+      // delivered now, with no event, instead of ending the burst there.  The same
+      // result: every other event of this ME is due at or after `when` (the burst runs
+      // only up to the next), deliveries at one cycle commute (signal bits are ORed; a
+      // wake-up sets a Ready bit and its time, max(when, m.time) = when either way), and
+      // nothing reads another context's signals or state before the next instruction, at
+      // `when`.  The seq number is still taken, so later events keep theirs.
+      seq_++;
+      if (sig > 0) {
+        m.ctx[ci].signals |= static_cast<uint16_t>(1u << sig);
+        wake_check(m, ci, when);
+      }
+      return;
+    }
+  }
   Event ev;
   ev.time = when;
   ev.me = static_cast<int16_t>(me_index);

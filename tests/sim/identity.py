@@ -9,6 +9,7 @@ the whole frame stream, a hash per block of ``BLOCK`` frames (so a mismatch says
 streams part) and the counters flattened to ``path -> value``.
 
     python tests/sim/identity.py --write     # record tests/sim/data/identity.json
+    python tests/sim/identity.py --schedule quantum --write   # ... identity_quantum.json
 
 Only record with a core known to be right (the digests are what every later core is held
 to); tests/sim/test_identity.py recomputes and compares.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import struct
 import sys
 from collections.abc import Callable
@@ -38,6 +40,14 @@ from npkit.runtime.loader import load_manifest
 from npkit.sim.packets import ListSource, RxFrame
 
 DATA = Path(__file__).parent / "data" / "identity.json"
+# The opt-in quantum schedule (docs/sim-core.md) has results of its own: its digests, recorded
+# with the core of main at 924e682 (the schedule's first merged version).
+DATA_QUANTUM = Path(__file__).parent / "data" / "identity_quantum.json"
+QUANTUM_SCENARIOS = ("compiled_router_64", "l2wire_64")
+
+
+def data_file(schedule: str) -> Path:
+    return DATA_QUANTUM if schedule == "quantum" else DATA
 BLOCK = 500  # frames per block hash
 
 
@@ -176,8 +186,8 @@ SCENARIOS: dict[str, Callable[[], Digest]] = {
 }
 
 
-def stored() -> dict[str, Digest]:
-    raw = json.loads(DATA.read_text())
+def stored(schedule: str = "default") -> dict[str, Digest]:
+    raw = json.loads(data_file(schedule).read_text())
     return {name: Digest(**d) for name, d in raw["scenarios"].items()}
 
 
@@ -204,9 +214,13 @@ def differences(want: Digest, got: Digest, limit: int = 12) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"record {DATA}")
+    parser.add_argument("--write", action="store_true", help=f"record {DATA} (or the quantum's)")
+    parser.add_argument("--schedule", choices=("default", "quantum"), default="default",
+                        help="the chips' schedule (sets NPKIT_SCHEDULE)")
     parser.add_argument("names", nargs="*", default=list(SCENARIOS))
     args = parser.parse_args(argv)
+    os.environ["NPKIT_SCHEDULE"] = args.schedule
+    data = data_file(args.schedule)
     results = {}
     for name in args.names:
         got = SCENARIOS[name]()
@@ -214,13 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {got.frames} frames, {got.counters['instructions_retired']} "
               f"instructions, {got.counters['now']} cycles, {got.frames_sha256[:16]}")
     if args.write:
-        old = stored() if DATA.exists() else {}
+        old = stored(args.schedule) if data.exists() else {}
         old.update(results)
-        DATA.parent.mkdir(parents=True, exist_ok=True)
-        DATA.write_text(json.dumps({"scenarios": {k: asdict(v) for k, v in old.items()}},
+        data.parent.mkdir(parents=True, exist_ok=True)
+        data.write_text(json.dumps({"scenarios": {k: asdict(v) for k, v in old.items()}},
                                    indent=1, sort_keys=True) + "\n")
         return 0
-    want = stored()
+    want = stored(args.schedule)
     bad = 0
     for name, got in results.items():
         diff = differences(want[name], got)
