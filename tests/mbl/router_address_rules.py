@@ -1,10 +1,13 @@
-"""The address rules both compiled routers apply whatever the framing (Ethernet in
-examples/router, PPP over POS in examples/pos_router): RFC 1812 and RFC 4291 / 8200 cases
-whose frame is only an address, TTL or hop limit away from the test's plain packet.
+"""The header and address rules both compiled routers apply whatever the framing (Ethernet
+in examples/router, PPP over POS in examples/pos_router): RFC 1812 and RFC 4291 / 8200 cases
+whose frame is the test's plain packet with an address, a TTL or hop limit or one header
+field changed.
 
 A test module subclasses `AddressRules` as `TestAddressRules`, giving its framing's packet
-builders and its checker (the router and the reference agree, and the outcome is the
-rule's) as static methods; its `router` fixture is the router under test."""
+builders, its checker (the router and the reference agree, and the outcome is the rule's),
+its header patcher (bytes at an offset, the IPv4 header checksum fixed unless told not to)
+as static methods, and where the IP header starts (`ip_at`); its `router` fixture is the
+router under test."""
 
 from __future__ import annotations
 
@@ -18,8 +21,31 @@ class AddressRules:
     v4: Callable[..., bytes]
     v6: Callable[..., bytes]
     check: Callable[[object, bytes, tuple], None]
+    patch: Callable[..., bytes]
+    ip_at: int
 
     # ---- IPv4, RFC 1812 ----------------------------------------------------------------------
+
+    def test_rfc1812_5_2_2_link_delivered_fewer_than_20_bytes(self, router):
+        self.check(router, self.v4()[:self.ip_at + 19], ("drop", "ip_too_short"))
+
+    def test_rfc1812_5_2_2_bad_checksum(self, router):
+        frame, at = self.v4(), self.ip_at + 10
+        self.check(router, self.patch(frame, at, bytes([frame[at] ^ 1, frame[at + 1]]),
+                                      fix_checksum=False), ("drop", "bad_checksum"))
+
+    def test_rfc1812_5_2_2_version_not_4(self, router):
+        self.check(router, self.patch(self.v4(), self.ip_at, b"\x65"), ("drop", "bad_version"))
+
+    def test_rfc1812_5_2_2_ihl_below_5(self, router):
+        self.check(router, self.patch(self.v4(), self.ip_at, b"\x44"), ("drop", "bad_ihl"))
+
+    def test_rfc1812_5_2_2_total_length_below_header(self, router):
+        self.check(router, self.patch(self.v4(), self.ip_at + 2, (19).to_bytes(2, "big")),
+                   ("drop", "bad_length"))
+
+    def test_rfc1812_5_2_2_total_length_beyond_delivered(self, router):
+        self.check(router, self.v4()[:-1], ("drop", "bad_length"))
 
     @pytest.mark.parametrize("ttl", [0, 1])
     def test_rfc1812_5_3_1_ttl_expired(self, router, ttl):
@@ -49,6 +75,13 @@ class AddressRules:
         self.check(router, self.v4(dst="198.51.100.1"), ("exception", EXC["no_route"]))
 
     # ---- IPv6, RFC 8200 / RFC 4291 -----------------------------------------------------------
+
+    def test_rfc8200_fewer_than_40_bytes(self, router):
+        self.check(router, self.v6()[:self.ip_at + 39], ("drop", "ip_too_short"))
+
+    def test_rfc8200_version_not_6(self, router):
+        self.check(router, self.patch(self.v6(), self.ip_at, b"\x46", fix_checksum=False),
+                   ("drop", "bad_version"))
 
     def test_rfc8200_payload_length_beyond_received(self, router):
         self.check(router, self.v6()[:-1], ("drop", "bad_length"))
