@@ -35,10 +35,17 @@ from pathlib import Path
 
 import numpy as np
 
-from npkit.bench.lpm_native_rate import DRIVERS, PROBES, router_with
+from npkit.bench.lpm_native_rate import (
+    DRIVERS,
+    KEY_DRIVERS,
+    PROBES,
+    WALKER_FUNCTIONS,
+    router_with,
+)
 from npkit.bench.native_fwd import (
     DEFAULT_TABLE,
     Batch,
+    key_rate,
     load_router,
     median_rate,
     udp_frame,
@@ -296,19 +303,7 @@ class KeySubject:
     unit: str = "M lookups/s"
 
     def rate(self, runs: int, clock) -> float:
-        out = self.function(self.keys)
-        times = []
-        for _ in range(runs):
-            start = clock()
-            self.function.run_into(self.keys, out)
-            times.append(clock() - start)
-        return len(self.keys) / sorted(times)[len(times) // 2]
-
-
-# the key drivers of a walker's function (NativeProgram.key_function): the plain loop and
-# the slice pipeline
-KEY_DRIVERS = ((False, "key array, plain loop"), (True, "key array, slice pipeline"))
-WALKER_FUNCTIONS = {"IPv4": "fib4_lookup", "IPv6": "fib6_lookup"}
+        return key_rate(self.function, self.keys, runs, clock)
 
 
 def subjects(routes, dst4: list[int], dst6: list[int], router: bool,

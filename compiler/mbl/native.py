@@ -3,6 +3,8 @@
 The npu.* chip operations get host bodies here (packet bytes in a batch buffer, memories in
 numpy uint32 arrays laid out word for word as on the chip), then the whole module goes
 through the fixed pass pipeline and MCJIT.  Packets run in batches: one call per batch.
+An MBL function of one integer runs over a key array the same way (KeyFunction, e.g. a
+route walker's fib4_lookup as rte_lpm_lookup_bulk).
 """
 
 from __future__ import annotations
@@ -1324,7 +1326,10 @@ class KeyFunction:
     the NativeProgram it came from (NativeProgram.key_function; memory changes there are
     seen here).  Keys and results are host arrays of uint32 words: shape (n,) when the
     integer fits 32 bits, else (n, words) with the least significant word first (pack /
-    unpack convert from and to Python ints)."""
+    unpack convert from and to Python ints).  `prefetch`: the slice pipeline (the
+    function's prefetch slice run `distance` keys ahead with `budgets`, see _key_driver),
+    else the plain loop; which is faster depends on the walk (docs/performance.md, section
+    3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the slice, Poptrie and IPv6 lose)."""
 
     def __init__(self, owner: NativeProgram, name: str, prefetch: bool = False,
                  budgets: tuple[int, ...] = KEY_BUDGETS,
