@@ -10,10 +10,14 @@ band: --updates table prefixes, each deleted then added back) go to:
 * a small C program (written and compiled here) that builds rte_lpm (IPv4) and rte_lpm6
   (IPv6) from the table and times rte_lpm_lookup one by one, rte_lpm_lookup_bulk,
   rte_lpm_lookupx4, rte_lpm6_lookup_bulk_func, and the delete + add pairs per band;
-* npkit, in the same process run right after it: the MBL Poptrie and 16-8-8 walkers
-  (lookup-only probes, bench/lpm_native_rate.py's driver, both batch drivers) and the
-  Poptrie / 16-8-8 updaters on the same samples; with --router also IPv4 forwarding
-  through the MBL router (both structures, 64-byte frames to the same destinations).
+* npkit, in the same process run right after it: the MBL Poptrie and 16-8-8 walkers,
+  each as a lookup-only probe (a block whose packet is the key: bench/lpm_native_rate.py's
+  driver, both batch drivers) and as the walker's MBL function (`fib4_lookup`,
+  `fib6_lookup`) over the key array itself (NativeProgram.key_function: the like-for-like
+  row beside rte_lpm_lookup_bulk, which also takes a key array; plain loop and slice
+  pipeline), and the Poptrie / 16-8-8 updaters on the same samples; with --router also
+  IPv4 forwarding through the MBL router (both structures, 64-byte frames to the same
+  destinations).
 
 Host time, one thread, the median of --runs for lookups.  A benchmark, not a test.
 """
@@ -31,16 +35,23 @@ from pathlib import Path
 
 import numpy as np
 
-from npkit.bench.lpm_native_rate import DRIVERS, PROBES, router_with
+from npkit.bench.lpm_native_rate import (
+    DRIVERS,
+    KEY_DRIVERS,
+    PROBES,
+    WALKER_FUNCTIONS,
+    router_with,
+)
 from npkit.bench.native_fwd import (
     DEFAULT_TABLE,
     Batch,
+    key_rate,
     load_router,
     median_rate,
     udp_frame,
 )
 from npkit.compiler.mbl import compile_file
-from npkit.compiler.mbl.native import NativeProgram
+from npkit.compiler.mbl.native import KeyFunction, NativeProgram
 from npkit.runtime.lpm import IPV4, IPV6, MultibitTrie, RouteTables
 from npkit.runtime.poptrie import POPTRIE4, POPTRIE6, Poptrie
 from npkit.runtime.routes import read_routes
@@ -277,14 +288,32 @@ class Subject:
     batch: Batch
     unit: str
 
+    def rate(self, runs: int, clock) -> float:
+        return median_rate(self.native, self.batch, runs, clock)[0]
+
+
+@dataclass
+class KeySubject:
+    """One npkit measurement: an MBL function over a key array (one call, after a warm-up
+    call; the median of `runs`)."""
+
+    label: str
+    function: KeyFunction
+    keys: np.ndarray
+    unit: str = "M lookups/s"
+
+    def rate(self, runs: int, clock) -> float:
+        return key_rate(self.function, self.keys, runs, clock)
+
 
 def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
-             tmp: Path) -> list[Subject]:
-    """The MBL walkers (lookup-only probes, both batch drivers) and, with `router`, the
-    IPv4 router pipeline over each structure (64-byte frames to the same destinations)."""
+             tmp: Path) -> list[Subject | KeySubject]:
+    """The MBL walkers (lookup-only probes, both batch drivers; the walker's function over
+    the key array, both key drivers) and, with `router`, the IPv4 router pipeline over each
+    structure (64-byte frames to the same destinations)."""
     keys4 = Batch.of([a.to_bytes(4, "big") for a in dst4])
     keys6 = Batch.of([a.to_bytes(16, "big") for a in dst6])
-    out = []
+    out: list[Subject | KeySubject] = []
     for name, path in PROBES.items():
         program = compile_file(path)
         for block, batch, label in (("probe4", keys4, "IPv4"), ("probe6", keys6, "IPv6")):
@@ -292,8 +321,13 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
                 probe = NativeProgram(program, block, prefetch=prefetch)
                 RouteTables.of(probe).load(routes.v4 if label == "IPv4" else {},
                                            routes.v6 if label == "IPv6" else {})
-                out.append(Subject(f"MBL walker, {label}, {name}, {driver}", probe, batch,
-                                   "M lookups/s"))
+                out.append(Subject(f"MBL walker, {label}, {name}, packet probe, {driver}",
+                                   probe, batch, "M lookups/s"))
+            for prefetch, driver in KEY_DRIVERS:  # on the last probe's tables
+                function = probe.key_function(WALKER_FUNCTIONS[label], prefetch=prefetch)
+                keys = function.pack(dst4 if label == "IPv4" else dst6)
+                out.append(KeySubject(f"MBL walker, {label}, {name}, "
+                                      f"{WALKER_FUNCTIONS[label]}, {driver}", function, keys))
     if router:
         frames = Batch.of([udp_frame(d) for d in dst4])
         for name in ("16-8-8", "Poptrie"):     # whichever router_common.mbl imports
@@ -304,10 +338,9 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
     return out
 
 
-def measure(items: list[Subject], runs: int, clock) -> None:
+def measure(items: list[Subject | KeySubject], runs: int, clock) -> None:
     for item in items:
-        rate, _ = median_rate(item.native, item.batch, runs, clock)
-        print(f"  {item.label}: {rate / 1e6:.1f} {item.unit}", flush=True)
+        print(f"  {item.label}: {item.rate(runs, clock) / 1e6:.1f} {item.unit}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,6 +8,8 @@ through, one JIT batch call each (bench/native_fwd.py's driver), median of --run
 * lookup only: tests/mbl/programs/lpm_probe.mbl (16-8-8, microblocks/lpm.mbl) and
   tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6,
   with each batch driver (one pass; the prefetch pipeline, NativeProgram(prefetch=True));
+  and the walker's function (fib4_lookup, fib6_lookup) over the key array itself, with
+  each key driver (NativeProgram.key_function: plain loop; slice pipeline);
 * forwarding, IPv4, the router pipeline (examples/router/router.mbl) with each: the
   router's sources with both LPM files holding the structure's walker (in a temporary
   copy), so it is the same forwarding code over either structure.
@@ -29,6 +31,7 @@ from npkit.bench.native_fwd import (
     ROUTER,
     Batch,
     destinations,
+    key_rate,
     load_router,
     median_rate,
     udp_frame,
@@ -43,6 +46,10 @@ PROBES = {"16-8-8": REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl",
 # the two batch drivers (compiler/mbl/native.py): packets one after the other, and the
 # prefetch pipeline (slice runs ahead of each block)
 DRIVERS = ((False, "one pass"), (True, "prefetch pipeline"))
+# the key drivers of a walker's function (NativeProgram.key_function): the plain loop and
+# the slice pipeline
+KEY_DRIVERS = ((False, "key array, plain loop"), (True, "key array, slice pipeline"))
+WALKER_FUNCTIONS = {"IPv4": "fib4_lookup", "IPv6": "fib6_lookup"}
 
 
 WALKERS = {"16-8-8": "lpm.mbl", "Poptrie": "lpm_poptrie.mbl"}
@@ -84,8 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     routes = read_routes(args.table)
     dsts = destinations(routes, args.packets, args.seed)
     keys4 = Batch.of([d.to_bytes(4, "big") for d in dsts])
-    keys6 = Batch.of([d.to_bytes(16, "big")
-                      for d in v6_destinations(routes, args.packets, args.seed)])
+    dsts6 = v6_destinations(routes, args.packets, args.seed)
+    keys6 = Batch.of([d.to_bytes(16, "big") for d in dsts6])
     frames = Batch.of([udp_frame(d) for d in dsts])
     print(f"{args.packets} destinations in random prefixes, median of {args.runs} runs")
     for name, path in PROBES.items():
@@ -98,7 +105,13 @@ def main(argv: list[str] | None = None) -> None:
                 rate, found = median_rate(probe, batch, args.runs)
                 print(f"lookup only, {label}, {name}, {driver}: {rate / 1e6:.1f} M lookups/s "
                       f"({100 * found:.1f} % found)", flush=True)
-                del probe
+            for prefetch, driver in KEY_DRIVERS:  # on the last probe's tables
+                function = probe.key_function(WALKER_FUNCTIONS[label], prefetch=prefetch)
+                keys = function.pack(dsts if label == "IPv4" else dsts6)
+                rate = key_rate(function, keys, args.runs)
+                print(f"lookup only, {label}, {name}, {WALKER_FUNCTIONS[label]}, {driver}: "
+                      f"{rate / 1e6:.1f} M lookups/s", flush=True)
+            del probe
     for name in WALKERS:
         with tempfile.TemporaryDirectory() as tmp:
             native = NativeProgram(compile_file(router_with(name, Path(tmp))), "router")

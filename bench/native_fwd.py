@@ -39,7 +39,7 @@ import numpy as np
 
 from npkit.base.headers import ipv4_header
 from npkit.compiler.mbl import compile_file
-from npkit.compiler.mbl.native import HEADROOM, NativeProgram
+from npkit.compiler.mbl.native import HEADROOM, KeyFunction, NativeProgram
 from npkit.compiler.mbl.types import META_FIELDS, META_VERDICT, META_WORDS, VERDICT_FORWARD
 from npkit.runtime.lpm import RouteTables
 from npkit.runtime.routes import RouteSet, default_next_hop, read_routes
@@ -100,6 +100,19 @@ def median_rate(native: NativeProgram, batch: Batch, runs: int,
     _, forwarded = run_batch(native, batch, clock)
     times = [run_batch(native, batch, clock)[0] for _ in range(runs)]
     return len(batch.lens) / statistics.median(times), forwarded
+
+
+def key_rate(function: KeyFunction, keys: np.ndarray, runs: int,
+             clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median keys per second of an MBL function over a key array (one call a run), after
+    one warm-up call."""
+    out = function(keys)
+    times = []
+    for _ in range(runs):
+        start = clock()
+        function.run_into(keys, out)
+        times.append(clock() - start)
+    return len(keys) / statistics.median(times)
 
 
 def destinations(routes: RouteSet, count: int, seed: int) -> list[int]:

@@ -3,6 +3,8 @@
 The npu.* chip operations get host bodies here (packet bytes in a batch buffer, memories in
 numpy uint32 arrays laid out word for word as on the chip), then the whole module goes
 through the fixed pass pipeline and MCJIT.  Packets run in batches: one call per batch.
+An MBL function of one integer runs over a key array the same way (KeyFunction, e.g. a
+route walker's fib4_lookup as rte_lpm_lookup_bulk).
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ HEADROOM = 64  # bytes before each packet in the batch buffer, room for packet.p
 BATCH_FRAMES = 4096
 BATCH_BYTES = 8 << 20
 MAX_PACKET_BYTES = 65535
+KEYS_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_void_p, ctypes.c_void_p)
 BATCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.c_void_p, ctypes.c_void_p)
@@ -523,6 +528,7 @@ class _HostOps:
         return b.xor(h, b.lshr(h, ir.Constant(I32, 16)))
 
 
+
 class _PrefetchSliceOps(_HostOps):
     """Host bodies for the prefetch slice: the block with its packet and memory writes
     dropped (metadata goes to a copy of the record, see _batch_driver).  Reads of small
@@ -812,6 +818,136 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
     return name
 
 
+KEYS_PREFIX = "mbl.keys."
+# The key driver's slice pipeline (_key_driver, KeyFunction(prefetch=True)): one slice run
+# per key with a budget of 1 line (the 16-8-8 root, 256 KiB, is nearly always cached: it is
+# read, the ply prefetched), 64 keys before the function.  Swept on the IPv4 16-8-8 walker
+# (docs/performance.md, section 3, "Key arrays"): budgets (1,) at distance 64 best (32:
+# 0.65 x, 128 and 192 0.8-0.95 x), (0, 1) and (1, 2) slower.
+KEY_BUDGETS = (1,)
+KEY_DISTANCE = 64
+
+
+def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
+                budgets: tuple[int, ...], distance: int) -> str:
+    """`void @mbl.keys.<fn>(keys, out, n, sram, scratch, local, pkt, meta)`: out[i] =
+    fn(keys[i]) for i < n, the MBL function `function` (`mbl.fn.<fn>`, one integer
+    parameter) over a key array, as rte_lpm_lookup_bulk takes one.  A key is the
+    parameter's integer in whole 32-bit words, little endian (so the i32/i64/i128 load of
+    the host); a result likewise.  `pkt` and `meta` are a context's packet and metadata
+    record for a function that reads them (64 zero bytes; META_WORDS words).
+
+    With a slice (`slice_fn`, the function's prefetch slice, see _PrefetchSliceOps) the
+    keys run as a software pipeline, like the packet driver's (_batch_driver): step i runs
+    the slice of key i - k * distance with a budget of budgets[k] cache lines, then the
+    function of key i - len(budgets) * distance, whose walk then finds its lines in cache.
+    A slice run reads its budget's lines (the earlier runs prefetched them, or they are
+    cached anyway, as a trie's root usually is: budgets (1,) read the root and prefetch the
+    next level) and prefetches the next line; after a run that finished without stopping
+    at a prefetch the key gets no further runs.  Without a slice, one plain loop."""
+    target = module.get_global(function)
+    key_type, = target.function_type.args[1:]
+    result_type = target.function_type.return_type
+    key_bits, result_bits = _words(key_type.width) * 32, _words(result_type.width) * 32
+    name = KEYS_PREFIX + function.removeprefix("mbl.fn.")
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I32, PTR, PTR, PTR, PTR, PTR]),
+                     name)
+    keys, out, n, sram, scratch, local, pkt, meta = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    i64 = ir.IntType(64)
+
+    def new_ctx(meta_record: ir.Value) -> ir.Value:
+        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
+        for k, v in ((CTX_PKT, pkt), (CTX_META, meta_record), (2, sram), (3, scratch),
+                     (4, local)):
+            b.store(v, _slot(b, ctx, k))
+        b.store(ir.Constant(I32, 0), _slot(b, ctx, CTX_LEN))
+        return ctx
+
+    def key(i: ir.Value) -> ir.Value:
+        at = b.gep(keys, [b.mul(b.zext(i, i64), ir.Constant(i64, key_bits // 8))],
+                   source_etype=I8)
+        word = b.load(at, typ=ir.IntType(key_bits), align=4)
+        return b.trunc(word, key_type) if key_type.width < key_bits else word
+
+    def loop(first: ir.Value, end: ir.Value, body) -> None:
+        """for i in first..end: body(i)"""
+        i_slot = b.alloca(I32)
+        b.store(first, i_slot)
+        head, inner, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(i_slot, typ=I32)
+        b.cbranch(b.icmp_unsigned("<", i, end), inner, done)
+        b.position_at_end(inner)
+        body(i)
+        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+        b.branch(head)
+        b.position_at_end(done)
+
+    ctx = new_ctx(meta)
+
+    def run(i: ir.Value) -> None:
+        value = b.call(target, [ctx, key(i)], attrs=("alwaysinline",))
+        if result_type.width < result_bits:
+            value = b.zext(value, ir.IntType(result_bits))
+        at = b.gep(out, [b.mul(b.zext(i, i64), ir.Constant(i64, result_bits // 8))],
+                   source_etype=I8)
+        b.store(value, at, align=4)
+
+    if slice_fn is None or not budgets:
+        loop(ir.Constant(I32, 0), n, run)
+        b.ret_void()
+        return name
+    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+    slice_ctx = new_ctx(meta_copy)
+    slice_decl = ir.Function(module, target.function_type, slice_fn)
+    depth = len(budgets) * distance
+    ring = 1 << max(1, depth.bit_length())
+    pending = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I8, ring)), i64), PTR)
+
+    def run_slice(i: ir.Value, stage: int) -> None:
+        flag = b.gep(pending, [b.and_(i, ir.Constant(I32, ring - 1))], source_etype=I8)
+        go = ir.Constant(I1, 1) if stage == 0 else \
+            b.icmp_unsigned("!=", b.load(flag, typ=I8), ir.Constant(I8, 0))
+        with b.if_then(go):
+            b.store(ir.Constant(I32, budgets[stage]), _slot(b, slice_ctx, CTX_READS))
+            b.store(ir.Constant(i64, -1), _slot(b, slice_ctx, CTX_LINE))
+            b.call(slice_decl, [slice_ctx, key(i)], attrs=("alwaysinline",))
+            stopped = b.icmp_signed("<", b.load(_slot(b, slice_ctx, CTX_READS), typ=I32),
+                                    ir.Constant(I32, 0))
+            b.store(b.zext(stopped, I8), flag)
+
+    def checked_step(i: ir.Value) -> None:
+        """Step i at the ends of the array, where some of its keys are outside it."""
+        for stage in range(len(budgets) + 1):
+            lag = ir.Constant(I32, stage * distance)
+            j = b.sub(i, lag)
+            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+                if stage < len(budgets):
+                    run_slice(j, stage)
+                else:
+                    run(j)
+
+    def step(i: ir.Value) -> None:
+        """Step i in the middle, every key of it inside: no bounds checks."""
+        for stage in range(len(budgets)):
+            run_slice(b.sub(i, ir.Constant(I32, stage * distance)), stage)
+        run(b.sub(i, ir.Constant(I32, depth)))
+
+    lag = ir.Constant(I32, depth)
+    middle = b.select(b.icmp_unsigned("<", n, lag), n, lag)  # min(n, depth)
+    loop(ir.Constant(I32, 0), middle, checked_step)
+    loop(middle, n, step)
+    loop(n, b.add(n, lag), checked_step)
+    b.ret_void()
+    return name
+
+
+def _words(bits: int) -> int:
+    return (bits + 31) // 32
+
+
 SLICE_PREFIX = "mbl.slice."
 
 
@@ -821,12 +957,20 @@ def prefetch_slice(program: Program, entry: str,
     its own symbols renamed and internal, so it links into the main module, inlines into the
     batch driver and leaves nothing else behind): optimized once on its own, so that
     drop_prefetch_guards sees the whole slice as one function, then rewritten by it."""
+    kind = "pipeline" if entry in program.pipelines else "block"
+    return _slice_of(program, f"mbl.{kind}.{entry}", hash_unit)
+
+
+def _slice_of(program: Program, symbol: str, hash_unit: HashUnit | None) -> llvm.ModuleRef:
+    """The prefetch slice of the block, pipeline or function `symbol` (`mbl.block.x`,
+    `mbl.pipeline.x`, `mbl.fn.x`), as `@mbl.slice.<symbol>`: see prefetch_slice."""
     module = lower(program, wide=True)
     _PrefetchSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
-    kind = "pipeline" if entry in program.pipelines else "block"
-    _inline_blocks(module, keep=f"mbl.{kind}.{entry}")
+    _inline_blocks(module, keep=symbol)
+    if symbol.startswith("mbl.fn."):  # functions are internal: this one is the slice's entry
+        module.get_global(symbol).linkage = ""
     text = str(module).replace('@"mbl.', f'@"{SLICE_PREFIX}mbl.')
-    function = f"{SLICE_PREFIX}mbl.{kind}.{entry}"
+    function = SLICE_PREFIX + symbol
     text, _ = drop_prefetch_guards(str(optimize(text)), function)
     return llvm.parse_assembly(text)
 
@@ -916,6 +1060,7 @@ class NativeProgram:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
+        self.hash_unit = hash_unit or HashUnit()
         self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))
         if self.block not in program.blocks and self.block not in program.pipelines:
             raise NativeError(f"no block or pipeline named '{self.block}'")
@@ -1138,6 +1283,14 @@ class NativeProgram:
             out.append(self._verdict(metas[i], data))
         return out
 
+    def key_function(self, name: str, prefetch: bool = False,
+                     budgets: tuple[int, ...] = KEY_BUDGETS,
+                     distance: int = KEY_DISTANCE) -> KeyFunction:
+        """The MBL function `name` compiled for arrays of keys (KeyFunction), on this
+        program's memories: e.g. a route walker's `fib4_lookup` over a key array, as
+        rte_lpm_lookup_bulk.  `prefetch`: the key driver's slice pipeline (_key_driver)."""
+        return KeyFunction(self, name, prefetch, budgets, distance)
+
     def replica(self) -> NativeProgram:
         """A program sharing this one's JIT code, with its own memories (copies of these now)
         and batch lock: one per worker thread (npkit.compiler.mbl.workers)."""
@@ -1165,3 +1318,96 @@ class NativeProgram:
         if kind == VERDICT_CONSUMED:
             return Verdict("consumed")
         return Verdict("none", data=data)
+
+
+class KeyFunction:
+    """An MBL function with one integer parameter (bit<N>, N <= 128), JIT-compiled with a
+    driver that runs it over an array of keys in one call (_key_driver), on the memories of
+    the NativeProgram it came from (NativeProgram.key_function; memory changes there are
+    seen here).  Keys and results are host arrays of uint32 words: shape (n,) when the
+    integer fits 32 bits, else (n, words) with the least significant word first (pack /
+    unpack convert from and to Python ints).  `prefetch`: the slice pipeline (the
+    function's prefetch slice run `distance` keys ahead with `budgets`, see _key_driver),
+    else the plain loop; which is faster depends on the walk (docs/performance.md, section
+    3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the slice, Poptrie and IPv6 lose)."""
+
+    def __init__(self, owner: NativeProgram, name: str, prefetch: bool = False,
+                 budgets: tuple[int, ...] = KEY_BUDGETS,
+                 distance: int = KEY_DISTANCE) -> None:
+        if name not in owner.program.functions:
+            raise NativeError(f"no function named '{name}'")
+        if any(k < 0 for k in budgets) or not 1 <= distance <= 1 << 12:
+            raise NativeError(f"key driver budgets {budgets}, distance {distance}: budgets "
+                              f">= 0, distance 1..{1 << 12}")
+        self.owner, self.name = owner, name
+        symbol = f"mbl.fn.{name}"
+        module = lower(owner.program, wide=True)
+        _HostOps(module, owner.hash_unit, owner.pool).build()
+        _inline_blocks(module)
+        signature = module.get_global(symbol).function_type
+        params, result = signature.args[1:], signature.return_type
+        if len(params) != 1 or not all(isinstance(t, ir.IntType) and t.width <= 128
+                                       for t in (*params, result)):
+            raise NativeError(f"function '{name}': a key function takes one integer "
+                              f"(at most bit<128>) and returns one")
+        self.key_words, self.result_words = _words(params[0].width), _words(result.width)
+        slice_fn = SLICE_PREFIX + symbol if prefetch else None
+        driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)
+        if prefetch:  # one optimization of both: the slice inlines into the driver
+            linked = llvm.parse_assembly(str(module))
+            linked.link_in(_slice_of(owner.program, symbol, owner.hash_unit))
+            self.ir = optimize(str(linked))
+        else:
+            self.ir = optimize(module)
+        host_optimize(self.ir)
+        used = [f.name for f in self.ir.functions
+                if f.is_declaration and f.name.startswith("npu.")]
+        if used:
+            raise NativeError("the native target does not implement " + ", ".join(used))
+        self.engine = llvm.create_mcjit_compiler(self.ir, host_target_machine())
+        self.engine.finalize_object()
+        self._run = KEYS_SIGNATURE(self.engine.get_function_address(driver))
+        self._packet = np.zeros(64, dtype=np.uint8)  # a context's packet and record, unused
+        self._meta = np.zeros(META_WORDS, dtype=np.uint32)
+
+    def pack(self, keys: Iterable[int]) -> np.ndarray:
+        """Python ints as a key array."""
+        return _pack_ints(list(keys), self.key_words)
+
+    def unpack(self, results: np.ndarray) -> list[int]:
+        """A result array as Python ints."""
+        words = results.reshape(len(results), self.result_words).astype(object)
+        return [sum(int(w) << (32 * k) for k, w in enumerate(row)) for row in words]
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        """The function's result for every key, in order."""
+        shape = (len(keys),) if self.result_words == 1 else (len(keys), self.result_words)
+        out = np.empty(shape, dtype=np.uint32)
+        self.run_into(keys, out)
+        return out
+
+    def run_into(self, keys: np.ndarray, out: np.ndarray) -> None:
+        """Results into `out` (uint32, C order, len(keys) results), in one call (ctypes
+        releases the GIL for it); under the program's batch lock, as a batch."""
+        for array, words, what in ((keys, self.key_words, "keys"),
+                                   (out, self.result_words, "results")):
+            if array.dtype != np.uint32 or not array.flags.c_contiguous or \
+                    array.size != len(keys) * words:
+                raise NativeError(f"{what}: a C-ordered uint32 array of {len(keys)} x "
+                                  f"{words} words")
+        if len(keys) >= 1 << 31:
+            raise NativeError(f"{len(keys):,} keys: at most {(1 << 31) - 1:,} a call")
+        memory = self.owner.memory
+        with self.owner._batch_lock:
+            self._run(keys.ctypes.data, out.ctypes.data, len(keys), memory["sram"].ctypes.data,
+                      memory["scratch"].ctypes.data, memory["local"].ctypes.data,
+                      self._packet.ctypes.data, self._meta.ctypes.data)
+
+
+def _pack_ints(values: list[int], words: int) -> np.ndarray:
+    if words == 1:
+        return np.array(values, dtype=np.uint32)
+    out = np.empty((len(values), words), dtype=np.uint32)
+    for k in range(words):
+        out[:, k] = [(v >> (32 * k)) & 0xFFFFFFFF for v in values]
+    return out
