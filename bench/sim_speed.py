@@ -295,6 +295,22 @@ def report_system(name: str, samples: list[SystemSample], clock_hz: float
     return figures
 
 
+def profile_system(setup: SystemSetup, path: str, clock: Clock = time.perf_counter) -> None:
+    """One more run of ``setup`` under cProfile: the stats to ``path``, the top printed.
+    The profiler sees the calling thread only (with threads, the other chips' Python
+    facade is not in it) and slows pure Python ~2x, not the C++ core."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    sample = run_system_once(setup, clock)
+    profiler.disable()
+    profiler.dump_stats(path)
+    print(f"  profiled run: {sample.host_s:.3f} s, stats in {path}; the top by own time:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
 def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float]:
     host = statistics.median(s.host_s for s in samples)
     core = statistics.median(s.core_s for s in samples)
@@ -335,6 +351,10 @@ def main(argv: list[str] | None = None) -> int:
                         default="all")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
                         help="host threads of the system workload, one run set per value")
+    parser.add_argument("--profile", metavar="FILE", default=None,
+                        help="system workload: one more run under cProfile per --threads "
+                             "value, its stats written to FILE.t<threads> (pstats) and the "
+                             "top functions printed (the calling thread only)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="host time: wall clock (default) or the process's CPU time")
     parser.add_argument("--schedule", choices=list(SCHEDULES), default=None,
@@ -361,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
                               f"two-chip system ({system.device.spec.name}, "
                               f"{system.device.data_path}), {threads} host "
                               f"thread{'s' if threads > 1 else ''}", runs, system.clock_hz)
+                if args.profile:
+                    profile_system(system, f"{args.profile}.t{threads}", clock_fn)
             continue
         if key == "pos":
             setup = pos_setup(args.pos_frames)
