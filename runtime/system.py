@@ -726,6 +726,13 @@ class _Link:
                                                    waiting_bytes)
 
 
+def _then(advance: Callable[[int], Any], cycles: int,
+          beside: Callable[[], Any] | None) -> None:
+    advance(cycles)
+    if beside is not None:
+        beside()
+
+
 def _runner(chip: Chip) -> Callable[[int], Any]:
     return lambda cycles: chip.run(cycles=cycles)
 
@@ -861,9 +868,12 @@ class System:
             sink.close()
 
     # ---- running
-    def run(self, cycles: int, until: Callable[[System], bool] | None = None) -> int:
+    def run(self, cycles: int, until: Callable[[System], bool] | None = None,
+            beside: Callable[[], Any] | None = None) -> int:
         """Run every chip ``cycles`` more cycles (or until ``until(system)`` is true after
-        a step); returns the cycles run."""
+        a step); returns the cycles run.  ``beside``: work that touches no chip (e.g. the
+        analysis of frames already out), done once during the first step: on a pool
+        thread after its chip, so it overlaps the other chips, or first when serial."""
         start = self.now
         end = start + cycles
         pool = self._thread_pool() if self._parallel() else None
@@ -881,17 +891,22 @@ class System:
                     elif horizon > chip.now:
                         jobs.append((self._advance[name], horizon - chip.now))
                 if pool is None or len(jobs) < 2:
+                    if beside is not None:
+                        beside()
                     for advance, run in jobs:
                         advance(run)
                 else:
                     # the first chip on this thread, the others on the pool's: this thread
-                    # works instead of waiting, one thread handoff per step less
-                    futures = [pool.submit(advance, run) for advance, run in jobs[1:]]
+                    # works instead of waiting, one thread handoff per step less; beside
+                    # after the last pool chip (the chips' Python waits less for the GIL)
+                    futures = [pool.submit(advance, run) for advance, run in jobs[1:-1]]
+                    futures.append(pool.submit(_then, jobs[-1][0], jobs[-1][1], beside))
                     try:
                         jobs[0][0](jobs[0][1])
                     finally:
                         for future in futures:
                             future.result()
+                beside = None
                 self.now = horizon
                 self._exchange()
                 if until is not None and until(self):
