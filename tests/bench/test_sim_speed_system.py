@@ -35,6 +35,9 @@ def _figures(text: str) -> dict[str, float]:
         "pps": number(r"simulated packets/s\s+([\d,]+)"),
         "cycles_per_s": number(r"simulated cycles/s\s+([\d,]+)"),
         "second": number(r"one simulated second\s+([\d.]+) host s"),
+        "calling": number(r"CPU per thread\s+calling ([\d.]+) s"),
+        "others": number(r"others ([\d.]+) s"),
+        "bound": number(r"one simulated second >= ([\d.]+) host s"),
     }
 
 
@@ -68,6 +71,12 @@ def test_the_figures_agree_with_the_counts(printed, capsys) -> None:
         assert 0 < busiest <= f["host"] + 0.002  # a core runs inside the run
         assert f["busiest"] == pytest.approx(100 * busiest / f["host"], abs=1 + 100 * rel)
         assert f["core_mips"] >= f["mips"] * (1 - rel)
+        # the busier thread's CPU time bounds the wall time on free cores
+        busier = max(f["calling"], f["others"])
+        assert f["bound"] == pytest.approx(busier / (f["cycles"] / setup.clock_hz),
+                                           rel=0.01 + 0.0006 / max(busier, 1e-3), abs=0.2)
+        if threads == 1:  # one thread does it all
+            assert f["calling"] > 10 * f["others"]
 
 
 def test_threads_do_the_serial_run_s_work(printed) -> None:
