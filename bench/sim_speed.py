@@ -2,7 +2,8 @@
 2 x OC-192 POS, both at 100 % line rate.
 
     python -m npkit.bench.sim_speed [--frames N] [--pos-frames N] [--repeat 5]
-        [--workload 64|mixed|pos|all] [--clock wall|cpu]
+        [--workload 64|mixed|pos|system|all] [--threads 1 2] [--clock wall|cpu]
+        [--schedule default|quantum]
 
 For the l2wire workloads the packaged l2wire example forwards N frames per port at 100 % of
 line rate on both ports (64-byte frames; and mixed 60..1514-byte frames).  The ``pos``
@@ -19,6 +20,24 @@ Python facade around it (feeding frames in, draining them out).  The median of
 * simulated cycles per host second, how much slower than the real chip that is, and the
   host time one simulated second of this load takes;
 * MIPS against Neptune's published 3.31 MIPS (FACTS.md section 3).
+
+The ``system`` workload is the same load as the acceptance of issue 13 names it: the
+compiled router on the two-chip system of the NPF lab (``dual-ixp2800-npf``: chip east
+receives pos0 and transmits pos1, west the reverse; docs/system.md), built and run by the
+lab's own machinery -- the ``ixp2800-npf`` preset's device (``npf.chip_device``: the data
+path ``pool-mbl``, the sampled route tables) and one of its trials (``make_trials``: IPv4
+40 B, 100 % of line rate on both ports, streamed: the C++ generator's batches in, every
+frame out analysed as it leaves), ``--pos-frames`` frames per port long, once per
+``--threads`` value (``System(threads=N)``: each chip on its own host thread).  The set-up
+(compiling, linking, the tables, loading and snapshotting both chips) happens before the
+timing; each timed run is one ``device.run(trial)``: the chips restored, the trial run to
+its end, the report and counters made.  Its figures count both chips (instructions, frames
+out) over the wall time; the core is timed per chip (``core alone``: the busier chip's core
+seconds, the longest any thread spent in the core), so with two threads the core seconds of
+both chips can add up to more than the wall time.  ``CPU per thread`` is the CPU time of
+the thread that ran the trial and of the process's other threads (the system's pool): on
+a host with a free core per thread the wall time is at least the larger, whatever else
+the machine runs (the wall time on a shared host is not).
 
 ``--clock cpu`` times with the process's CPU time (``time.process_time``) instead of the wall
 clock: on a host shared with other work the wall clock counts the time other processes had
@@ -37,12 +56,15 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from npkit.bench import compiled_pos
+from npkit.bench.lab.device import Trial
+from npkit.bench.lab.npf import SampledRoutes, chip_device, make_trials, preset
+from npkit.bench.tester import Sizes
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.loader import chip_config_for, load_manifest
 from npkit.runtime.routes import read_routes
@@ -178,6 +200,133 @@ def run_pos_once(setup: PosSetup, clock: Clock = time.perf_counter) -> Sample:
                   sum(len(v) for v in result.out.values()), result.offered)
 
 
+@dataclass(frozen=True)
+class SystemSetup:
+    """The NPF lab's device on the two-chip system and its trial, made once for all runs."""
+
+    device: Any  # bench.lab.system_device.SystemChipDevice
+    trial: Trial
+    cores: dict[str, TimedCore]  # per chip, the timed C++ core of the device's chips
+    clock_hz: float
+
+
+def system_setup(frames_per_port: int, threads: int, clock: Clock = time.perf_counter,
+                 routes: SampledRoutes | None = None) -> SystemSetup:
+    """The ``ixp2800-npf`` preset's device (two chips, ``threads`` host threads) and its
+    IPv4 40-byte trial at 100 % of line rate, ``frames_per_port`` frame times long; both
+    chips loaded and snapshotted, their cores timed.  ``routes``: other tables than the
+    preset's (a test's small ones)."""
+    npf = preset("ixp2800-npf", threads=threads)
+    if routes is not None:
+        npf = replace(npf, routes=routes)
+    device = chip_device(npf)
+    model = device.ports[0]
+    frame_bytes = 44  # a 40-byte IPv4 packet behind the 4-byte PPP header (tester.media)
+    trial_ps = int(frames_per_port * model.wire_ps(frame_bytes))
+    config = replace(npf.config, trial_ps=trial_ps)
+    trial = make_trials(device, config, "ipv4", "40", Sizes((40,), None, "ip")).at(100.0)
+    device.prepare()
+    system, _ = device.restored()  # the chips loaded once and snapshotted (set-up)
+    # time each chip's core; with threads, each thread's core time (wall clock per call)
+    core_clock = time.thread_time if clock is time.process_time else clock
+    cores = {}
+    for name, chip in system.chips.items():
+        cores[name] = TimedCore(chip._core, core_clock)
+        chip._core = cores[name]
+    return SystemSetup(device, trial, cores, system.clock_hz)
+
+
+@dataclass(frozen=True)
+class SystemSample:
+    host_s: float
+    core_s: dict[str, float]  # per chip
+    instructions: int
+    cycles: int
+    frames_out: int
+    frames_in: int
+    calling_cpu_s: float = 0.0  # CPU time of the thread that ran the trial
+    other_cpu_s: float = 0.0  # CPU time of the process's other threads (the pool's)
+
+
+def run_system_once(setup: SystemSetup, clock: Clock = time.perf_counter) -> SystemSample:
+    for core in setup.cores.values():
+        core.seconds = 0.0
+    cpu0, thread0 = time.process_time(), time.thread_time()
+    start = clock()
+    result = setup.device.run(setup.trial)
+    host = clock() - start
+    calling = time.thread_time() - thread0
+    other = time.process_time() - cpu0 - calling
+    tally = result.tally
+    assert tally is not None  # the lab's trials are streamed
+    return SystemSample(host, {n: c.seconds for n, c in setup.cores.items()},
+                        int(result.counters["sim.instructions"]),
+                        int(result.counters["sim.cycles"]),
+                        sum(t.frames for t in tally.received.values()),
+                        sum(t.frames for t in tally.sent.values()), calling, max(0.0, other))
+
+
+def report_system(name: str, samples: list[SystemSample], clock_hz: float
+                  ) -> dict[str, float]:
+    """As ``report``, both chips counted; the core per chip (module docstring)."""
+    host = statistics.median(s.host_s for s in samples)
+    chips = sorted(samples[0].core_s)
+    core = {c: statistics.median(s.core_s[c] for s in samples) for c in chips}
+    busiest = max(core.values())
+    s0 = samples[0]  # deterministic: every run does the same work
+    mips = s0.instructions / host / 1e6
+    figures = {
+        "mips": mips,
+        "core_mips": s0.instructions / busiest / 1e6,
+        "pps": s0.frames_out / host,
+        "cycles_per_s": s0.cycles / host,
+        "slowdown": clock_hz / (s0.cycles / host),
+        "neptune_ratio": mips / NEPTUNE_MIPS,
+        "core_share": busiest / host,
+        "core_sum_share": sum(core.values()) / host,
+        "instructions_per_packet": s0.instructions / max(1, s0.frames_out),
+        "host_s_per_simulated_s": host / (s0.cycles / clock_hz),
+    }
+    print(f"\n{name}: {s0.frames_in} frames offered, {s0.frames_out} forwarded, "
+          f"{s0.cycles:,} cycles, {s0.instructions:,} instructions "
+          f"({figures['instructions_per_packet']:.1f} per packet, all MEs of both chips)")
+    per_chip = ", ".join(f"{c} {core[c]:.3f} s" for c in chips)
+    print(f"  host time (median of {len(samples)}): {host:.3f} s "
+          f"(C++ core {per_chip}: busiest = {100 * figures['core_share']:.0f} %, "
+          f"both = {100 * figures['core_sum_share']:.0f} % of it)")
+    print(f"  simulated MIPS           {mips:10.2f}   (core alone {figures['core_mips']:.2f})")
+    print(f"  simulated packets/s      {figures['pps']:10,.0f}")
+    print(f"  simulated cycles/s       {figures['cycles_per_s']:10,.0f}   "
+          f"({figures['slowdown']:,.0f} x slower than a {clock_hz / 1e9:.1f} GHz chip)")
+    print(f"  one simulated second     {figures['host_s_per_simulated_s']:10.1f} host s")
+    print(f"  vs Neptune 3.31 MIPS     {figures['neptune_ratio']:10.2f} x")
+    calling = statistics.median(s.calling_cpu_s for s in samples)
+    other = statistics.median(s.other_cpu_s for s in samples)
+    figures["calling_cpu_s"], figures["other_cpu_s"] = calling, other
+    # each thread's CPU time: on free cores the wall time is at least the larger
+    figures["busiest_thread_s_per_simulated_s"] = max(calling, other) / (s0.cycles / clock_hz)
+    print(f"  CPU per thread           calling {calling:.3f} s, others {other:.3f} s "
+          f"(one simulated second >= {figures['busiest_thread_s_per_simulated_s']:.1f} "
+          "host s on free cores)")
+    return figures
+
+
+def profile_system(setup: SystemSetup, path: str, clock: Clock = time.perf_counter) -> None:
+    """One more run of ``setup`` under cProfile: the stats to ``path``, the top printed.
+    The profiler sees the calling thread only (with threads, the other chips' Python
+    facade is not in it) and slows pure Python ~2x, not the C++ core."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    sample = run_system_once(setup, clock)
+    profiler.disable()
+    profiler.dump_stats(path)
+    print(f"  profiled run: {sample.host_s:.3f} s, stats in {path}; the top by own time:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
 def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float]:
     host = statistics.median(s.host_s for s in samples)
     core = statistics.median(s.core_s for s in samples)
@@ -214,7 +363,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--pos-frames", type=int, default=20_000,
                         help="frames per port for the pos workload")
-    parser.add_argument("--workload", choices=["64", "mixed", "pos", "all"], default="all")
+    parser.add_argument("--workload", choices=["64", "mixed", "pos", "system", "all"],
+                        default="all")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="host threads of the system workload, one run set per value")
+    parser.add_argument("--profile", metavar="FILE", default=None,
+                        help="system workload: one more run under cProfile per --threads "
+                             "value, its stats written to FILE.t<threads> (pstats) and the "
+                             "top functions printed (the calling thread only)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="host time: wall clock (default) or the process's CPU time")
     parser.add_argument("--schedule", choices=list(SCHEDULES), default=None,
@@ -230,9 +386,20 @@ def main(argv: list[str] | None = None) -> int:
           f"{default_schedule()} schedule")
     print(f"host: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, {platform.system()}")
-    chosen = [*WORKLOADS, "pos"] if args.workload == "all" else [args.workload]
+    chosen = [*WORKLOADS, "pos", "system"] if args.workload == "all" else [args.workload]
     clock = load_manifest(manifest_path()).chip.config.clock_hz
     for key in chosen:
+        if key == "system":
+            for threads in args.threads:
+                system = system_setup(args.pos_frames, threads, clock_fn)
+                runs = [run_system_once(system, clock_fn) for _ in range(args.repeat)]
+                report_system(f"compiled POS router, 40-byte IPv4 on 2 x OC-192 POS, "
+                              f"two-chip system ({system.device.spec.name}, "
+                              f"{system.device.data_path}), {threads} host "
+                              f"thread{'s' if threads > 1 else ''}", runs, system.clock_hz)
+                if args.profile:
+                    profile_system(system, f"{args.profile}.t{threads}", clock_fn)
+            continue
         if key == "pos":
             setup = pos_setup(args.pos_frames)
             samples = [run_pos_once(setup, clock_fn) for _ in range(args.repeat)]

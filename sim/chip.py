@@ -539,17 +539,34 @@ class Chip:
         if not ports:
             return 0
         per_port = self._tx.per_port
-        for port, n in Counter(ports).items():
+        counts = Counter(ports)
+        for port, n in counts.items():
             per_port[port] = per_port.get(port, 0) + n
         self._tx.total += len(ports)
         sinks = self._sinks
         if sinks:
-            clock = self.config.clock_hz
-            make = self._make_tx_frame
-            for port, first, last, data in zip(ports, firsts, lasts, datas, strict=True):
+            # a sink with write_columns(port, firsts, lasts, datas) (runtime.system's) takes
+            # its port's frames as columns, in order: no TxFrame per frame
+            framed = {}
+            for port in counts:
                 sink = sinks.get(port)
-                if sink is not None:
-                    sink.write(make(port, first, last, data, round(last * 1e9 / clock)))
+                if sink is None:
+                    continue
+                if not hasattr(sink, "write_columns"):
+                    framed[port] = sink
+                elif len(counts) == 1:
+                    sink.write_columns(port, firsts, lasts, datas)
+                else:
+                    mine = [i for i, p in enumerate(ports) if p == port]
+                    sink.write_columns(port, [firsts[i] for i in mine],
+                                       [lasts[i] for i in mine], [datas[i] for i in mine])
+            if framed:
+                clock = self.config.clock_hz
+                make = self._make_tx_frame
+                for port, first, last, data in zip(ports, firsts, lasts, datas, strict=True):
+                    sink = framed.get(port)
+                    if sink is not None:
+                        sink.write(make(port, first, last, data, round(last * 1e9 / clock)))
         return len(ports)
 
     def _next_feed_cycle(self) -> int | None:

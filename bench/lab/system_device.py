@@ -363,9 +363,13 @@ class SystemChipDevice(CompiledChipDevice):
             feeds.append((feed, system.chips[ext.rx.chip]))
         for ext in self.spec.ports:
             system.attach_sink(ext.name, parts.sink)
+        # each step's analysis (sink.flush) runs during the next step, beside the chips
+        # (System.run's beside: on a host thread of its own with threads); only this
+        # trial touches the sink between steps, so it sees the frames it would have
+        deferred = _DeferredFlush(parts.sink)
 
         def step(cycles: int) -> None:
-            system.run(cycles)
+            system.run(cycles, beside=deferred.pending())
             for one in loaded.values():
                 one.drain()
 
@@ -375,7 +379,8 @@ class SystemChipDevice(CompiledChipDevice):
 
         self.coverage_watch(list(system.chips.values()))
         during = stream_until_done(lambda: system.now, step, system.counters, settled, feeds,
-                                   parts.sink, trial.settle_ps, system.clock_hz)
+                                   deferred, trial.settle_ps, system.clock_hz)
+        deferred.run()
         system.close_sinks()
         self.coverage_take(list(system.chips.values()))
         counters = system_counters(system, loaded, during)
@@ -483,6 +488,31 @@ class SystemChipDevice(CompiledChipDevice):
                                 "updates.words": sum(r.words for v in landed.values()
                                                      for r in v)})
         return result
+
+
+class _DeferredFlush:
+    """An ``AnalysisSink`` for ``stream_until_done`` whose ``flush(now)`` is done later
+    (``pending()``, ``run()``), in the order asked; ``written`` is the sink's."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self._asked: list[int | None] = []
+
+    @property
+    def written(self) -> int:
+        return int(self.sink.written)
+
+    def flush(self, now_cycle: int | None = None) -> None:
+        self._asked.append(now_cycle)
+
+    def pending(self) -> Any:
+        """The flushes asked so far as one call (None: none)."""
+        return self.run if self._asked else None
+
+    def run(self) -> None:
+        asked, self._asked = self._asked, []
+        for now_cycle in asked:
+            self.sink.flush(now_cycle)
 
 
 def _control_runner(router: Any) -> Any:

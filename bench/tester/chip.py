@@ -218,7 +218,8 @@ class AnalysisSink:
     until ``flush(now_cycle)`` hands those whose last bit is before ``now_cycle`` to the
     analysis (in order of last-bit time, then port, then arrival) and, when given, to the
     ``tally`` (per-port counts, IP bits, line use); per-port frame and byte counts are
-    kept, the frames only with ``keep``."""
+    kept, the frames only with ``keep``.  Frames come one by one (``write``) or as a
+    port's columns (``write_columns``: runtime.system, no ``TxFrame`` per frame)."""
 
     analysis: FastAnalysis
     clock_hz: float
@@ -227,10 +228,26 @@ class AnalysisSink:
     bytes: dict[int, int] = field(default_factory=dict)  # port -> frame bytes out
     kept: list[RxRecord] = field(default_factory=list)
     tally: TrialTally | None = None
-    _waiting: list[TxFrame] = field(default_factory=list)
+    # port -> (last-bit cycles, frames) waiting, in arrival order
+    _waiting: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
+
+    def _port(self, port: int) -> tuple[list[int], list[bytes]]:
+        waiting = self._waiting.get(port)
+        if waiting is None:
+            waiting = self._waiting[port] = ([], [])
+        return waiting
 
     def write(self, frame: TxFrame) -> None:
-        self._waiting.append(frame)
+        lasts, datas = self._port(frame.port)
+        lasts.append(frame.last_bit_cycle)
+        datas.append(frame.data)
+
+    def write_columns(self, port: int, firsts: list[int], lasts: list[int],
+                      datas: list[bytes]) -> None:
+        """``port``'s frames in order of arrival (first-bit cycles unused)."""
+        waiting = self._port(port)
+        waiting[0].extend(lasts)
+        waiting[1].extend(datas)
 
     def close(self) -> None:
         pass
@@ -238,22 +255,34 @@ class AnalysisSink:
     @property
     def written(self) -> int:
         """Frames written so far, analysed or waiting."""
-        return sum(self.frames.values()) + len(self._waiting)
+        return sum(self.frames.values()) + sum(len(w[0]) for w in self._waiting.values())
 
     def flush(self, now_cycle: int | None = None) -> int:
         """Analyse the frames out before ``now_cycle`` (None: all); how many."""
-        waiting = self._waiting
-        if now_cycle is None:
-            ready, self._waiting = waiting, []
-        else:
-            ready = [f for f in waiting if f.last_bit_cycle < now_cycle]
-            self._waiting = [f for f in waiting if f.last_bit_cycle >= now_cycle]
-        if not ready:
+        ports: list[int] = []
+        lasts: list[int] = []
+        datas: list[bytes] = []
+        for port in sorted(self._waiting):  # by port, each in arrival order
+            port_lasts, port_datas = self._waiting[port]
+            ready = _before(port_lasts, now_cycle)
+            if isinstance(ready, int):  # the first ``ready`` frames (the usual case)
+                self._waiting[port] = (port_lasts[ready:], port_datas[ready:])
+                port_lasts, port_datas = port_lasts[:ready], port_datas[:ready]
+            else:
+                assert now_cycle is not None
+                keep = [i for i, last in enumerate(port_lasts) if not last < now_cycle]
+                self._waiting[port] = ([port_lasts[i] for i in keep],
+                                       [port_datas[i] for i in keep])
+                port_lasts = [port_lasts[i] for i in ready]
+                port_datas = [port_datas[i] for i in ready]
+            if not port_lasts:
+                continue
+            ports += [port] * len(port_lasts)
+            lasts += port_lasts
+            datas += port_datas
+        if not ports:
             return 0
-        ready.sort(key=lambda f: f.port)  # stable: the sink's order within a port
-        ports = [f.port for f in ready]
-        times = cycles_to_ps([f.last_bit_cycle for f in ready], self.clock_hz)
-        datas = [f.data for f in ready]
+        times = cycles_to_ps(lasts, self.clock_hz)
         self.analysis.received(ports, times, datas)
         start = 0
         while start < len(ports):  # one slice per port (sorted), no Python per frame
@@ -266,7 +295,20 @@ class AnalysisSink:
             start = end
         if self.keep:
             self.kept += [RxRecord(p, t, d) for p, t, d in zip(ports, times, datas, strict=True)]
-        return len(ready)
+        return len(ports)
+
+
+def _before(lasts: list[int], now_cycle: int | None) -> int | list[int]:
+    """Which of ``lasts`` are before ``now_cycle`` (None: all): a count when they are the
+    first ones (a port's frames leave in order: the usual case, found without Python per
+    frame), else their indices."""
+    if now_cycle is None:
+        return len(lasts)
+    k = bisect.bisect_left(lasts, now_cycle)
+    if (k == 0 or max(lasts[:k]) < now_cycle) and (k == len(lasts) or
+                                                   min(lasts[k:]) >= now_cycle):
+        return k
+    return [i for i, last in enumerate(lasts) if last < now_cycle]
 
 
 @dataclass
