@@ -11,13 +11,16 @@ All of it lives in one 32-bit word memory (`fib4_poptrie` / `fib6_poptrie`,
 microblocks/lpm_poptrie.mbl):
 
     words [0, 2^direct_bits)   direct entries: CHILD | node offset, or a leaf word
-    a node, 6 words            vector[63:32] vector[31:0]
-                               base1 (word offset of the children, 6 words each)
-                               base0 (word offset of the leaves, 1 word each)
-                               leafvec[31:0] leafvec[63:32]
-                               (the order the chip's walker reads them: a child step
-                               reads [vector, base1], a leaf step [base0, leafvec],
-                               each one run of adjacent words)
+    a node, 8 words            vector[31:0]  base1_lo leafvec[31:0]  base0_lo
+                               vector[63:32] base1_hi leafvec[63:32] base0_hi
+                               base1_lo: word offset of the first child (8 words each),
+                               base0_lo: of the first leaf (1 word each); base1_hi and
+                               base0_hi: of the first child / leaf of the high half
+                               (base_lo + the low half's popcount), so the chip's walker
+                               reads one half's [vector, base1] for a step to a child,
+                               [leafvec, base0] for a step to a leaf (2 adjacent words,
+                               one SRAM command, whatever the key), or all 4 at once;
+                               key bits v find their half at node + ((v >> 3) & 4)
     a leaf word                ROUTE | next hop, or 0 (no route): as in the 16-8-8 trie
 
 Keys shorter than direct_bits + k * 6 are padded with zero bits at the end (IPv4: 32 + 4
@@ -51,14 +54,17 @@ from npkit.runtime.lpm_format import (
     route_columns,
 )
 
-__all__ = ["BASE0", "BASE1", "LEAFVEC_HI", "LEAFVEC_LO", "NODE_WORDS", "POPTRIE4", "POPTRIE6",
-           "Poptrie", "PoptrieShape", "STRIDE", "VECTOR_HI", "VECTOR_LO"]
+__all__ = ["BASE0_HI", "BASE0_LO", "BASE1_HI", "BASE1_LO", "LEAFVEC_HI", "LEAFVEC_LO",
+           "NODE_WORDS", "POPTRIE4", "POPTRIE6", "Poptrie", "PoptrieShape", "STRIDE",
+           "VECTOR_HI", "VECTOR_LO"]
 
 STRIDE = 6  # bits per internal node: 64-bit bitmaps
 FANOUT = 1 << STRIDE
-NODE_WORDS = 6
-# Word offsets inside a node (runtime/trie/poptrie.hpp, PoptrieImage::kVectorHi ...).
-VECTOR_HI, VECTOR_LO, BASE1, BASE0, LEAFVEC_LO, LEAFVEC_HI = range(NODE_WORDS)
+NODE_WORDS = 8
+# Word offsets inside a node (runtime/trie/poptrie.hpp, PoptrieImage::kVectorLo ...): the
+# low half's four words, then the high half's.
+VECTOR_LO, BASE1_LO, LEAFVEC_LO, BASE0_LO, VECTOR_HI, BASE1_HI, LEAFVEC_HI, BASE0_HI = \
+    range(NODE_WORDS)
 
 
 @dataclass(frozen=True)
@@ -261,13 +267,15 @@ def walk(words: np.ndarray, shape: PoptrieShape, value: int) -> tuple[int, int]:
         reads += 1
         v = (key >> (bits - used - STRIDE)) & (FANOUT - 1)
         used += STRIDE
-        vector = int(words[at + VECTOR_LO]) | int(words[at + VECTOR_HI]) << 32
-        mask = (2 << v) - 1
-        if vector >> v & 1:
-            rank = (vector & mask).bit_count()
-            word = CHILD | (int(words[at + BASE1]) + NODE_WORDS * (rank - 1))
+        half = at + (v >> 3 & 4)  # this half's 4 words: vector, base1, leafvec, base0
+        s = v & 31
+        vector = int(words[half])
+        if vector >> s & 1:
+            rank = (vector & ((2 << s) - 1)).bit_count()
+            word = CHILD | (int(words[half + BASE1_LO]) + NODE_WORDS * (rank - 1))
             continue
-        leafvec = int(words[at + LEAFVEC_LO]) | int(words[at + LEAFVEC_HI]) << 32
+        leafvec = int(words[half + LEAFVEC_LO])
         reads += 1
-        word = int(words[int(words[at + BASE0]) + (leafvec & mask).bit_count() - 1])
+        runs = (leafvec & ((2 << s) - 1)).bit_count()
+        word = int(words[int(words[half + BASE0_LO]) + runs - 1])
     return word, reads

@@ -181,11 +181,11 @@ void PoptrieImage::retire_below(uint32_t at,
   const uint64_t vector = read_vector(at), leafvec = read_leafvec(at);
   const int kids = __builtin_popcountll(vector);
   if (kids) {
-    const uint32_t base1 = read(at + kBase1);
+    const uint32_t base1 = read(at + kBase1Lo);
     for (int i = 0; i < kids; ++i) retire_below(base1 + kNodeWords * i, out);
     out.emplace_back(base1, kNodeWords * kids);
   }
-  if (leafvec) out.emplace_back(read(at + kBase0), __builtin_popcountll(leafvec));
+  if (leafvec) out.emplace_back(read(at + kBase0Lo), __builtin_popcountll(leafvec));
 }
 
 int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]) {
@@ -230,7 +230,7 @@ void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
 bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low,
                                u128 last, uint32_t header[kNodeWords], Pending& p) {
   const uint64_t old_vector = read_vector(old);
-  const uint32_t old_base1 = read(old + kBase1), old_base0 = read(old + kBase0);
+  const uint32_t old_base1 = read(old + kBase1Lo), old_base0 = read(old + kBase0Lo);
   const uint64_t old_leafvec = read_leafvec(old);
   const uint32_t* row = host_ + ply;
   const int below = 128 - used - kStride;  // key bits under one slot

@@ -3,9 +3,10 @@
 // geometry (a Trie with a D-bit root and 6-bit plies, whose words it reads).
 //
 // Layout in one 32-bit word memory: [0, 2^D) direct entries (kChild | node offset, or a
-// leaf word); a node is 6 words: vector hi, vector lo, base1 (children, 6 words each),
-// base0 (leaves), leafvec lo, leafvec hi -- in the order the chip's walker reads them, so
-// that each of its reads is one run of adjacent words (docs/lpm.md, "The node layout").  New blocks are written into free memory, then (after a barrier)
+// leaf word); a node is 8 words, per 32-bit half of its bitmaps (low half first): vector,
+// base1 (children, 8 words each), leafvec, base0 (leaves), each base already counting the
+// low half's bits -- so that each read of the chip's walker is one run of adjacent words
+// (docs/lpm.md, "Poptrie").  New blocks are written into free memory, then (after a barrier)
 // one direct entry switches to them; the old blocks are retired with the update's number
 // until reclaim() ends their grace period.  An update touches only what changes: a node
 // whose words stay the same keeps its blocks (nothing is copied below it), a node whose
@@ -55,20 +56,27 @@ inline constexpr uint64_t kHostTrace = uint64_t{1} << 63;
 class PoptrieImage {
  public:
   static constexpr int kStride = 6;
-  static constexpr uint32_t kNodeWords = 6;
-  // Word offsets inside a node (microblocks/lpm_poptrie.mbl reads [kVectorHi, kBase1] for a
-  // child and [kBase0, kLeafvecHi] for a leaf).
-  static constexpr uint32_t kVectorHi = 0, kVectorLo = 1, kBase1 = 2, kBase0 = 3,
-                            kLeafvecLo = 4, kLeafvecHi = 5;
-  // A node's 6 words from its fields.
+  static constexpr uint32_t kNodeWords = 8;
+  // Word offsets inside a node: each 32-bit half of the bitmaps sits next to the base of its
+  // own half (the base of the low half's first child or leaf, and of the high half's, which
+  // includes the low half's popcount).  So the chip's walker reads one half in one command:
+  // [kVectorLo, kBase1Lo] (or the Hi pair) for a step to a child, [kLeafvecLo, kBase0Lo]
+  // for a step to a leaf, or the half's 4 words at once; the low half first, so key bits v
+  // find their half at node + ((v >> 3) & 4) (microblocks/lpm_poptrie.mbl).
+  static constexpr uint32_t kVectorLo = 0, kBase1Lo = 1, kLeafvecLo = 2, kBase0Lo = 3,
+                            kVectorHi = 4, kBase1Hi = 5, kLeafvecHi = 6, kBase0Hi = 7;
+  // A node's 8 words from its fields (base1, base0: the first child / leaf, 0 if none).
   static void node_words(uint64_t vector, uint64_t leafvec, uint32_t base1, uint32_t base0,
                          uint32_t out[kNodeWords]) {
-    out[kVectorHi] = static_cast<uint32_t>(vector >> 32);
-    out[kVectorLo] = static_cast<uint32_t>(vector);
-    out[kBase1] = base1;
-    out[kBase0] = base0;
-    out[kLeafvecLo] = static_cast<uint32_t>(leafvec);
+    const auto vlo = static_cast<uint32_t>(vector), llo = static_cast<uint32_t>(leafvec);
+    out[kVectorHi] = static_cast<uint32_t>(vector >> 32);  // (in the order of the words)
+    out[kBase1Hi] = base1 + kNodeWords * static_cast<uint32_t>(__builtin_popcount(vlo));
     out[kLeafvecHi] = static_cast<uint32_t>(leafvec >> 32);
+    out[kBase0Hi] = base0 + static_cast<uint32_t>(__builtin_popcount(llo));
+    out[kVectorLo] = vlo;
+    out[kBase1Lo] = base1;
+    out[kLeafvecLo] = llo;
+    out[kBase0Lo] = base0;
   }
 
   // `words`: the chip memory (or its host shadow); `host`: the host trie's words.
@@ -148,8 +156,8 @@ class PoptrieImage {
     return hi << 32 | read(node + kVectorLo);
   }
   uint64_t read_leafvec(uint32_t node) {
-    const uint64_t lo = read(node + kLeafvecLo);
-    return lo | uint64_t{read(node + kLeafvecHi)} << 32;
+    const uint64_t hi = read(node + kLeafvecHi);
+    return hi << 32 | read(node + kLeafvecLo);
   }
   void write(uint32_t index, uint32_t value);
   void publish(uint32_t index, uint32_t value);

@@ -38,8 +38,10 @@ def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> 
 def walk(words: np.ndarray, shape: PoptrieShape, address: int,
          path: set[int] | None = None) -> tuple[int | None, int]:
     """The lookup from the paper's pseudo-code (Asai & Ohara 2015, Algorithm 2), over this
-    layout: node = vector hi/lo, base1, base0, leafvec lo/hi.  Returns (next hop, reads);
-    the word offsets it reads go into `path`."""
+    layout: a node is 8 words, the low half's [vector, base1, leafvec, base0] then the high
+    half's, each half's bases counting its first child / leaf (so a 6-bit index v is
+    looked up in one half only, as the chip does).  Returns (next hop, reads); the word
+    offsets it reads go into `path`."""
     seen = path if path is not None else set()
     total = shape.direct_bits + shape.node_levels * 6
     key = address << (total - shape.key_bits)
@@ -56,15 +58,15 @@ def walk(words: np.ndarray, shape: PoptrieShape, address: int,
     while True:
         reads += 1
         v = (key >> (total - offset - 6)) & 63
-        vector = read(node + 1) + (read(node) << 32)
-        if not (vector >> v) & 1:
+        half = node + 4 if v >= 32 else node
+        bit = v % 32
+        below = [b for b in range(bit + 1) if (read(half) >> b) & 1]
+        if below[-1:] != [bit]:
             break
-        below = bin(vector & ((1 << (v + 1)) - 1)).count("1")
-        node = read(node + 2) + 6 * (below - 1)
+        node = read(half + 1) + 8 * (len(below) - 1)
         offset += 6
-    leafvec = read(node + 4) + (read(node + 5) << 32)
-    index = read(node + 3) + bin(leafvec & ((1 << (v + 1)) - 1)).count("1") - 1
-    leaf = read(index)
+    runs = sum((read(half + 2) >> b) & 1 for b in range(bit + 1))
+    leaf = read(read(half + 3) + runs - 1)
     return (leaf & 0xFFFF if leaf & ROUTE else None), reads + 1
 
 

@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-from npkit.runtime.poptrie import NODE_WORDS, POPTRIE4, POPTRIE6, Poptrie
+from npkit.runtime.poptrie import BASE0_LO, BASE1_LO, NODE_WORDS, POPTRIE4, POPTRIE6, Poptrie
 from npkit.runtime.xscale_update import DataCache, UpdateCostModel, UpdateCosts
 
 CHILD = 1 << 31
@@ -38,7 +38,7 @@ def test_a_next_hop_change_rewrites_one_leaf_in_place() -> None:
     t.take_log()
     t.take_counters()
     root = root_of(t, 0x0A010100)
-    base0 = int(t.words[root + 3])  # node: vector hi/lo, base1, base0, ...
+    base0 = int(t.words[root + BASE0_LO])  # the node's first leaf
     t.add(0x0A010100, 24, 7)
     log = t.take_log()
     counters = t.take_counters()
@@ -58,14 +58,14 @@ def test_a_new_leaf_run_copies_the_node_not_its_siblings_subtrees() -> None:
     t.build({(0x0A000000, 8): 1, (0x0A010100, 30): 2})
     t.take_log()
     root = root_of(t, 0x0A010100)
-    child_block = int(t.words[root + 2])  # base1
-    grandchild_leaves = int(t.words[child_block + 3])  # base0
+    child_block = int(t.words[root + BASE1_LO])  # the first child
+    grandchild_leaves = int(t.words[child_block + BASE0_LO])
     t.add(0x0A010300, 24, 5)
     log = t.take_log()
     written = set(log.indices.tolist())
     assert child_block not in written and grandchild_leaves not in written
     new_root = root_of(t, 0x0A010100)
-    assert new_root != root and int(t.words[new_root + 2]) == child_block
+    assert new_root != root and int(t.words[new_root + BASE1_LO]) == child_block
     assert log.indices[-1] == 0x0A010100 >> (32 - POPTRIE4.direct_bits)
     assert {(root, NODE_WORDS)} <= {(o, s) for o, s, _ in t.retired()}
     assert t.lookup(0x0A010305) == 5 and t.lookup(0x0A010101) == 2
