@@ -578,8 +578,18 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     return;
   }
   c.wait_any = mode == isa::ctx_arb_modes::ANY;
+  const uint16_t got = c.signals & c.wait_mask;
+  const bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
+  if (ok && !frame_log_) {
+    // The signals are already there: what going to sleep and wake_check at m.time do, a
+    // sleep of no cycles (no time or trace interval for it; the ME is not idle, it has just
+    // run this context), without the detour.
+    if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
+    set_state(m, ci, CtxState::Ready, m.time);
+    return;
+  }
   set_state(m, ci, CtxState::Sleeping, m.time);
-  wake_check(m, ci, m.time);
+  if (ok) wake_check(m, ci, m.time);  // the frame log records the wake-up
 }
 
 // ------------------------------------------------------------------ the dispatch loop
