@@ -485,12 +485,21 @@ void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
   post(ev);
 }
 
+// The test inline, the wake-up out of line: most calls (a signal for a context that is
+// running or still waits for more) return false, and the wake-up's body (set_state) made
+// every call pay for saving and restoring registers.
 inline bool Chip::wake_check(ME& m, int ci, uint64_t t) {
-  Context& c = m.ctx[ci];
+  const Context& c = m.ctx[ci];
   if (c.state != CtxState::Sleeping) return false;
-  uint16_t got = c.signals & c.wait_mask;
-  bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
-  if (!ok) return false;
+  const uint16_t got = c.signals & c.wait_mask;
+  if (!(c.wait_any ? got != 0 : got == c.wait_mask)) return false;
+  wake(m, ci, t);
+  return true;
+}
+
+[[gnu::noinline]] void Chip::wake(ME& m, int ci, uint64_t t) {
+  Context& c = m.ctx[ci];
+  const uint16_t got = c.signals & c.wait_mask;
   if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
   if (frame_log_) [[unlikely]]  // what the context (and an idle ME) waited on
     frame_log_->woke(m.index, ci, got, c.state_since, m.time, m.cur < 0 && m.ready_mask == 0, t);
@@ -499,7 +508,6 @@ inline bool Chip::wake_check(ME& m, int ci, uint64_t t) {
     m.time = t;
   }
   set_state(m, ci, CtxState::Ready, std::max(t, m.time));
-  return true;
 }
 
 inline void Chip::deliver(const Event& ev) {

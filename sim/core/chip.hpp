@@ -637,6 +637,7 @@ class Chip : public MediaHost {
   template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
   inline bool wake_check(ME& m, int ci, uint64_t t);  // true: the context became Ready
+  void wake(ME& m, int ci, uint64_t t);  // wake_check's wake-up: its wait is satisfied
   [[noreturn]] void deadlock(const char* why);
   bool waiting_on_media_only() const;
   uint32_t sram_word_addr(uint32_t addr, int& ch) const;
