@@ -2,114 +2,27 @@
 // pop_count.  One small function per instruction; the shared shifter and flag helpers first.
 #include <bit>
 
+#include "alu_fast.hpp"
 #include "operands.hpp"
 
 namespace npkit {
 namespace {
 
 using namespace isa;
-
-uint32_t shifter(uint32_t v, uint8_t type, uint8_t amount) {
-  if (amount == 0) return v;
-  switch (type) {
-    case shift_types::SHL: return v << amount;
-    case shift_types::SHR: return v >> amount;
-    case shift_types::SHL_ROT: return std::rotl(v, amount);
-    default: return std::rotr(v, amount);
-  }
-}
+using alu::shifter;
 
 void set_zn(Context& c, uint32_t r) {
   c.z = r == 0;
   c.n = (r >> 31) != 0;
 }
 
-// r = a + b + carry_in, with C (carry out) and V (signed overflow)
-uint32_t add(Context& c, uint32_t a, uint32_t b, uint32_t carry_in) {
-  uint64_t wide = static_cast<uint64_t>(a) + b + carry_in;
-  uint32_t r = static_cast<uint32_t>(wide);
-  c.c = (wide >> 32) != 0;
-  c.v = ((~(a ^ b) & (a ^ r)) >> 31) != 0;
-  return r;
-}
-
-// r = a - b - borrow_in, with C = no borrow (ARM convention: bhi = C && !Z) and V
-uint32_t sub(Context& c, uint32_t a, uint32_t b, uint32_t borrow_in) {
-  uint32_t r = a - b - borrow_in;
-  c.c = static_cast<uint64_t>(a) >= static_cast<uint64_t>(b) + borrow_in;
-  c.v = (((a ^ b) & (a ^ r)) >> 31) != 0;
-  return r;
-}
-
-uint32_t logical(Context& c, uint32_t r) {
-  c.c = false;
-  c.v = false;
-  return r;
-}
-
-// The ALU proper, shared by exec_alu and exec_alu_plain.
-inline uint32_t alu_op(Context& c, uint32_t a, uint32_t b, const Insn& in) {
-  uint32_t r;
-  switch (in.sub) {
-    case alu_ops::B: r = logical(c, b); break;
-    case alu_ops::NOT_B: r = logical(c, ~b); break;
-    case alu_ops::AND: r = logical(c, a & b); break;
-    case alu_ops::NOT_AND: r = logical(c, ~a & b); break;
-    case alu_ops::AND_NOT: r = logical(c, a & ~b); break;
-    case alu_ops::OR: r = logical(c, a | b); break;
-    case alu_ops::XOR: r = logical(c, a ^ b); break;
-    case alu_ops::PLUS: r = add(c, a, b, 0); break;
-    case alu_ops::MINUS: r = sub(c, a, b, 0); break;
-    case alu_ops::B_MINUS_A: r = sub(c, b, a, 0); break;
-    case alu_ops::PLUS_CARRY: r = add(c, a, b, c.c ? 1 : 0); break;
-    case alu_ops::MINUS_CARRY: r = sub(c, a, b, c.c ? 0 : 1); break;
-    case alu_ops::PLUS_8: r = add(c, a, b & 0xFF, 0); break;
-    case alu_ops::PLUS_16: r = add(c, a, b & 0xFFFF, 0); break;
-    default: r = add(c, a, b & 0xF, 0); break;  // PLUS_4
-  }
-  set_zn(c, r);
-  c.last_alu = r;
-  return r;
-}
-
-// A plain operand (plain_source/plain_dest in chip.hpp): a register-file word, an
-// immediate or none -- what Chip::read/write do for these kinds, with no call and no fault.
-inline uint32_t plain_read(const ME& m, int ci, Opnd o) {
-  const size_t p = Chip::phys(m, ci, o.idx);
-  switch (o.kind) {
-    case OpKind::GprA: return m.gpr_a[p];
-    case OpKind::GprB: return m.gpr_b[p];
-    case OpKind::XferS: return m.sram_in[p];
-    case OpKind::XferD: return m.dram_in[p];
-    case OpKind::Imm: return o.idx;
-    default: return 0;  // None
-  }
-}
-
-inline void plain_write(ME& m, int ci, Opnd o, uint32_t v) {
-  const size_t p = Chip::phys(m, ci, o.idx);
-  switch (o.kind) {
-    case OpKind::GprA: m.gpr_a[p] = v; break;
-    case OpKind::GprB: m.gpr_b[p] = v; break;
-    case OpKind::XferS: m.sram_out[p] = v; break;
-    case OpKind::XferD: m.dram_out[p] = v; break;
-    default: break;  // None
-  }
-}
-
 }  // namespace
 
+// The general form (operands of any kind); plain ones take alu::exec_alu_fast instead.
 Outcome exec_alu(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   uint32_t a = chip.read(m, c, ci, in.a);
   uint32_t b = shifter(chip.read(m, c, ci, in.b), in.shift, in.shamt);
-  chip.write(m, c, ci, in.dest, alu_op(c, a, b, in));
-  return Outcome::Next;
-}
-
-Outcome exec_alu_plain(Chip&, ME& m, Context& c, int ci, const Insn& in) {
-  uint32_t a = plain_read(m, ci, in.a);
-  uint32_t b = shifter(plain_read(m, ci, in.b), in.shift, in.shamt);
-  plain_write(m, ci, in.dest, alu_op(c, a, b, in));
+  chip.write(m, c, ci, in.dest, alu::retire(c, alu::compute(in.sub, c, a, b)));
   return Outcome::Next;
 }
 

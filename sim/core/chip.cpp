@@ -9,6 +9,7 @@
 #include <sstream>
 
 #define NPKIT_OPERANDS_SLOW_PATH
+#include "alu_fast.hpp"
 #include "operands.hpp"
 
 namespace npkit {
@@ -70,15 +71,16 @@ constexpr std::array<Handler, kHandlerCount> make_handlers() {
   t[isa::OP_MSF] = exec_msf;
   t[isa::OP_NOP] = exec_nop;
   t[H_OFF_END] = exec_off_end;
-  t[H_ALU_PLAIN] = exec_alu_plain;
   t[H_TRACE_POINT] = exec_trace_point;
+  for (int k = 0; k < kAluFastCount; ++k) t[H_ALU_FAST + k] = alu::kFastHandlers[k];
+  for (size_t k = 0; k < isa::alu_ops::COUNT; ++k) t[H_ALU_LM + k] = alu::kLmHandlers[k];
   return t;
 }
 constexpr auto kHandlers = make_handlers();
 
 }  // namespace
 
-Handler handler_at(uint8_t index) { return kHandlers[index]; }
+Handler handler_at(uint16_t index) { return kHandlers[index]; }
 
 // ------------------------------------------------------------------ units
 uint64_t Unit::schedule(uint64_t t, uint32_t nbytes, bool write) {
@@ -113,9 +115,8 @@ Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
     m.index = i;
     m.number = cfg_.me_numbers[i];
     m.code.assign(cfg_.control_store_words + 1, Insn{});
-    m.gpr_a.assign(cfg_.gprs_per_bank, 0);
-    m.gpr_b.assign(cfg_.gprs_per_bank, 0);
-    for (auto* f : {&m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out}) f->assign(cfg_.xfer_per_kind, 0);
+    m.file_at = reg_layout(cfg_);
+    m.regs.assign(m.file_at[kRegFiles], 0);
     m.nn.assign(cfg_.nn_registers, 0);
     m.lm.allocate(cfg_.local_memory_words);
     m.cam.assign(cfg_.cam_entries, ME::CamEntry{});
@@ -175,8 +176,8 @@ void Chip::load(int me_index, const std::vector<uint64_t>& words, int ctx_mode) 
     runq_.reset(loaded_.size());
     for (size_t k = 0; k < loaded_.size(); ++k) loaded_pos_[loaded_[k]->index] = static_cast<int>(k);
   }
-  for (auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out, &m.nn})
-    std::fill(f->begin(), f->end(), 0);
+  std::fill(m.regs.begin(), m.regs.end(), 0);
+  std::fill(m.nn.begin(), m.nn.end(), 0);
   if (cut_me_ == me_index) cut_me_ = -1;  // a new image: the cut burst is void
   m.cur = -1;
   m.last = ctx_mode - 1;
@@ -227,10 +228,10 @@ void Chip::write_reg(int me_index, int ci, uint32_t code, uint32_t value) {
   Opnd o = opnd_for_test(m, code);
   size_t p = phys(m, ci, o.idx);
   switch (o.kind) {  // transfer registers: the *in* register, so that tests can feed reads
-    case OpKind::GprA: m.gpr_a[p] = value; break;
-    case OpKind::GprB: m.gpr_b[p] = value; break;
-    case OpKind::XferS: m.sram_in[p] = value; break;
-    case OpKind::XferD: m.dram_in[p] = value; break;
+    case OpKind::GprA: m.gpr_a()[p] = value; break;
+    case OpKind::GprB: m.gpr_b()[p] = value; break;
+    case OpKind::XferS: m.sram_in()[p] = value; break;
+    case OpKind::XferD: m.dram_in()[p] = value; break;
     default: m.nn[p] = value; break;  // this ME's NN register (what n$ reads)
   }
 }
@@ -240,8 +241,8 @@ uint32_t Chip::read_xfer_out(int me_index, int ci, int kind, int index) {
   ME& m = mes_[me_index];
   if (ci < 0 || ci >= 8 || index < 0 || index >= m.per_ctx) throw std::out_of_range("transfer register out of range");
   size_t p = phys(m, ci, index);
-  if (kind == 0) return m.sram_out[p];
-  if (kind == 1) return m.dram_out[p];
+  if (kind == 0) return m.sram_out()[p];
+  if (kind == 1) return m.dram_out()[p];
   throw std::invalid_argument("kind is 0 ($ SRAM) or 1 ($$ DRAM)");
 }
 
@@ -484,12 +485,21 @@ void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
   post(ev);
 }
 
+// The test inline, the wake-up out of line: most calls (a signal for a context that is
+// running or still waits for more) return false, and the wake-up's body (set_state) made
+// every call pay for saving and restoring registers.
 inline bool Chip::wake_check(ME& m, int ci, uint64_t t) {
-  Context& c = m.ctx[ci];
+  const Context& c = m.ctx[ci];
   if (c.state != CtxState::Sleeping) return false;
-  uint16_t got = c.signals & c.wait_mask;
-  bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
-  if (!ok) return false;
+  const uint16_t got = c.signals & c.wait_mask;
+  if (!(c.wait_any ? got != 0 : got == c.wait_mask)) return false;
+  wake(m, ci, t);
+  return true;
+}
+
+[[gnu::noinline]] void Chip::wake(ME& m, int ci, uint64_t t) {
+  Context& c = m.ctx[ci];
+  const uint16_t got = c.signals & c.wait_mask;
   if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
   if (frame_log_) [[unlikely]]  // what the context (and an idle ME) waited on
     frame_log_->woke(m.index, ci, got, c.state_since, m.time, m.cur < 0 && m.ready_mask == 0, t);
@@ -498,13 +508,12 @@ inline bool Chip::wake_check(ME& m, int ci, uint64_t t) {
     m.time = t;
   }
   set_state(m, ci, CtxState::Ready, std::max(t, m.time));
-  return true;
 }
 
 inline void Chip::deliver(const Event& ev) {
   ME& m = mes_[ev.me];
   Context& c = m.ctx[ev.ctx];
-  auto& file = ev.file == 0 ? m.sram_in : m.dram_in;
+  const std::span<uint32_t> file = ev.file == 0 ? m.sram_in() : m.dram_in();
   for (int k = 0; k < ev.nwords; ++k) {
     size_t p = phys(m, ev.ctx, ev.xfer + k);
     if (p < file.size()) file[p] = ev.words[k];
@@ -577,8 +586,18 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     return;
   }
   c.wait_any = mode == isa::ctx_arb_modes::ANY;
+  const uint16_t got = c.signals & c.wait_mask;
+  const bool ok = c.wait_any ? got != 0 : got == c.wait_mask;
+  if (ok && !frame_log_) {
+    // The signals are already there: what going to sleep and wake_check at m.time do, a
+    // sleep of no cycles (no time or trace interval for it; the ME is not idle, it has just
+    // run this context), without the detour.
+    if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
+    set_state(m, ci, CtxState::Ready, m.time);
+    return;
+  }
   set_state(m, ci, CtxState::Sleeping, m.time);
-  wake_check(m, ci, m.time);
+  if (ok) wake_check(m, ci, m.time);  // the frame log records the wake-up
 }
 
 // ------------------------------------------------------------------ the dispatch loop

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -62,19 +63,51 @@ struct Opnd { OpKind kind = OpKind::None; uint8_t idx = 0; };
 
 // Handler indices: the major opcodes, plus one for a PC outside the loaded image, plus
 // specialised handlers predecode picks when an instruction's operands allow (same
-// semantics, fewer checks): H_ALU_PLAIN = an alu/alu_shf whose operands are all plain
-// register-file words or immediates (no local memory, next neighbour or ring access), so
-// it needs no out-of-line operand access and no fault path.
-inline constexpr uint8_t H_OFF_END = isa::OPCODE_COUNT;
-inline constexpr uint8_t H_ALU_PLAIN = isa::OPCODE_COUNT + 1;
+// semantics, fewer checks).  H_ALU_FAST + k: an alu/alu_shf whose operands are all plain
+// register-file words or immediates (no local memory, next neighbour or ring access), one
+// handler per (ALU operation, A kind, B kind and shift type) -- alu_fast_index -- so it
+// runs with no operand, shift or operation switch, no out-of-line access and no fault path.
+inline constexpr uint16_t H_OFF_END = isa::OPCODE_COUNT;
 // A trace point (frame_log.hpp): the instruction's own handler, then a log entry.  Only
 // set while a frame log is attached (Chip::set_trace_points); the original handler is kept
 // in the log.
-inline constexpr uint8_t H_TRACE_POINT = isa::OPCODE_COUNT + 2;
-inline constexpr int kHandlerCount = isa::OPCODE_COUNT + 3;
+inline constexpr uint16_t H_TRACE_POINT = isa::OPCODE_COUNT + 1;
+// The specialised ALU handlers' B kinds: a register read through the shifter (none when
+// the amount is 0, else the shift type), or an immediate (shifted at load).
+inline constexpr int kAluBRegNoShift = 0;  // 1..4: shift_types value + 1
+inline constexpr int kAluBImm = 5;
+inline constexpr int kAluBKinds = 6;
+inline constexpr uint16_t H_ALU_FAST = isa::OPCODE_COUNT + 2;
+inline constexpr int kAluFastCount = isa::alu_ops::COUNT * 2 * kAluBKinds;
+constexpr uint16_t alu_fast_index(int op, bool a_imm, int b_kind) {
+  return static_cast<uint16_t>(H_ALU_FAST + (op * 2 + (a_imm ? 1 : 0)) * kAluBKinds + b_kind);
+}
+// H_ALU_LM + op: an alu/alu_shf with a local-memory operand (*l$index0/1[k], not ++/--)
+// and otherwise plain ones; the operand classes (kAluClass*) packed in Insn::aux.
+inline constexpr uint16_t H_ALU_LM = H_ALU_FAST + kAluFastCount;
+inline constexpr unsigned kAluClassReg = 0, kAluClassImm = 1, kAluClassLm0 = 2, kAluClassLm1 = 3;
+inline constexpr int kHandlerCount = H_ALU_LM + isa::alu_ops::COUNT;
+
+// The register files of an ME in one flat array (ME::regs), in this order, each
+// file_words(cfg, f) long; the last, kSink, only takes the writes of a destination `--`
+// (the specialised ALU handlers write every result).  An operand of a specialised handler
+// is an index into this array (relative to the context's first register), so reading it is
+// one indexed load.
+enum RegFile : uint8_t { kGprA, kGprB, kSramIn, kDramIn, kSramOut, kDramOut, kSink, kRegFiles };
+inline int file_words(const ChipConfig& cfg, RegFile f) {
+  return f <= kGprB ? cfg.gprs_per_bank : f < kSink ? cfg.xfer_per_kind
+                    : std::max(cfg.gprs_per_bank, cfg.xfer_per_kind);
+}
+// first word of each file, [kRegFiles] = the array's length
+inline std::array<uint32_t, kRegFiles + 1> reg_layout(const ChipConfig& cfg) {
+  std::array<uint32_t, kRegFiles + 1> at{};
+  for (int f = 0; f < kRegFiles; ++f)
+    at[f + 1] = at[f] + static_cast<uint32_t>(file_words(cfg, static_cast<RegFile>(f)));
+  return at;
+}
 
 struct Insn {
-  uint8_t handler = H_OFF_END;
+  uint16_t handler = H_OFF_END;
   uint8_t sub = 0;        // ALU op, immed variant, condition, command, mode, step, kind ...
   uint8_t shift = 0;      // shift type
   uint8_t shamt = 0;      // shift amount
@@ -87,7 +120,10 @@ struct Insn {
   bool flag = false;      // swap | le | invert | ne | clr | not | rtn | write | indirect
   bool flag2 = false;     // ld_field load_cc
   uint16_t target = 0;
-  uint32_t imm = 0;       // 16-bit immediate / byte value / signal mask
+  uint32_t imm = 0;       // 16-bit immediate / byte value / signal mask; fast ALU: B shifted
+  // fast ALU (H_ALU_FAST...): flat register indexes (ME::regs, context-relative) of the
+  // A and B sources and the destination
+  uint16_t reg_a = 0, reg_b = 0, reg_d = 0;
 };
 
 // ------------------------------------------------------------------ contexts and MEs
@@ -138,7 +174,26 @@ struct ME {
   int per_ctx = 16;         // relative registers per context per file
   uint32_t image_words = 0;
   std::vector<Insn> code;   // control_store_words entries; unloaded words are H_OFF_END
-  std::vector<uint32_t> gpr_a, gpr_b, sram_in, sram_out, dram_in, dram_out, nn;
+  // the register files (RegFile order, reg_layout) and the views of each
+  std::vector<uint32_t> regs;
+  std::array<uint32_t, kRegFiles + 1> file_at{};
+  std::span<uint32_t> file(RegFile f) { return {regs.data() + file_at[f], file_at[f + 1] - file_at[f]}; }
+  std::span<const uint32_t> file(RegFile f) const {
+    return {regs.data() + file_at[f], file_at[f + 1] - file_at[f]};
+  }
+  std::span<uint32_t> gpr_a() { return file(kGprA); }
+  std::span<uint32_t> gpr_b() { return file(kGprB); }
+  std::span<uint32_t> sram_in() { return file(kSramIn); }
+  std::span<uint32_t> dram_in() { return file(kDramIn); }
+  std::span<uint32_t> sram_out() { return file(kSramOut); }
+  std::span<uint32_t> dram_out() { return file(kDramOut); }
+  std::span<const uint32_t> gpr_a() const { return file(kGprA); }
+  std::span<const uint32_t> gpr_b() const { return file(kGprB); }
+  std::span<const uint32_t> sram_in() const { return file(kSramIn); }
+  std::span<const uint32_t> dram_in() const { return file(kDramIn); }
+  std::span<const uint32_t> sram_out() const { return file(kSramOut); }
+  std::span<const uint32_t> dram_out() const { return file(kDramOut); }
+  std::vector<uint32_t> nn;
   Memory<uint32_t> lm;
   std::array<Context, 8> ctx{};
   int cur = -1;             // executing context
@@ -582,6 +637,7 @@ class Chip : public MediaHost {
   template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
   inline bool wake_check(ME& m, int ci, uint64_t t);  // true: the context became Ready
+  void wake(ME& m, int ci, uint64_t t);  // wake_check's wake-up: its wait is satisfied
   [[noreturn]] void deadlock(const char* why);
   bool waiting_on_media_only() const;
   uint32_t sram_word_addr(uint32_t addr, int& ch) const;
@@ -638,7 +694,7 @@ class Chip : public MediaHost {
   std::unique_ptr<FrameLog> frame_log_;
   // Trace points: (me << 32 | pc) -> the instruction's own handler.  Entries stay until the
   // ME is loaded again, so a snapshot taken with trace points set restores safely.
-  std::unordered_map<uint64_t, uint8_t> trace_originals_;
+  std::unordered_map<uint64_t, uint16_t> trace_originals_;
   void clear_trace_points();
   // the quantum schedule: the setting, and the state of the quantum being run (empty
   // between runs; q_next_, where the next quantum starts, is simulated state)
@@ -674,7 +730,7 @@ class Chip : public MediaHost {
   void reset_quantum_state();
 
  public:
-  uint8_t trace_original(int me, uint32_t pc) const {
+  uint16_t trace_original(int me, uint32_t pc) const {
     auto it = trace_originals_.find((static_cast<uint64_t>(me) << 32) | pc);
     return it == trace_originals_.end() ? H_OFF_END : it->second;
   }
@@ -746,16 +802,6 @@ struct ChipSnapshot {
 // ctx.cpp, units.cpp (cam, crc, mul_step), memory.cpp.
 using Handler = Outcome (*)(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_alu(Chip&, ME&, Context&, int, const Insn&);
-Outcome exec_alu_plain(Chip&, ME&, Context&, int, const Insn&);
-// Operands exec_alu_plain takes: GPRs, transfer registers, immediates, none.
-inline bool plain_source(Opnd o) {
-  return o.kind == OpKind::GprA || o.kind == OpKind::GprB || o.kind == OpKind::XferS ||
-         o.kind == OpKind::XferD || o.kind == OpKind::Imm || o.kind == OpKind::None;
-}
-inline bool plain_dest(Opnd o) {
-  return o.kind == OpKind::GprA || o.kind == OpKind::GprB || o.kind == OpKind::XferS ||
-         o.kind == OpKind::XferD || o.kind == OpKind::None;
-}
 Outcome exec_dbl_shf(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_immed(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_ld_field(Chip&, ME&, Context&, int, const Insn&);
@@ -781,7 +827,7 @@ Outcome exec_msf(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_nop(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_off_end(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_trace_point(Chip&, ME&, Context&, int, const Insn&);  // frame_log.cpp
-Handler handler_at(uint8_t index);  // the dispatch table's entry (chip.cpp)
+Handler handler_at(uint16_t index);  // the dispatch table's entry (chip.cpp)
 
 // CRC and hash functions (units.cpp), shared with nothing else but named for tests/docs.
 uint32_t crc_update(uint32_t kind, uint32_t remainder, uint8_t byte);

@@ -2,7 +2,7 @@
 // handler index chosen, static checks done), so the dispatch loop never looks at bits.
 #include <string>
 
-#include "chip.hpp"
+#include "alu_fast.hpp"
 
 namespace npkit {
 namespace {
@@ -143,6 +143,57 @@ void decode_mem(const Decoder& d, Insn& in, uint32_t opcode) {
   in.aux = static_cast<uint8_t>(words);
 }
 
+// An alu/alu_shf whose operands are plain or indexed local memory (chip.hpp, H_ALU_FAST,
+// H_ALU_LM): its handler by operation and operand kinds, its registers as flat indexes into
+// ME::regs, an immediate B of a plain one shifted here.  Others keep the general exec_alu.
+void specialise_alu(Insn& in, const ChipConfig& cfg) {
+  const auto at = reg_layout(cfg);
+  constexpr unsigned kNo = 4;  // not a class the specialised handlers take
+  const auto source_class = [](Opnd o) {
+    switch (o.kind) {
+      case OpKind::GprA: case OpKind::GprB: case OpKind::XferS: case OpKind::XferD: return kAluClassReg;
+      case OpKind::Imm: case OpKind::None: return kAluClassImm;  // the value (0 for --) is idx
+      case OpKind::Lm0: return kAluClassLm0;
+      case OpKind::Lm1: return kAluClassLm1;
+      default: return kNo;
+    }
+  };
+  const auto source_reg = [&](Opnd o) -> uint16_t {
+    switch (o.kind) {
+      case OpKind::GprA: return static_cast<uint16_t>(at[kGprA] + o.idx);
+      case OpKind::GprB: return static_cast<uint16_t>(at[kGprB] + o.idx);
+      case OpKind::XferS: return static_cast<uint16_t>(at[kSramIn] + o.idx);
+      case OpKind::XferD: return static_cast<uint16_t>(at[kDramIn] + o.idx);
+      default: return 0;
+    }
+  };
+  unsigned d_class = kNo;
+  switch (in.dest.kind) {
+    case OpKind::GprA: in.reg_d = static_cast<uint16_t>(at[kGprA] + in.dest.idx); d_class = kAluClassReg; break;
+    case OpKind::GprB: in.reg_d = static_cast<uint16_t>(at[kGprB] + in.dest.idx); d_class = kAluClassReg; break;
+    case OpKind::XferS: in.reg_d = static_cast<uint16_t>(at[kSramOut] + in.dest.idx); d_class = kAluClassReg; break;
+    case OpKind::XferD: in.reg_d = static_cast<uint16_t>(at[kDramOut] + in.dest.idx); d_class = kAluClassReg; break;
+    case OpKind::None: in.reg_d = static_cast<uint16_t>(at[kSink]); d_class = kAluClassReg; break;
+    case OpKind::Lm0: d_class = kAluClassLm0; break;
+    case OpKind::Lm1: d_class = kAluClassLm1; break;
+    default: break;
+  }
+  const unsigned a_class = source_class(in.a), b_class = source_class(in.b);
+  if (a_class == kNo || b_class == kNo || d_class == kNo) return;  // exec_alu
+  in.reg_a = source_reg(in.a);
+  in.reg_b = source_reg(in.b);
+  const auto is_lm = [](unsigned cls) { return cls == kAluClassLm0 || cls == kAluClassLm1; };
+  if (is_lm(a_class) || is_lm(b_class) || is_lm(d_class)) {
+    in.aux = static_cast<uint8_t>(a_class | (b_class << 2) | (d_class << 4));
+    in.handler = static_cast<uint16_t>(H_ALU_LM + in.sub);
+    return;
+  }
+  int b_kind = kAluBImm;
+  if (b_class == kAluClassReg) b_kind = in.shamt == 0 ? kAluBRegNoShift : 1 + in.shift;
+  else in.imm = alu::shifter(in.b.idx, in.shift, in.shamt);
+  in.handler = alu_fast_index(in.sub, a_class == kAluClassImm, b_kind);
+}
+
 }  // namespace
 
 Insn predecode(uint64_t word, int /*me*/, uint32_t /*pc*/, int per_ctx, const ChipConfig& cfg) {
@@ -164,7 +215,7 @@ Insn predecode(uint64_t word, int /*me*/, uint32_t /*pc*/, int per_ctx, const Ch
       in.sub = d.enum_value(OP, alu_ops::COUNT, alu_ops::NAMES, "ALU op");
       in.dest = d.dst(DEST); in.a = d.src(A); in.b = d.src(B);
       in.shift = static_cast<uint8_t>(d.f(SHIFT)); in.shamt = static_cast<uint8_t>(d.f(SHAMT));
-      if (plain_source(in.a) && plain_source(in.b) && plain_dest(in.dest)) in.handler = H_ALU_PLAIN;
+      specialise_alu(in, cfg);
       break;
     }
     case OP_DBL_SHF: {

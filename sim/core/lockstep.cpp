@@ -8,7 +8,7 @@ namespace npkit {
 
 namespace {
 
-bool is_command(uint8_t op) {
+bool is_command(uint16_t op) {
   return op == isa::OP_SRAM || op == isa::OP_SCRATCH || op == isa::OP_DRAM || op == isa::OP_MSF ||
          op == isa::OP_HASH;
 }
@@ -36,10 +36,10 @@ struct Peek {
   uint32_t read(Opnd o) {
     const size_t p = Chip::phys(m, ci, o.idx);
     switch (o.kind) {
-      case OpKind::GprA: return m.gpr_a[p];
-      case OpKind::GprB: return m.gpr_b[p];
-      case OpKind::XferS: return m.sram_in[p];
-      case OpKind::XferD: return m.dram_in[p];
+      case OpKind::GprA: return m.gpr_a()[p];
+      case OpKind::GprB: return m.gpr_b()[p];
+      case OpKind::XferS: return m.sram_in()[p];
+      case OpKind::XferD: return m.dram_in()[p];
       case OpKind::Nn: return m.nn[p];
       case OpKind::Imm: return o.idx;
       case OpKind::Lm0: return lm_peek(m, ptr[0], o.idx);
@@ -79,7 +79,7 @@ void Chip::lockstep_before(const ME& m, int ci, uint32_t pc) {
   }
   if (pc >= m.code.size()) return;
   const Insn& in = m.code[pc];
-  const uint8_t op = in.handler == H_TRACE_POINT ? trace_original(m.index, pc) : in.handler;
+  const uint16_t op = in.handler == H_TRACE_POINT ? trace_original(m.index, pc) : in.handler;
   const bool nn_signal = op == isa::OP_LOCAL_CSR && in.flag;  // any local_csr_wr: its value
   if (!is_command(op) && !nn_signal) return;
   const Context& c = m.ctx[ci];
@@ -91,8 +91,8 @@ void Chip::lockstep_before(const ME& m, int ci, uint32_t pc) {
 void Chip::lockstep_after(ME& m, int ci, uint32_t pc) {
   if (m.index == debug_.corrupt_me && pc == debug_.corrupt_pc && pc < m.code.size()) {
     const Opnd d = m.code[pc].dest;
-    if (d.kind == OpKind::GprA) m.gpr_a[phys(m, ci, d.idx)] ^= 1u;
-    if (d.kind == OpKind::GprB) m.gpr_b[phys(m, ci, d.idx)] ^= 1u;
+    if (d.kind == OpKind::GprA) m.gpr_a()[phys(m, ci, d.idx)] ^= 1u;
+    if (d.kind == OpKind::GprB) m.gpr_b()[phys(m, ci, d.idx)] ^= 1u;
   }
   LockstepRecord r = debug_.lockstep_next;
   r.time = m.time - 1;  // run_me counted the instruction's cycle (not yet any penalty)
@@ -117,9 +117,9 @@ std::vector<uint32_t> Chip::lockstep_state(int me_index) {
   const ME& next = mes_[(m.index + 1) % mes_.size()];
   std::vector<uint32_t> out;
   out.reserve(6 * 128 + m.lm.size + 2 * 128 + 17);
-  for (const auto* f : {&m.gpr_a, &m.gpr_b, &m.sram_in, &m.sram_out, &m.dram_in, &m.dram_out}) {
-    out.insert(out.end(), f->begin(), f->end());
-    out.resize(out.size() + (f->size() < 128 ? 128 - f->size() : 0), 0);
+  for (const auto f : {m.gpr_a(), m.gpr_b(), m.sram_in(), m.sram_out(), m.dram_in(), m.dram_out()}) {
+    out.insert(out.end(), f.begin(), f.end());
+    out.resize(out.size() + (f.size() < 128 ? 128 - f.size() : 0), 0);
   }
   for (size_t i = 0; i < m.lm.size; ++i) out.push_back(m.lm[i]);
   for (const auto* f : {&m.nn, &next.nn}) {

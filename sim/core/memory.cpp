@@ -49,7 +49,7 @@ Outcome issued(ME& m, Context& c, const Insn& in) {
 // Transfer-out word k of the command: read live from the ME (default schedule) or from the
 // copy taken at issue (quantum schedule).
 struct LiveOut {
-  const std::vector<uint32_t>& file;
+  std::span<const uint32_t> file;
   const ME& m;
   int ci;
   uint8_t xfer;
@@ -62,7 +62,7 @@ struct SavedOut {
 
 // Record the command for the quantum's end, with the n transfer-out words it may read.
 void defer(Chip& chip, const ME& m, int ci, const Insn& in, uint8_t kind, uint32_t a, uint32_t b,
-           const std::vector<uint32_t>& file, int n) {
+           std::span<const uint32_t> file, int n) {
   PendingCmd& cmd = chip.defer_command();
   cmd.t = m.time;
   cmd.me = static_cast<int16_t>(m.index);
@@ -84,7 +84,7 @@ void defer(Chip& chip, const ME& m, int ci, const Insn& in, uint8_t kind, uint32
 void log_command(Chip& chip, FrameLog& log, const ME& m, int ci, uint32_t pc, const Insn& in,
                  uint8_t unit, const Unit& u, uint32_t addr, uint32_t word, uint64_t t,
                  uint64_t done) {
-  const uint8_t op = in.handler == H_TRACE_POINT ? chip.trace_original(m.index, pc) : in.handler;
+  const uint16_t op = in.handler == H_TRACE_POINT ? chip.trace_original(m.index, pc) : in.handler;
   const uint64_t free_at = (u.free_at_fp + 0xFFFF) >> 16;
   log.command(m.index, ci, pc, unit, op, in.sub, in.sig, addr, word, t, done,
               free_at > t ? free_at - t : 0);
@@ -376,9 +376,9 @@ Outcome exec_sram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   if (fifo_full(chip, m)) return Outcome::Stall;
   uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
   if (chip.deferring()) [[unlikely]]
-    defer(chip, m, ci, in, OP_SRAM, addr, 0, m.sram_out, in.count);
+    defer(chip, m, ci, in, OP_SRAM, addr, 0, m.sram_out(), in.count);
   else
-    apply_sram(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+    apply_sram(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out(), m, ci, in.xfer});
   return issued(m, c, in);
 }
 
@@ -386,11 +386,11 @@ Outcome exec_scratch(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   if (fifo_full(chip, m)) return Outcome::Stall;
   uint32_t addr = chip.read(m, c, ci, in.a) + chip.read(m, c, ci, in.b);
   if (chip.deferring()) [[unlikely]] {
-    defer(chip, m, ci, in, OP_SCRATCH, addr, 0, m.sram_out, in.count);
+    defer(chip, m, ci, in, OP_SCRATCH, addr, 0, m.sram_out(), in.count);
     if (in.sub == scratch_cmds::PUT || in.sub == scratch_cmds::GET)
       chip.note_ring_command(addr, in.sub == scratch_cmds::PUT, in.count);
   } else
-    apply_scratch(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+    apply_scratch(chip, m, ci, c.pc - 1, in, addr, m.time, LiveOut{m.sram_out(), m, ci, in.xfer});
   return issued(m, c, in);
 }
 
@@ -398,9 +398,9 @@ Outcome exec_dram(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   if (fifo_full(chip, m)) return Outcome::Stall;
   uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
   if (chip.deferring()) [[unlikely]]
-    defer(chip, m, ci, in, OP_DRAM, a, b, m.dram_out, 2 * in.count);
+    defer(chip, m, ci, in, OP_DRAM, a, b, m.dram_out(), 2 * in.count);
   else
-    apply_dram(chip, m, ci, c.pc - 1, in, a, b, m.time, LiveOut{m.dram_out, m, ci, in.xfer});
+    apply_dram(chip, m, ci, c.pc - 1, in, a, b, m.time, LiveOut{m.dram_out(), m, ci, in.xfer});
   return issued(m, c, in);
 }
 
@@ -408,18 +408,18 @@ Outcome exec_msf(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   if (fifo_full(chip, m)) return Outcome::Stall;
   uint32_t a = chip.read(m, c, ci, in.a), b = chip.read(m, c, ci, in.b);
   if (chip.deferring()) [[unlikely]]
-    defer(chip, m, ci, in, OP_MSF, a, b, m.sram_out, in.count);
+    defer(chip, m, ci, in, OP_MSF, a, b, m.sram_out(), in.count);
   else
-    apply_msf(chip, m, ci, c.pc - 1, in, a, b, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+    apply_msf(chip, m, ci, c.pc - 1, in, a, b, m.time, LiveOut{m.sram_out(), m, ci, in.xfer});
   return issued(m, c, in);
 }
 
 Outcome exec_hash(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   if (fifo_full(chip, m)) return Outcome::Stall;
   if (chip.deferring()) [[unlikely]]
-    defer(chip, m, ci, in, OP_HASH, 0, 0, m.sram_out, in.aux);
+    defer(chip, m, ci, in, OP_HASH, 0, 0, m.sram_out(), in.aux);
   else
-    apply_hash(chip, m, ci, c.pc - 1, in, m.time, LiveOut{m.sram_out, m, ci, in.xfer});
+    apply_hash(chip, m, ci, c.pc - 1, in, m.time, LiveOut{m.sram_out(), m, ci, in.xfer});
   return issued(m, c, in);
 }
 

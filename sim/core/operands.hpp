@@ -25,16 +25,16 @@ inline uint32_t& lm_word(ME& m, uint32_t byte_addr, uint32_t k) {
 
 // GPRs and immediates inline (the common case); the rest out of line in read_slow.
 inline uint32_t Chip::read(ME& m, Context& c, int ci, Opnd o) {
-  if (o.kind == OpKind::GprA) [[likely]] return m.gpr_a[phys(m, ci, o.idx)];
-  if (o.kind == OpKind::GprB) [[likely]] return m.gpr_b[phys(m, ci, o.idx)];
+  if (o.kind == OpKind::GprA) [[likely]] return m.gpr_a()[phys(m, ci, o.idx)];
+  if (o.kind == OpKind::GprB) [[likely]] return m.gpr_b()[phys(m, ci, o.idx)];
   if (o.kind == OpKind::Imm) return o.idx;
-  if (o.kind == OpKind::XferS) return m.sram_in[phys(m, ci, o.idx)];  // packet/status words
+  if (o.kind == OpKind::XferS) return m.sram_in()[phys(m, ci, o.idx)];  // packet/status words
   return read_slow(m, c, ci, o);
 }
 
 inline void Chip::write(ME& m, Context& c, int ci, Opnd o, uint32_t v) {
-  if (o.kind == OpKind::GprA) [[likely]] { m.gpr_a[phys(m, ci, o.idx)] = v; return; }
-  if (o.kind == OpKind::GprB) [[likely]] { m.gpr_b[phys(m, ci, o.idx)] = v; return; }
+  if (o.kind == OpKind::GprA) [[likely]] { m.gpr_a()[phys(m, ci, o.idx)] = v; return; }
+  if (o.kind == OpKind::GprB) [[likely]] { m.gpr_b()[phys(m, ci, o.idx)] = v; return; }
   write_slow(m, c, ci, o, v);
 }
 
@@ -43,8 +43,8 @@ inline void Chip::write(ME& m, Context& c, int ci, Opnd o, uint32_t v) {
 // read without post-modifying *l$index++/--.
 inline uint32_t Chip::read_dest(ME& m, Context& c, int ci, Opnd o) {
   switch (o.kind) {
-    case OpKind::XferS: return m.sram_out[phys(m, ci, o.idx)];
-    case OpKind::XferD: return m.dram_out[phys(m, ci, o.idx)];
+    case OpKind::XferS: return m.sram_out()[phys(m, ci, o.idx)];
+    case OpKind::XferD: return m.dram_out()[phys(m, ci, o.idx)];
     case OpKind::Nn: {
       const size_t p = phys(m, ci, o.idx);
       if (deferring()) [[unlikely]] {  // this ME's own write of the quantum, if any
@@ -63,10 +63,10 @@ inline uint32_t Chip::read_dest(ME& m, Context& c, int ci, Opnd o) {
 #ifdef NPKIT_OPERANDS_SLOW_PATH  // defined by exactly one file (chip.cpp)
 uint32_t Chip::read_slow(ME& m, Context& c, int ci, Opnd o) {
   switch (o.kind) {
-    case OpKind::GprA: return m.gpr_a[phys(m, ci, o.idx)];
-    case OpKind::GprB: return m.gpr_b[phys(m, ci, o.idx)];
-    case OpKind::XferS: return m.sram_in[phys(m, ci, o.idx)];
-    case OpKind::XferD: return m.dram_in[phys(m, ci, o.idx)];
+    case OpKind::GprA: return m.gpr_a()[phys(m, ci, o.idx)];
+    case OpKind::GprB: return m.gpr_b()[phys(m, ci, o.idx)];
+    case OpKind::XferS: return m.sram_in()[phys(m, ci, o.idx)];
+    case OpKind::XferD: return m.dram_in()[phys(m, ci, o.idx)];
     case OpKind::Nn: return m.nn[phys(m, ci, o.idx)];
     case OpKind::Imm: return o.idx;
     case OpKind::None: return 0;
@@ -92,10 +92,10 @@ uint32_t Chip::read_slow(ME& m, Context& c, int ci, Opnd o) {
 
 void Chip::write_slow(ME& m, Context& c, int ci, Opnd o, uint32_t v) {
   switch (o.kind) {
-    case OpKind::GprA: m.gpr_a[phys(m, ci, o.idx)] = v; return;
-    case OpKind::GprB: m.gpr_b[phys(m, ci, o.idx)] = v; return;
-    case OpKind::XferS: m.sram_out[phys(m, ci, o.idx)] = v; return;
-    case OpKind::XferD: m.dram_out[phys(m, ci, o.idx)] = v; return;
+    case OpKind::GprA: m.gpr_a()[phys(m, ci, o.idx)] = v; return;
+    case OpKind::GprB: m.gpr_b()[phys(m, ci, o.idx)] = v; return;
+    case OpKind::XferS: m.sram_out()[phys(m, ci, o.idx)] = v; return;
+    case OpKind::XferD: m.dram_out()[phys(m, ci, o.idx)] = v; return;
     case OpKind::Nn:
       if (deferring()) [[unlikely]] {  // the neighbour sees it at the quantum's end
         q_nn_log_.push_back(NnWrite{static_cast<uint32_t>(phys(m, ci, o.idx)), v, false});
