@@ -237,8 +237,9 @@ class PyPoptrie {
     const u128 host_key = v << pad_;
     image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
+    const HostLog host_log(core_);
     core_.add(host_key, len, hop);
-    update(v, len, host_key, old);
+    update(v, len, host_key, old, host_log);
   }
   void remove(py::handle value, py::handle length) {
     const auto [v, len] = prefix(value, length);
@@ -248,8 +249,9 @@ class PyPoptrie {
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(
           py::reinterpret_borrow<py::object>(value), len).cast<std::string>());
+    const HostLog host_log(core_);
     core_.remove(host_key, len);
-    update(v, len, host_key, old);
+    update(v, len, host_key, old, host_log);
   }
 
   void refresh(uint64_t hi, uint64_t lo, int length) {
@@ -284,16 +286,37 @@ class PyPoptrie {
                           .cast<std::string>());
     return {v, len};
   }
-  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old) {
+  // One update's host trie writes are logged (whatever the trie's own log setting), so
+  // that the image updater knows which rows changed; the trie's setting is restored after.
+  class HostLog {
+   public:
+    explicit HostLog(Trie& core) : core_(core), was_(core.logging()) { core.set_logging(true); }
+    ~HostLog() {
+      if (!was_) {
+        core_.take_log();
+        core_.set_logging(false);
+      }
+    }
+    HostLog(const HostLog&) = delete;
+    HostLog& operator=(const HostLog&) = delete;
+    bool counted() const { return was_; }  // the caller asked for the trie's write log
+
+   private:
+    Trie& core_;
+    bool was_;
+  };
+
+  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old,
+              const HostLog& host_log) {
     core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
-    if (core_.logging()) {  // counting the host trie's writes (the XScale cost model)
-      const WriteLog log = core_.take_log();
+    const WriteLog log = core_.take_log();
+    if (host_log.counted()) {  // counting the host trie's writes (the XScale cost model)
       host_words_written_ += log.indices.size();
       if (tracing_)
         for (const uint32_t index : log.indices) host_trace_.push_back(kHostTrace | index);
     }
     try {
-      image_.refresh(v << (128 - key_bits_), len);
+      image_.refresh(v << (128 - key_bits_), len, &log.indices);
     } catch (const TrieError&) {
       if (old)
         core_.add(host_key, len, *old);

@@ -4,6 +4,11 @@
 #include <atomic>
 #include <string>
 
+// The bitmaps' popcounts as one instruction (x86-64 has had it since 2008), not a libgcc call.
+#if defined(__x86_64__)
+#pragma GCC target("popcnt")
+#endif
+
 namespace npkit::trie {
 namespace {
 
@@ -103,7 +108,34 @@ WriteLog PoptrieImage::take_log() {
 
 // ---- updates ----
 
-void PoptrieImage::refresh(u128 key, int length) {
+void PoptrieImage::mark_rows(const std::vector<uint32_t>& written, bool on) {
+  if (dirty_.empty()) dirty_.resize(host_size_ / 64 / 64 + 1);
+  uint32_t previous = ~0u;
+  for (const uint32_t index : written) {  // mostly runs of slots in one row
+    const uint32_t row = index >> kStride;
+    if (row == previous) continue;
+    previous = row;
+    if (on)
+      dirty_[row >> 6] |= uint64_t{1} << (row & 63);
+    else
+      dirty_[row >> 6] = 0;
+  }
+  dirty_known_ = on;
+}
+
+void PoptrieImage::refresh(u128 key, int length, const std::vector<uint32_t>* written) {
+  if (written == nullptr) return refresh_range(key, length);
+  mark_rows(*written, true);
+  try {
+    refresh_range(key, length);
+  } catch (...) {
+    mark_rows(*written, false);
+    throw;
+  }
+  mark_rows(*written, false);
+}
+
+void PoptrieImage::refresh_range(u128 key, int length) {
   ++number_;
   ++counters_.updates;
   const u128 low = key;
@@ -151,7 +183,8 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
         uint32_t header[kNodeWords];
         const uint32_t old_root = old & kPointerMask;
         const Change change = update_node(ply, u128{index} << (128 - direct_bits_),
-                                          direct_bits_, old_root, low, last, header, p);
+                                          direct_bits_, old_root, low, last, header, p,
+                                          !dirty(index));
         if (change == Change::kBitmaps) {
           root = alloc(kNodeWords, p);
           for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(root + j, header[j]);
@@ -254,7 +287,7 @@ void PoptrieImage::link_bases(uint32_t at, const uint32_t header[kNodeWords], Pe
 
 PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
                                                u128 low, u128 last, uint32_t header[kNodeWords],
-                                               Pending& p) {
+                                               Pending& p, bool parent_clean) {
   const uint64_t old_vector = read_vector(old);
   const uint32_t old_base1 = read(old + kBase1Lo), old_base0 = read(old + kBase0Lo);
   const uint64_t old_leafvec = read_leafvec(old);
@@ -279,7 +312,8 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
       if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
       uint32_t child[kNodeWords];
       const Change change = update_node(row[k] & kPointerMask, start | (u128(k) << below),
-                                        used + kStride, old_child(k), low, last, child, p);
+                                        used + kStride, old_child(k), low, last, child, p,
+                                        !dirty(ply));
       if (change == Change::kNone) return Change::kNone;
       if (change == Change::kBases) {  // the child stays where it is
         link_bases(old_child(k), child, p);
@@ -296,10 +330,21 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
       return Change::kBases;
     }
   }
-  __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
-  uint64_t vector, leafvec;
+  // A row that did not change under a parent row that did not change (so this node is
+  // the same host ply as before): its bitmaps and leaves are as in the image; only its
+  // children may change.  Otherwise scan the row.
+  const bool clean = parent_clean && !dirty(ply);
+  uint64_t vector = old_vector, leafvec = old_leafvec;
   uint32_t leaves[64];
-  const int count = scan(ply, vector, leafvec, leaves);
+  int count = 0;
+  if (clean) {
+    if (size_t{ply} + 64 > host_size_) throw TrieError("Poptrie: host ply out of range");
+    ++counters_.nodes_visited;
+    ++counters_.host_words_read;  // the row's mark
+  } else {
+    __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
+    count = scan(ply, vector, leafvec, leaves);
+  }
   const int kids = __builtin_popcountll(vector);
   // Children the update reaches: their new headers, if they change.
   uint32_t changed[64][kNodeWords];
@@ -308,8 +353,12 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
     const int k = __builtin_ctzll(v);
     const u128 first = start | (u128(k) << below);
     if ((first | span) < low || first > last) continue;
+    if (clean) {  // the child slot's word, not read by a scan
+      ++counters_.host_words_read;
+      if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
+    }
     const Change change = update_node(row[k] & kPointerMask, first, used + kStride,
-                                      old_child(k), low, last, changed[k], p);
+                                      old_child(k), low, last, changed[k], p, !dirty(ply));
     if (change != Change::kNone) changed_mask |= uint64_t{1} << k;
     if (change == Change::kBitmaps) reshaped_mask |= uint64_t{1} << k;
   }
@@ -340,7 +389,9 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
     if (old_vector) p.retire.emplace_back(old_base1, kNodeWords * __builtin_popcountll(old_vector));
   }
   uint32_t base0 = old_base0;
-  if (vector == old_vector && leafvec == old_leafvec) {
+  if (clean) {
+    // the leaves are as they were
+  } else if (vector == old_vector && leafvec == old_leafvec) {
     // Same slots, same leaf runs: rewrite the leaves that changed in place.
     for (int j = 0; j < count; ++j)
       if (read(old_base0 + j) != leaves[j]) p.writes.emplace_back(old_base0 + j, leaves[j]);

@@ -88,8 +88,11 @@ class PoptrieImage {
 
   // The host trie changed for the prefix `key`/`length` (key left-aligned in 128 bits):
   // bring every direct entry it covers up to date, as one numbered update.  On a full
-  // memory throws TrieError; the direct entry that failed is unchanged.
-  void refresh(u128 key, int length);
+  // memory throws TrieError; the direct entry that failed is unchanged.  `written`, if
+  // given: the host trie words this change wrote (its write log); a node whose host row
+  // and whose parent's row are not among them is known unchanged (only its children may
+  // change), so it is not rescanned (a short prefix covers thousands of such nodes).
+  void refresh(u128 key, int length, const std::vector<uint32_t>* written = nullptr);
   // Start loading the words an update of `key` (left-aligned) reads first -- its direct
   // entry, in the image and the host trie, and the node it points to -- while the caller
   // updates the host trie (both are cache misses on a large table).
@@ -141,13 +144,23 @@ class PoptrieImage {
   // bitmaps (the node needs a new copy, and so its siblings' block).
   enum class Change { kNone, kBases, kBitmaps };
 
+  void refresh_range(u128 key, int length);  // the update itself
   void refresh_entry(uint32_t index, u128 low, u128 last);
   // A new subtree for host ply `ply` with its header at `at` (no old node to reuse).
   void build_node(uint32_t ply, uint32_t at, Pending& p);
   // Bring the node at `old` up to date with host ply `ply` for keys in [low, last]; how its
   // header words change (and, unless kNone, its new header in `header`).
+  // `parent_clean`: the row above (the parent's, or the direct entry's) did not change.
   Change update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low, u128 last,
-                     uint32_t header[kNodeWords], Pending& p);
+                     uint32_t header[kNodeWords], Pending& p, bool parent_clean);
+  // Whether host row `index >> 6` may have changed in this update (always, unless the
+  // update's host writes are known).
+  bool dirty(uint32_t index) const {
+    if (!dirty_known_) return true;
+    const uint32_t row = index >> kStride;
+    return dirty_[row >> 6] >> (row & 63) & 1;
+  }
+  void mark_rows(const std::vector<uint32_t>& written, bool on);
   // A node at `at` whose bitmaps stay: its changed base words, to be rewritten in place
   // after the new blocks (each of a lookup's steps reads one base word, of its half, so it
   // follows the old or the new block: both are complete).
@@ -193,6 +206,8 @@ class PoptrieImage {
   UpdateCounters counters_;
   bool tracing_ = false;
   std::vector<uint64_t> trace_;
+  std::vector<uint64_t> dirty_;  // one bit per host row (64 words) written by the update
+  bool dirty_known_ = false;
 };
 
 }  // namespace npkit::trie

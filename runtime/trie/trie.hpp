@@ -156,6 +156,8 @@ class Trie {
     return {retired_.begin(), retired_.end()};
   }
   bool logging() const { return logging_; }
+  // The Poptrie updater logs the host trie's writes of each update (the rows that changed).
+  void set_logging(bool on) { logging_ = on; }
   WriteLog take_log();
   TrieCounters take_counters() {
     const TrieCounters out = counters_;
