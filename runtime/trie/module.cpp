@@ -237,7 +237,7 @@ class PyPoptrie {
     const u128 host_key = v << pad_;
     image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
-    const HostLog host_log(core_);
+    const HostLog host_log(core_, host_writes_);
     core_.add(host_key, len, hop);
     update(v, len, host_key, old, host_log);
   }
@@ -249,7 +249,7 @@ class PyPoptrie {
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(
           py::reinterpret_borrow<py::object>(value), len).cast<std::string>());
-    const HostLog host_log(core_);
+    const HostLog host_log(core_, host_writes_);
     core_.remove(host_key, len);
     update(v, len, host_key, old, host_log);
   }
@@ -290,10 +290,12 @@ class PyPoptrie {
   // that the image updater knows which rows changed; the trie's setting is restored after.
   class HostLog {
    public:
-    explicit HostLog(Trie& core) : core_(core), was_(core.logging()) { core.set_logging(true); }
+    HostLog(Trie& core, WriteLog& buffer) : core_(core), buffer_(buffer), was_(core.logging()) {
+      core.set_logging(true);
+    }
     ~HostLog() {
       if (!was_) {
-        core_.take_log();
+        core_.swap_log(buffer_);  // drops what a failed update left
         core_.set_logging(false);
       }
     }
@@ -303,13 +305,15 @@ class PyPoptrie {
 
    private:
     Trie& core_;
+    WriteLog& buffer_;
     bool was_;
   };
 
   void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old,
               const HostLog& host_log) {
     core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
-    const WriteLog log = core_.take_log();
+    core_.swap_log(host_writes_);
+    const WriteLog& log = host_writes_;
     if (host_log.counted()) {  // counting the host trie's writes (the XScale cost model)
       host_words_written_ += log.indices.size();
       if (tracing_)
@@ -335,6 +339,7 @@ class PyPoptrie {
   int key_bits_;
   int pad_;
   uint64_t host_words_written_ = 0;
+  WriteLog host_writes_;  // the host trie's writes of the update (buffers reused)
   bool tracing_ = false;
   std::vector<uint64_t> host_trace_;
 
