@@ -33,9 +33,11 @@ subtree of every direct entry the prefix covers (copy on write: new nodes and le
 written into free memory, then one word, the direct entry, switches to them) and retires
 the old blocks, which become reusable after `reclaim()` (the grace period). Only what
 changes is touched: a node whose words stay the same keeps its blocks; a node whose bitmaps
-stay the same has its changed leaves rewritten in place (one word each); the nodes whose
-header words change are copied with their sibling blocks, up to the direct entry. So a
-lookup running during an update sees, for its address, the old or the new answer.
+stay the same has its changed leaves rewritten in place (one word each), and its base words
+too if a block below it moved (one word per half: a lookup's step reads one); a node whose
+bitmaps change is copied with its sibling block, which its parent's base words (or, for a
+root, the direct entry) then switch to. So a lookup running during an update sees, for its
+address, the old or the new answer.
 """
 
 from __future__ import annotations
@@ -223,7 +225,8 @@ class Poptrie:
 
     def take_counters(self) -> dict[str, int]:
         """The updates' work since the last take (then zeroed): updates, entries (direct
-        entries refreshed), nodes_visited, host_words_read, image_words_read,
+        entries refreshed), nodes_visited, host_words_read (slots scanned, child slots
+        read, one per node known unchanged from the host trie's writes), image_words_read,
         words_written, blocks_allocated, blocks_retired, host_words_written (counted only
         with log=True)."""
         return self.image.take_counters()

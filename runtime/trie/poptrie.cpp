@@ -4,6 +4,11 @@
 #include <atomic>
 #include <string>
 
+// The bitmaps' popcounts as one instruction (x86-64 has had it since 2008), not a libgcc call.
+#if defined(__x86_64__)
+#pragma GCC target("popcnt")
+#endif
+
 namespace npkit::trie {
 namespace {
 
@@ -82,6 +87,10 @@ void PoptrieImage::barrier() {
 
 void PoptrieImage::publish(uint32_t index, uint32_t value) {
   barrier();
+  link(index, value);
+}
+
+void PoptrieImage::link(uint32_t index, uint32_t value) {
   if (words_[index] == value) return;
   ++counters_.words_written;
   std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_release);
@@ -99,7 +108,34 @@ WriteLog PoptrieImage::take_log() {
 
 // ---- updates ----
 
-void PoptrieImage::refresh(u128 key, int length) {
+void PoptrieImage::mark_rows(const std::vector<uint32_t>& written, bool on) {
+  if (dirty_.empty()) dirty_.resize(host_size_ / 64 / 64 + 1);
+  uint32_t previous = ~0u;
+  for (const uint32_t index : written) {  // mostly runs of slots in one row
+    const uint32_t row = index >> kStride;
+    if (row == previous) continue;
+    previous = row;
+    if (on)
+      dirty_[row >> 6] |= uint64_t{1} << (row & 63);
+    else
+      dirty_[row >> 6] = 0;
+  }
+  dirty_known_ = on;
+}
+
+void PoptrieImage::refresh(u128 key, int length, const std::vector<uint32_t>* written) {
+  if (written == nullptr) return refresh_range(key, length);
+  mark_rows(*written, true);
+  try {
+    refresh_range(key, length);
+  } catch (...) {
+    mark_rows(*written, false);
+    throw;
+  }
+  mark_rows(*written, false);
+}
+
+void PoptrieImage::refresh_range(u128 key, int length) {
   ++number_;
   ++counters_.updates;
   const u128 low = key;
@@ -137,6 +173,7 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
   Pending& p = pending_;
   p.taken.clear();
   p.writes.clear();
+  p.links.clear();
   p.retire.clear();
   if (host & kChild) {
     const uint32_t ply = host & kPointerMask;
@@ -145,11 +182,15 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
       if (old & kChild) {
         uint32_t header[kNodeWords];
         const uint32_t old_root = old & kPointerMask;
-        if (update_node(ply, u128{index} << (128 - direct_bits_), direct_bits_, old_root, low,
-                        last, header, p)) {
+        const Change change = update_node(ply, u128{index} << (128 - direct_bits_),
+                                          direct_bits_, old_root, low, last, header, p,
+                                          !dirty(index));
+        if (change == Change::kBitmaps) {
           root = alloc(kNodeWords, p);
           for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(root + j, header[j]);
           p.retire.emplace_back(old_root, kNodeWords);
+        } else if (change == Change::kBases) {
+          link_bases(old_root, header, p);
         }
       } else {
         root = alloc(kNodeWords, p);
@@ -159,8 +200,13 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
       for (const auto& [offset, size] : p.taken) release(offset, size);
       throw;
     }
-    // In-place leaf writes and the new blocks' words; then one linking write.
+    // In-place leaf writes and the new blocks' words; then the linking writes: base words
+    // rewritten in place, or the direct entry.
     for (const auto& [i, value] : p.writes) write(i, value);
+    if (!p.links.empty()) {
+      barrier();
+      for (const auto& [i, value] : p.links) link(i, value);
+    }
     if (root) publish(index, kChild | root);
   } else {
     write(index, host);
@@ -227,8 +273,21 @@ void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
   for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(at + j, header[j]);
 }
 
-bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low,
-                               u128 last, uint32_t header[kNodeWords], Pending& p) {
+void PoptrieImage::link_bases(uint32_t at, const uint32_t header[kNodeWords], Pending& p) {
+  // A base word changes with its block: both halves' words (hi = lo + the low half's count).
+  if (read(at + kBase1Lo) != header[kBase1Lo]) {
+    p.links.emplace_back(at + kBase1Lo, header[kBase1Lo]);
+    p.links.emplace_back(at + kBase1Hi, header[kBase1Hi]);
+  }
+  if (read(at + kBase0Lo) != header[kBase0Lo]) {
+    p.links.emplace_back(at + kBase0Lo, header[kBase0Lo]);
+    p.links.emplace_back(at + kBase0Hi, header[kBase0Hi]);
+  }
+}
+
+PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
+                                               u128 low, u128 last, uint32_t header[kNodeWords],
+                                               Pending& p, bool parent_clean) {
   const uint64_t old_vector = read_vector(old);
   const uint32_t old_base1 = read(old + kBase1Lo), old_base0 = read(old + kBase0Lo);
   const uint64_t old_leafvec = read_leafvec(old);
@@ -252,9 +311,14 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
       ++counters_.host_words_read;
       if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
       uint32_t child[kNodeWords];
-      if (!update_node(row[k] & kPointerMask, start | (u128(k) << below), used + kStride,
-                       old_child(k), low, last, child, p))
-        return false;
+      const Change change = update_node(row[k] & kPointerMask, start | (u128(k) << below),
+                                        used + kStride, old_child(k), low, last, child, p,
+                                        !dirty(ply));
+      if (change == Change::kNone) return Change::kNone;
+      if (change == Change::kBases) {  // the child stays where it is
+        link_bases(old_child(k), child, p);
+        return Change::kNone;
+      }
       const int kids = __builtin_popcountll(old_vector);
       const uint32_t base1 = alloc(kNodeWords * kids, p);
       const uint32_t mine = old_child(k) - old_base1;
@@ -263,27 +327,49 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
                                                                : read(old_base1 + j));
       p.retire.emplace_back(old_base1, kNodeWords * kids);
       node_words(old_vector, old_leafvec, base1, old_base0, header);
-      return true;
+      return Change::kBases;
     }
   }
-  __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
-  uint64_t vector, leafvec;
+  // A row that did not change under a parent row that did not change (so this node is
+  // the same host ply as before): its bitmaps and leaves are as in the image; only its
+  // children may change.  Otherwise scan the row.
+  const bool clean = parent_clean && !dirty(ply);
+  uint64_t vector = old_vector, leafvec = old_leafvec;
   uint32_t leaves[64];
-  const int count = scan(ply, vector, leafvec, leaves);
+  int count = 0;
+  if (clean) {
+    if (size_t{ply} + 64 > host_size_) throw TrieError("Poptrie: host ply out of range");
+    ++counters_.nodes_visited;
+    ++counters_.host_words_read;  // the row's mark
+  } else {
+    __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
+    count = scan(ply, vector, leafvec, leaves);
+  }
   const int kids = __builtin_popcountll(vector);
   // Children the update reaches: their new headers, if they change.
   uint32_t changed[64][kNodeWords];
-  uint64_t changed_mask = 0;
+  uint64_t changed_mask = 0, reshaped_mask = 0;  // children with new headers, new bitmaps
   for (uint64_t v = vector & old_vector; v; v &= v - 1) {
     const int k = __builtin_ctzll(v);
     const u128 first = start | (u128(k) << below);
     if ((first | span) < low || first > last) continue;
-    if (update_node(row[k] & kPointerMask, first, used + kStride, old_child(k), low, last,
-                    changed[k], p))
-      changed_mask |= uint64_t{1} << k;
+    if (clean) {  // the child slot's word, not read by a scan
+      ++counters_.host_words_read;
+      if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
+    }
+    const Change change = update_node(row[k] & kPointerMask, first, used + kStride,
+                                      old_child(k), low, last, changed[k], p, !dirty(ply));
+    if (change != Change::kNone) changed_mask |= uint64_t{1} << k;
+    if (change == Change::kBitmaps) reshaped_mask |= uint64_t{1} << k;
   }
   uint32_t base1 = old_base1;
-  if (vector != old_vector || changed_mask) {  // a new children block
+  if (vector == old_vector && !reshaped_mask) {
+    // Same children, each with its bitmaps: the block stays, changed base words in place.
+    for (uint64_t v = changed_mask; v; v &= v - 1) {
+      const int k = __builtin_ctzll(v);
+      link_bases(old_child(k), changed[k], p);
+    }
+  } else {  // a new children block
     base1 = kids ? alloc(kNodeWords * kids, p) : 0;
     int i = 0;
     for (uint64_t v = vector; v; v &= v - 1) {
@@ -303,7 +389,9 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
     if (old_vector) p.retire.emplace_back(old_base1, kNodeWords * __builtin_popcountll(old_vector));
   }
   uint32_t base0 = old_base0;
-  if (vector == old_vector && leafvec == old_leafvec) {
+  if (clean) {
+    // the leaves are as they were
+  } else if (vector == old_vector && leafvec == old_leafvec) {
     // Same slots, same leaf runs: rewrite the leaves that changed in place.
     for (int j = 0; j < count; ++j)
       if (read(old_base0 + j) != leaves[j]) p.writes.emplace_back(old_base0 + j, leaves[j]);
@@ -313,8 +401,8 @@ bool PoptrieImage::update_node(uint32_t ply, u128 start, int used, uint32_t old,
     if (old_leafvec) p.retire.emplace_back(old_base0, __builtin_popcountll(old_leafvec));
   }
   node_words(vector, leafvec, base1, base0, header);
-  return vector != old_vector || leafvec != old_leafvec || base1 != old_base1 ||
-         base0 != old_base0;
+  if (vector != old_vector || leafvec != old_leafvec) return Change::kBitmaps;
+  return base1 != old_base1 || base0 != old_base0 ? Change::kBases : Change::kNone;
 }
 
 PoptrieStats PoptrieImage::stats() const {

@@ -7,12 +7,15 @@
 // base1 (children, 8 words each), leafvec, base0 (leaves), each base already counting the
 // low half's bits -- so that each read of the chip's walker is one run of adjacent words
 // (docs/lpm.md, "Poptrie").  New blocks are written into free memory, then (after a barrier)
-// one direct entry switches to them; the old blocks are retired with the update's number
-// until reclaim() ends their grace period.  An update touches only what changes: a node
-// whose words stay the same keeps its blocks (nothing is copied below it), a node whose
-// bitmaps stay the same gets its changed leaves rewritten in place (one word each: a
-// lookup reads one leaf, so it sees the old or the new one), and only the nodes whose
-// header words change are copied, with their sibling blocks, up to the direct entry.
+// one word switches to them; the old blocks are retired with the update's number until
+// reclaim() ends their grace period.  An update touches only what changes: a node whose
+// words stay the same keeps its blocks (nothing is copied below it), a node whose bitmaps
+// stay the same gets its changed leaves rewritten in place (one word each: a lookup reads
+// one leaf, so it sees the old or the new one) and, if its children or leaf block moved,
+// its base words too (one word per half and block: a lookup's step reads one of them, and
+// the old and the new block are both complete); only a node whose bitmaps change is
+// copied, with its sibling block, into a new block that its parent's base words (or the
+// direct entry) switch to -- so path copying stops one level above the changed node.
 //
 // Every update also counts its work (UpdateCounters) and, when asked, traces the words it
 // reads, for the XScale cost model (runtime/xscale_update.py).
@@ -85,8 +88,11 @@ class PoptrieImage {
 
   // The host trie changed for the prefix `key`/`length` (key left-aligned in 128 bits):
   // bring every direct entry it covers up to date, as one numbered update.  On a full
-  // memory throws TrieError; the direct entry that failed is unchanged.
-  void refresh(u128 key, int length);
+  // memory throws TrieError; the direct entry that failed is unchanged.  `written`, if
+  // given: the host trie words this change wrote (its write log); a node whose host row
+  // and whose parent's row are not among them is known unchanged (only its children may
+  // change), so it is not rescanned (a short prefix covers thousands of such nodes).
+  void refresh(u128 key, int length, const std::vector<uint32_t>* written = nullptr);
   // Start loading the words an update of `key` (left-aligned) reads first -- its direct
   // entry, in the image and the host trie, and the node it points to -- while the caller
   // updates the host trie (both are cache misses on a large table).
@@ -130,16 +136,35 @@ class PoptrieImage {
   struct Pending {
     std::vector<std::pair<uint32_t, uint32_t>> taken;   // new blocks (offset, size)
     std::vector<std::pair<uint32_t, uint32_t>> writes;  // (index, value) into new blocks
+    std::vector<std::pair<uint32_t, uint32_t>> links;   // base words rewritten in place
     std::vector<std::pair<uint32_t, uint32_t>> retire;  // old blocks, once linked
   };
+  // How a node's header words change in an update: not at all; only its base words (its
+  // bitmaps stay: the base words can be rewritten in place, each read alone); or its
+  // bitmaps (the node needs a new copy, and so its siblings' block).
+  enum class Change { kNone, kBases, kBitmaps };
 
+  void refresh_range(u128 key, int length);  // the update itself
   void refresh_entry(uint32_t index, u128 low, u128 last);
   // A new subtree for host ply `ply` with its header at `at` (no old node to reuse).
   void build_node(uint32_t ply, uint32_t at, Pending& p);
-  // Bring the node at `old` up to date with host ply `ply` for keys in [low, last]; true
-  // (and its new header in `header`) if its header words change.
-  bool update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low, u128 last,
-                   uint32_t header[kNodeWords], Pending& p);
+  // Bring the node at `old` up to date with host ply `ply` for keys in [low, last]; how its
+  // header words change (and, unless kNone, its new header in `header`).
+  // `parent_clean`: the row above (the parent's, or the direct entry's) did not change.
+  Change update_node(uint32_t ply, u128 start, int used, uint32_t old, u128 low, u128 last,
+                     uint32_t header[kNodeWords], Pending& p, bool parent_clean);
+  // Whether host row `index >> 6` may have changed in this update (always, unless the
+  // update's host writes are known).
+  bool dirty(uint32_t index) const {
+    if (!dirty_known_) return true;
+    const uint32_t row = index >> kStride;
+    return dirty_[row >> 6] >> (row & 63) & 1;
+  }
+  void mark_rows(const std::vector<uint32_t>& written, bool on);
+  // A node at `at` whose bitmaps stay: its changed base words, to be rewritten in place
+  // after the new blocks (each of a lookup's steps reads one base word, of its half, so it
+  // follows the old or the new block: both are complete).
+  void link_bases(uint32_t at, const uint32_t header[kNodeWords], Pending& p);
   // The host row's child bitmap, leaf bitmap and leaves (leaf compression).
   int scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]);
   uint32_t read(uint32_t index) {
@@ -160,7 +185,8 @@ class PoptrieImage {
     return hi << 32 | read(node + kLeafvecLo);
   }
   void write(uint32_t index, uint32_t value);
-  void publish(uint32_t index, uint32_t value);
+  void publish(uint32_t index, uint32_t value);  // a barrier, then link()
+  void link(uint32_t index, uint32_t value);     // a store the readers may see at once
   void barrier();
 
   uint32_t* words_;
@@ -180,6 +206,8 @@ class PoptrieImage {
   UpdateCounters counters_;
   bool tracing_ = false;
   std::vector<uint64_t> trace_;
+  std::vector<uint64_t> dirty_;  // one bit per host row (64 words) written by the update
+  bool dirty_known_ = false;
 };
 
 }  // namespace npkit::trie

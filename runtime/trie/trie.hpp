@@ -156,6 +156,15 @@ class Trie {
     return {retired_.begin(), retired_.end()};
   }
   bool logging() const { return logging_; }
+  // The Poptrie updater logs the host trie's writes of each update (the rows that changed).
+  void set_logging(bool on) { logging_ = on; }
+  // take_log() into `out`, whose cleared buffers the trie keeps (no allocation per update).
+  void swap_log(WriteLog& out) {
+    out.indices.clear();
+    out.values.clear();
+    out.barriers.clear();
+    std::swap(out, log_);
+  }
   WriteLog take_log();
   TrieCounters take_counters() {
     const TrieCounters out = counters_;

@@ -12,7 +12,15 @@ import random
 import numpy as np
 import pytest
 
-from npkit.runtime.poptrie import BASE0_LO, BASE1_LO, NODE_WORDS, POPTRIE4, POPTRIE6, Poptrie
+from npkit.runtime.poptrie import (
+    BASE0_LO,
+    BASE1_HI,
+    BASE1_LO,
+    NODE_WORDS,
+    POPTRIE4,
+    POPTRIE6,
+    Poptrie,
+)
 from npkit.runtime.xscale_update import DataCache, UpdateCostModel, UpdateCosts
 
 CHILD = 1 << 31
@@ -138,3 +146,34 @@ def test_cost_model_adds_instructions_and_line_fills() -> None:
     assert cost.misses == 3 + costs.route_map_misses
     assert cost.cycles == instructions + 100 * cost.misses
     assert model.cost(counters, trace).misses == costs.route_map_misses  # now cached
+
+
+def test_a_changed_grandchild_relinks_its_parent_in_place() -> None:
+    """A new leaf run two levels below the root: the bottom node (new bitmaps) is copied
+    with its sibling block, and its parent, whose bitmaps stay, gets its two base1 words
+    (one per half) rewritten in place after a barrier; the root and the direct entry keep
+    their words, and every other write lands in a newly allocated block."""
+    t = table()
+    t.build({(0x0A000000, 8): 1, (0x0A010100, 32): 2})
+    t.take_log()
+    root = root_of(t, 0x0A010100)
+    root_words = t.words[root:root + NODE_WORDS].copy()
+    parent = int(t.words[root + BASE1_LO])  # the root's only child (slot 1, low half)
+    old_children = int(t.words[parent + BASE1_LO])
+    entry = int(t.words[0x0A010100 >> (32 - POPTRIE4.direct_bits)])
+    high_water = t.stats()["words_high_water"]  # no free blocks yet: new ones start here
+    t.add(0x0A010102, 31, 3)
+    log = t.take_log()
+    pairs = list(zip(log.indices.tolist(), log.values.tolist(), strict=True))
+    new_children = int(t.words[parent + BASE1_LO])
+    assert new_children != old_children
+    links = {parent + BASE1_LO, parent + BASE1_HI}
+    assert {i for i, _ in pairs[-2:]} == links  # the linking writes come last ...
+    assert log.barriers.tolist()[-1] == len(pairs) - 2  # ... after a barrier
+    assert all(i >= high_water for i, _ in pairs[:-2])
+    assert all(int(t.words[i]) == v for i, v in pairs)
+    assert int(t.words[0x0A010100 >> (32 - POPTRIE4.direct_bits)]) == entry
+    assert (t.words[root:root + NODE_WORDS] == root_words).all()
+    assert (old_children, NODE_WORDS) in {(o, s) for o, s, _ in t.retired()}
+    assert t.lookup(0x0A010100) == 2 and t.lookup(0x0A010102) == 3
+    assert t.lookup(0x0A010103) == 3 and t.lookup(0x0A010101) == 1
