@@ -237,6 +237,7 @@ class Lowerer:
             self.lower_block(blk)
         for pl in self.p.pipelines.values():
             self.lower_pipeline(pl)
+        _allocas_first(self.module)
         return self.module
 
     def lower_pipeline(self, pl: A.Pipeline) -> None:
@@ -970,6 +971,20 @@ class Lowerer:
         if e.method == "add" and m.kind == "register":
             return self.b.trunc(old, llvm_type(m.value)) if m.value.width < 32 else old
         return None
+
+
+def _allocas_first(module: ir.Module) -> None:
+    """Every function's allocas to the top of its entry block.  make_var puts a variable's
+    alloca at the end of the entry block as it is then, after calls such as a memory read or
+    another MBL function; when LLVM inlines such a call it splits the block, and an alloca
+    left behind the split is a dynamic one: SROA does not promote it, the inliner wraps the
+    inlined body in llvm.stacksave / stackrestore (which the ME back end cannot lower, so a
+    function with many `let`s failed to compile for the chip), and natively it costs a stack
+    save and restore per packet."""
+    for fn in module.functions:
+        if fn.blocks:
+            entry = fn.blocks[0].instructions
+            entry[:] = sorted(entry, key=lambda i: not isinstance(i, ir.AllocaInstr))
 
 
 def lower(program: Program, name: str = "mbl", trace: LineTable | None = None,

@@ -979,15 +979,9 @@ def _inline_blocks(module: ir.Module, keep: str | None = None) -> None:
     """Blocks inline into the pipelines and the batch driver that call them: one loop body
     per batch, the context in registers (the chip keeps its blocks; this is host-only).
     They become internal, so what the driver does not reach goes; `keep` stays external
-    (the slice's entry, which the main module links against).  Every function's allocas go
-    to the top of its entry block first: the lowering puts a variable's alloca at the end
-    of the entry block as it is then, after calls such as a memory read; inlining that call
-    splits the block, and an alloca left outside the entry block is a dynamic one, which
-    SROA does not promote and which costs a stack save and restore per packet."""
-    for fn in module.functions:
-        if fn.blocks:
-            entry = fn.blocks[0].instructions
-            entry[:] = sorted(entry, key=lambda i: not isinstance(i, ir.AllocaInstr))
+    (the slice's entry, which the main module links against).  The lowering has put every
+    function's allocas at the top of its entry block (lower._allocas_first), so none
+    becomes dynamic when these inline."""
     for fn in module.functions:
         if fn.name.startswith(("mbl.block.", "mbl.pipeline.")) and fn.blocks:
             fn.attributes.add("alwaysinline")
