@@ -237,7 +237,7 @@ class Lowerer:
             self.lower_block(blk)
         for pl in self.p.pipelines.values():
             self.lower_pipeline(pl)
-        _allocas_first(self.module)
+        hoist_allocas(self.module)
         return self.module
 
     def lower_pipeline(self, pl: A.Pipeline) -> None:
@@ -973,7 +973,7 @@ class Lowerer:
         return None
 
 
-def _allocas_first(module: ir.Module) -> None:
+def hoist_allocas(module: ir.Module) -> None:
     """Every function's allocas to the top of its entry block.  make_var puts a variable's
     alloca at the end of the entry block as it is then, after calls such as a memory read or
     another MBL function; when LLVM inlines such a call it splits the block, and an alloca

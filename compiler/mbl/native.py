@@ -30,6 +30,7 @@ from .lower import (
     VOID,
     WIDE_BYTES,
     LineTable,
+    hoist_allocas,
     lower,
     wide_load_name,
     wide_store_name,
@@ -979,9 +980,11 @@ def _inline_blocks(module: ir.Module, keep: str | None = None) -> None:
     """Blocks inline into the pipelines and the batch driver that call them: one loop body
     per batch, the context in registers (the chip keeps its blocks; this is host-only).
     They become internal, so what the driver does not reach goes; `keep` stays external
-    (the slice's entry, which the main module links against).  The lowering has put every
-    function's allocas at the top of its entry block (lower._allocas_first), so none
-    becomes dynamic when these inline."""
+    (the slice's entry, which the main module links against).  The lowering has put the
+    MBL functions' allocas at the top of their entry blocks (lower.hoist_allocas); the host
+    bodies built since (_HostOps: the npu.* functions, the lookups' loops) get the same here,
+    so that no alloca becomes dynamic when these inline (a stack save and restore per packet)."""
+    hoist_allocas(module)
     for fn in module.functions:
         if fn.name.startswith(("mbl.block.", "mbl.pipeline.")) and fn.blocks:
             fn.attributes.add("alwaysinline")

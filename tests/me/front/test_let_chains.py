@@ -2,7 +2,7 @@
 chain of steps, as microblocks/lpm_poptrie.mbl's walkers can be): every variable's alloca
 sits at the top of its function's entry block, so LLVM's inliner leaves no dynamic alloca
 and wraps nothing in llvm.stacksave / stackrestore, which the ME back end cannot lower (it
-refused such a program before lower._allocas_first)."""
+refused such a program before lower.hoist_allocas)."""
 
 from __future__ import annotations
 
