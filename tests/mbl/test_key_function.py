@@ -14,6 +14,7 @@ import pytest
 from conftest import PROGRAMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lpm_reference import brute_force
 
 from npkit.compiler.mbl import NativeProgram, compile_file, compile_source
 from npkit.compiler.mbl.native import KeyFunction, NativeError
@@ -58,15 +59,6 @@ def walkers() -> dict[tuple[str, int], Walker]:
             out[structure, bits] = Walker(bits, probe, tables.v4 if bits == 32 else tables.v6,
                                           functions)
     return out
-
-
-def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> int | None:
-    best = None
-    for (network, length), nh in routes.items():
-        if address >> (bits - length) == network >> (bits - length) \
-                and (best is None or length > best[0]):
-            best = (length, nh)
-    return None if best is None else best[1]
 
 
 # prefixes nest under a few bases; lengths straddle both structures' level boundaries

@@ -11,6 +11,7 @@ import pytest
 from conftest import PROGRAMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lpm_reference import brute_force
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.runtime.lpm import IPV4, IPV6, LpmError, MultibitTrie, RouteTables
@@ -26,15 +27,6 @@ class Family:
         """Next hops the MBL walker finds (None: no route)."""
         packets = [a.to_bytes(self.bits // 8, "big") for a in addresses]
         return [v.port if v.kind == "forward" else None for v in self.native.run(packets)]
-
-
-def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> int | None:
-    best = None
-    for (network, length), nh in routes.items():
-        if address >> (bits - length) == network >> (bits - length) \
-                and (best is None or length > best[0]):
-            best = (length, nh)
-    return None if best is None else best[1]
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROGRAMS
+from lpm_reference import brute_force
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.mbl.native import PREFETCH_DISTANCE, PREFETCH_PASSES
@@ -21,15 +22,6 @@ POPTRIE_PROBE = Path(__file__).parents[1] / "runtime" / "programs" / "lpm_poptri
 DEPTH = PREFETCH_PASSES * PREFETCH_DISTANCE  # packets between a packet's first run and block
 SIZES = sorted({0, 1, PREFETCH_DISTANCE - 1, PREFETCH_DISTANCE, PREFETCH_DISTANCE + 1,
                 DEPTH - 1, DEPTH, DEPTH + 1, 3 * DEPTH + 5, 257})
-
-
-def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> int | None:
-    best = None
-    for (network, length), nh in routes.items():
-        if address >> (bits - length) == network >> (bits - length) \
-                and (best is None or length > best[0]):
-            best = (length, nh)
-    return None if best is None else best[1]
 
 
 def nested_routes(bits: int, rng: random.Random) -> dict[tuple[int, int], int]:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lpm_reference import brute_force
 
 from npkit.runtime.lpm import LpmError
 from npkit.runtime.poptrie import POPTRIE4, POPTRIE6, Poptrie, PoptrieShape
@@ -24,15 +25,6 @@ CHILD, ROUTE = 1 << 31, 1 << 30
 SHAPES = {4: POPTRIE4, 6: POPTRIE6}
 BITS = {4: 32, 6: 128}
 BLOCK_WORDS = 40_000  # memory for nodes and leaves beyond the direct array
-
-
-def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> int | None:
-    best = None
-    for (network, length), nh in routes.items():
-        if address >> (bits - length) == network >> (bits - length) \
-                and (best is None or length > best[0]):
-            best = (length, nh)
-    return None if best is None else best[1]
 
 
 def walk(words: np.ndarray, shape: PoptrieShape, address: int,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lpm_reference import brute_force
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -28,15 +29,6 @@ from npkit.runtime.routes import default_next_hop
 REPO = Path(__file__).parents[2]
 PORTS = 2
 HOPS = 8
-
-
-def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> int | None:
-    best = None
-    for (network, length), nh in routes.items():
-        if address >> (bits - length) == network >> (bits - length) \
-                and (best is None or length > best[0]):
-            best = (length, nh)
-    return None if best is None else best[1]
 
 
 @pytest.fixture(scope="module")

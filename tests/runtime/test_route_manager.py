@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lpm_reference import brute_force
 from test_poptrie import walk as poptrie_walk
 
 from npkit.runtime.lpm import IPV4, IPV6, LpmError
@@ -23,15 +24,6 @@ CHILD, ROUTE = 1 << 31, 1 << 30
 PLIES = 400  # memory: the root plus this many 256-word plies
 SHAPES = {4: IPV4, 6: IPV6}
 BITS = {4: 32, 6: 128}
-
-
-def brute_force(routes: dict[tuple[int, int], int], bits: int, address: int) -> int | None:
-    best = None
-    for (network, length), nh in routes.items():
-        if address >> (bits - length) == network >> (bits - length) \
-                and (best is None or length > best[0]):
-            best = (length, nh)
-    return None if best is None else best[1]
 
 
 def walk(words: np.ndarray, bits: int, address: int) -> tuple[int | None, list[int]]:
