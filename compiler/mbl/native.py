@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -144,6 +144,23 @@ def exact_hash(key: int, key_words: int) -> int:
         w = (key >> (32 * (key_words - 1 - k))) & 0xFFFFFFFF
         h = ((h ^ w) * EXACT_HASH_MULTIPLIER) & 0xFFFFFFFF
     return h ^ (h >> 16)
+
+
+def _counted_loop(b: ir.IRBuilder, fn: ir.Function, first: ir.Value, end: ir.Value,
+                  body: Callable[[ir.Value], None]) -> None:
+    """for i in first..end: body(i), in fn at b's position (the drivers' loops)."""
+    i_slot = b.alloca(I32)
+    b.store(first, i_slot)
+    head, inner, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.load(i_slot, typ=I32)
+    b.cbranch(b.icmp_unsigned("<", i, end), inner, done)
+    b.position_at_end(inner)
+    body(i)
+    b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
+    b.branch(head)
+    b.position_at_end(done)
 
 
 def _slot(b: ir.IRBuilder, ctx: ir.Value, index: int) -> ir.Value:
@@ -733,20 +750,8 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
             b.store(v, _slot(b, ctx, k))
         return meta
 
-    def loop(first: ir.Value, end: ir.Value, body) -> None:
-        """for i in first..end: body(i)"""
-        i_slot = b.alloca(I32)
-        b.store(first, i_slot)
-        head, inner, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(i_slot, typ=I32)
-        b.cbranch(b.icmp_unsigned("<", i, end), inner, done)
-        b.position_at_end(inner)
-        body(i)
-        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
-        b.branch(head)
-        b.position_at_end(done)
+    def loop(first: ir.Value, end: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        _counted_loop(b, fn, first, end, body)
 
     ctx = new_ctx()
 
@@ -871,20 +876,8 @@ def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
         word = b.load(at, typ=ir.IntType(key_bits), align=4)
         return b.trunc(word, key_type) if key_type.width < key_bits else word
 
-    def loop(first: ir.Value, end: ir.Value, body) -> None:
-        """for i in first..end: body(i)"""
-        i_slot = b.alloca(I32)
-        b.store(first, i_slot)
-        head, inner, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(i_slot, typ=I32)
-        b.cbranch(b.icmp_unsigned("<", i, end), inner, done)
-        b.position_at_end(inner)
-        body(i)
-        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
-        b.branch(head)
-        b.position_at_end(done)
+    def loop(first: ir.Value, end: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        _counted_loop(b, fn, first, end, body)
 
     ctx = new_ctx(meta)
 
