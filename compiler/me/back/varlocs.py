@@ -17,7 +17,10 @@ dataflow over the final code decides where it can be read:
   loop) is a new value, so the binding holds for the value there at the binding, or for
   the first one written after it;
 - a fixed place (`$$3` of a header word, `*l$index1[5]` of a metadata word, `$2` of a read)
-  holds it until an instruction writes that place (for `$k`: a command naming it).
+  holds it until an instruction writes that place (for `$k`: a command naming it); a `$k`
+  a command is still filling (issued, its signal not yet waited for: the scheduler may put
+  other instructions, and so the binding, between a read and its `ctx_arb`) holds nothing
+  readable yet.
 
 The result is, per instruction, each variable's `VarLocation` or None; `emit` writes it as
 `.dbg_var` / `.dbg_loc` lines (compiler/uc/debugvars.py) where it changes.
@@ -86,9 +89,11 @@ def coalesced(fn: MFunction, names: dict[VReg, str]) -> dict[VReg, VReg]:
 class _State:
     held: dict[str, VReg | None]                     # place -> the value it holds
     binds: dict[Variable, _Bound | object]           # variable -> binding or _CONFLICT
+    # `$k` -> the signal of the command filling it, until a wait for that signal
+    filling: dict[str, int | None] = dataclasses.field(default_factory=dict)
 
     def copy(self) -> _State:
-        return _State(dict(self.held), dict(self.binds))
+        return _State(dict(self.held), dict(self.binds), dict(self.filling))
 
 
 def _merge(a: _State | None, b: _State) -> _State:
@@ -103,11 +108,12 @@ def _merge(a: _State | None, b: _State) -> _State:
         else:       # a value in place on one path, not computed on another: not known
             binds[var] = _Bound(x.bind, x.fixed_ok and y.fixed_ok, tuple(
                 p if p == q else STALE for p, q in zip(x.status, y.status, strict=True)))
-    return _State(held, binds)
+    return _State(held, binds, {**a.filling, **b.filling})   # filling on either path
 
 
 def _same_state(a: _State | None, b: _State) -> bool:
-    return a is not None and a.held == b.held and a.binds == b.binds
+    return a is not None and a.held == b.held and a.binds == b.binds \
+        and a.filling == b.filling
 
 
 class _Locator:
@@ -141,7 +147,7 @@ class _Locator:
                 if isinstance(o, VReg) and (next(status) != HELD or
                                             state.held.get(place) is not self.rep(o)):
                     return None
-                if isinstance(o, str) and not bound.fixed_ok:
+                if isinstance(o, str) and (not bound.fixed_ok or o in state.filling):
                     return None
                 parts.append(place)
             args.append(tuple(parts))
@@ -168,7 +174,13 @@ class _Locator:
                 state.held.pop(o, None)
         text = ins.render(self.names) if ins.kind == "mem" or ins.is_macro else ""
         if ins.kind == "mem":
-            written |= set(_READ_XFER.findall(text))     # a read fills its `$k`
+            filled = set(_READ_XFER.findall(text))     # a read fills its `$k`
+            written |= filled
+            signal = ins.signals[0] if ins.signals else None
+            state.filling.update(dict.fromkeys(filled, signal))
+        elif ins.kind == "wait":    # the commands it waits for have filled their `$k`
+            state.filling = {k: sig for k, sig in state.filling.items()
+                             if sig is not None and sig not in ins.signals}
         if len(_LM0_MOVE.findall(ins.template)) % 2:       # moved, not put back: spills
             for k in [k for k in state.held if k.startswith("*l$index0")]:   # unreadable
                 del state.held[k]

@@ -2,7 +2,8 @@
 against the rules written out case by case: a value is readable in its register from its
 binding until the register is written by another value or by the same virtual register
 again; bindings that differ between paths are unknown after the join; a fixed transfer
-register holds until a command names it; copies coalesced into one register hold both."""
+register holds until a command names it, and holds nothing while a read is filling it;
+copies coalesced into one register hold both."""
 
 from __future__ import annotations
 
@@ -68,6 +69,16 @@ def test_a_transfer_register_holds_until_a_command_names_it() -> None:
         nop(dbg=(MBind(X, (("$2",),)),)), nop(),
         MInstr("sram[read, $2, a1, 0, 1], ctx_swap[1]", [], kind="mem"), nop()])], 8)
     assert where(fn, {}) == [("$2",), ("$2",), ("$2",), None]
+
+
+def test_a_transfer_register_a_read_is_filling_holds_nothing_until_its_wait() -> None:
+    # the scheduler put x's binding (the read's result) between the read and its ctx_arb
+    read = MInstr("sram[read, $0, a1, 0, 1], sig_done[1]", [], kind="mem", signals=(1,))
+    other = MInstr("ctx_arb[2]", [], kind="wait", signals=(2,))
+    wait = MInstr("ctx_arb[1]", [], kind="wait", signals=(1,))
+    fn = MFunction("f", [MBlock("e#", [read, nop(dbg=(MBind(X, (("$0",),)),)), other, wait,
+                                       nop()])], 8)
+    assert where(fn, {}) == [None, None, None, None, ("$0",)]
 
 
 def test_coalesced_copies_share_the_register() -> None:
