@@ -1023,6 +1023,29 @@ def host_optimize(module: llvm.ModuleRef) -> None:
     builder.getModulePassManager().run(module, builder)
 
 
+def _jit(module: ir.Module, slice_module: llvm.ModuleRef | None,
+         host_o3: bool) -> tuple[llvm.ModuleRef, llvm.ExecutionEngine]:
+    """`module` optimized and JIT-compiled: with its prefetch slice linked in first (one
+    optimization of both, so the slice inlines into the driver), through the fixed pipeline,
+    then LLVM's -O3 when `host_o3` (host_optimize), then MCJIT.  Refuses a module that
+    still calls an npu.* operation the host has no body for."""
+    if slice_module is not None:
+        linked = llvm.parse_assembly(str(module))
+        linked.link_in(slice_module)
+        optimized = optimize(str(linked))
+    else:
+        optimized = optimize(module)
+    if host_o3:
+        host_optimize(optimized)
+    used = [f.name for f in optimized.functions
+            if f.is_declaration and f.name.startswith("npu.")]
+    if used:
+        raise NativeError("the native target does not implement " + ", ".join(used))
+    engine = llvm.create_mcjit_compiler(optimized, host_target_machine())
+    engine.finalize_object()
+    return optimized, engine
+
+
 def _slot_bytes(length: int) -> int:
     """A batch slot for a packet of ``length`` bytes: headroom, then whole 64-byte lines."""
     return HEADROOM + max(64, (length + 63) // 64 * 64)
@@ -1060,20 +1083,9 @@ class NativeProgram:
         self.pool = buffers or BufferPool()
         module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool,
                                        trace)
-        if prefetch:  # one optimization of both: the slice inlines into the driver
-            linked = llvm.parse_assembly(str(module))
-            linked.link_in(prefetch_slice(program, self.block, hash_unit))
-            self.ir = optimize(str(linked))
-        else:
-            self.ir = optimize(module)
-        if host_o3:
-            host_optimize(self.ir)
-        used = [f.name for f in self.ir.functions
-                if f.is_declaration and f.name.startswith("npu.")]
-        if used:
-            raise NativeError("the native target does not implement " + ", ".join(used))
-        self.engine = llvm.create_mcjit_compiler(self.ir, host_target_machine())
-        self.engine.finalize_object()
+        self.ir, self.engine = _jit(
+            module, prefetch_slice(program, self.block, hash_unit) if prefetch else None,
+            host_o3)
         self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
         self._setup_buffers()
         self.memory = {space: np.zeros(max(1, self._words(space)), dtype=np.uint32)
@@ -1343,19 +1355,9 @@ class KeyFunction:
         self.key_words, self.result_words = _words(params[0].width), _words(result.width)
         slice_fn = SLICE_PREFIX + symbol if prefetch else None
         driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)
-        if prefetch:  # one optimization of both: the slice inlines into the driver
-            linked = llvm.parse_assembly(str(module))
-            linked.link_in(_slice_of(owner.program, symbol, owner.hash_unit))
-            self.ir = optimize(str(linked))
-        else:
-            self.ir = optimize(module)
-        host_optimize(self.ir)
-        used = [f.name for f in self.ir.functions
-                if f.is_declaration and f.name.startswith("npu.")]
-        if used:
-            raise NativeError("the native target does not implement " + ", ".join(used))
-        self.engine = llvm.create_mcjit_compiler(self.ir, host_target_machine())
-        self.engine.finalize_object()
+        self.ir, self.engine = _jit(
+            module, _slice_of(owner.program, symbol, owner.hash_unit) if prefetch else None,
+            host_o3=True)
         self._run = KEYS_SIGNATURE(self.engine.get_function_address(driver))
         self._packet = np.zeros(64, dtype=np.uint8)  # a context's packet and record, unused
         self._meta = np.zeros(META_WORDS, dtype=np.uint32)
