@@ -58,7 +58,7 @@ from npkit.bench.lab.devices import (
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.tester import Analyzer, Traffic, generate
 from npkit.bench.tester.chip import received, sources, streaming
-from npkit.bench.tester.fast import BATCH_FRAMES, Batch
+from npkit.bench.tester.fast import Batch
 from npkit.bench.tester.media import PS_PER_S
 from npkit.runtime.system import System, SystemConfigError, SystemSpec
 from npkit.sim.packets import ListSink
@@ -76,6 +76,10 @@ DATA_PATHS = ("rings", "pool", "pool-mbl")
 # program file -> its variant with MBL receive and transmit stages, and that entry
 MBL_MEDIA = {"pos_router.mbl": ("media_pos_router.mbl", "media_pos_router")}
 POOL_MES = 16
+# A streamed system trial's generator batches (frames per port): small enough that the
+# frames are generated a few steps ahead beside the chips, not all before the first step
+SYSTEM_BATCH_FRAMES = 4_096
+GENERATE_AHEAD = 2 * STEP_CYCLES  # cycles past a step generated during it
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
 
@@ -342,7 +346,7 @@ class SystemChipDevice(CompiledChipDevice):
 
     def run_streamed(self, trial: Trial,
                      loaded_system: tuple[System, dict[str, _Loaded]] | None = None,
-                     batch_frames: int = BATCH_FRAMES) -> TrialResult:
+                     batch_frames: int = SYSTEM_BATCH_FRAMES) -> TrialResult:
         """``run_traffic``'s trial with nothing held per frame: the C++ generator's batches
         offered to the chips (``BatchFeed``, the framer's delay added), every frame out
         analysed and tallied as it leaves (``AnalysisSink``), run in the same steps to the
@@ -375,8 +379,17 @@ class SystemChipDevice(CompiledChipDevice):
             deferred.register = feed.on_batch
             feed.on_batch = deferred.sent
 
+        def ahead(cycle: int) -> None:  # generate beside the chips, as far as ``cycle``
+            for feed, _ in feeds:
+                feed.look_ahead(cycle)
+
         def step(cycles: int) -> None:
-            system.run(cycles, beside=deferred.pending())
+            # beside the chips: the last step's analysis, then the frames of the steps
+            # after this one generated (stream_until_done would generate them on this
+            # thread, between the steps; generating early changes no step: its end is
+            # known sooner, and a step never passes it, BatchFeed.look_ahead)
+            pending, cycle = deferred.pending(), system.now + cycles + GENERATE_AHEAD
+            system.run(cycles, beside=lambda: _both(pending, lambda: ahead(cycle)))
             for one in loaded.values():
                 one.drain()
 
@@ -561,6 +574,12 @@ class _DeferredFlush:
                 waiting.append((batch, end))
                 stopped.add(batch.port)
         self._batches = waiting
+
+
+def _both(first: Callable[[], Any] | None, then: Callable[[], Any]) -> None:
+    if first is not None:
+        first()
+    then()
 
 
 def _control_runner(router: Any) -> Any:
