@@ -130,8 +130,15 @@ class TimedCore:
         finally:
             self.seconds += self._clock() - start
 
+    @property
+    def now(self) -> Any:  # read by the facade around every core call
+        return self._core.now
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._core, name)
+        value = getattr(self._core, name)
+        if callable(value):  # a method: looked up once (not values such as ``now``)
+            setattr(self, name, value)
+        return value
 
 
 @dataclass(frozen=True)
@@ -274,19 +281,9 @@ def report_system(name: str, samples: list[SystemSample], clock_hz: float
     core = {c: statistics.median(s.core_s[c] for s in samples) for c in chips}
     busiest = max(core.values())
     s0 = samples[0]  # deterministic: every run does the same work
-    mips = s0.instructions / host / 1e6
-    figures = {
-        "mips": mips,
-        "core_mips": s0.instructions / busiest / 1e6,
-        "pps": s0.frames_out / host,
-        "cycles_per_s": s0.cycles / host,
-        "slowdown": clock_hz / (s0.cycles / host),
-        "neptune_ratio": mips / NEPTUNE_MIPS,
-        "core_share": busiest / host,
-        "core_sum_share": sum(core.values()) / host,
-        "instructions_per_packet": s0.instructions / max(1, s0.frames_out),
-        "host_s_per_simulated_s": host / (s0.cycles / clock_hz),
-    }
+    figures = speed_figures(host, busiest, s0.instructions, s0.cycles, s0.frames_out,
+                            clock_hz)
+    figures["core_sum_share"] = sum(core.values()) / host
     print(f"\n{name}: {s0.frames_in} frames offered, {s0.frames_out} forwarded, "
           f"{s0.cycles:,} cycles, {s0.instructions:,} instructions "
           f"({figures['instructions_per_packet']:.1f} per packet, all MEs of both chips)")
@@ -294,12 +291,7 @@ def report_system(name: str, samples: list[SystemSample], clock_hz: float
     print(f"  host time (median of {len(samples)}): {host:.3f} s "
           f"(C++ core {per_chip}: busiest = {100 * figures['core_share']:.0f} %, "
           f"both = {100 * figures['core_sum_share']:.0f} % of it)")
-    print(f"  simulated MIPS           {mips:10.2f}   (core alone {figures['core_mips']:.2f})")
-    print(f"  simulated packets/s      {figures['pps']:10,.0f}")
-    print(f"  simulated cycles/s       {figures['cycles_per_s']:10,.0f}   "
-          f"({figures['slowdown']:,.0f} x slower than a {clock_hz / 1e9:.1f} GHz chip)")
-    print(f"  one simulated second     {figures['host_s_per_simulated_s']:10.1f} host s")
-    print(f"  vs Neptune 3.31 MIPS     {figures['neptune_ratio']:10.2f} x")
+    print_figures(figures, clock_hz)
     calling = statistics.median(s.calling_cpu_s for s in samples)
     other = statistics.median(s.other_cpu_s for s in samples)
     figures["calling_cpu_s"], figures["other_cpu_s"] = calling, other
@@ -327,33 +319,46 @@ def profile_system(setup: SystemSetup, path: str, clock: Clock = time.perf_count
     pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
 
-def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float]:
-    host = statistics.median(s.host_s for s in samples)
-    core = statistics.median(s.core_s for s in samples)
-    s0 = samples[0]  # the simulation is deterministic: every run does the same work
-    mips = s0.instructions / host / 1e6
-    figures = {
+def speed_figures(host_s: float, core_s: float, instructions: int, cycles: int,
+                  frames_out: int, clock_hz: float) -> dict[str, float]:
+    """The figures of a run of ``cycles`` simulated cycles (``instructions`` retired,
+    ``frames_out`` transmitted) that took ``host_s`` host seconds, ``core_s`` of them in
+    the C++ core (for a system: the busiest chip's)."""
+    mips = instructions / host_s / 1e6
+    return {
         "mips": mips,
-        "core_mips": s0.instructions / core / 1e6,
-        "pps": s0.frames_out / host,
-        "cycles_per_s": s0.cycles / host,
-        "slowdown": clock_hz / (s0.cycles / host),
+        "core_mips": instructions / core_s / 1e6,
+        "pps": frames_out / host_s,
+        "cycles_per_s": cycles / host_s,
+        "slowdown": clock_hz / (cycles / host_s),
         "neptune_ratio": mips / NEPTUNE_MIPS,
-        "core_share": core / host,
-        "instructions_per_packet": s0.instructions / max(1, s0.frames_out),
-        "host_s_per_simulated_s": host / (s0.cycles / clock_hz),
+        "core_share": core_s / host_s,
+        "instructions_per_packet": instructions / max(1, frames_out),
+        "host_s_per_simulated_s": host_s / (cycles / clock_hz),
     }
-    print(f"\n{name}: {s0.frames_in} frames offered, {s0.frames_out} forwarded, "
-          f"{s0.cycles:,} cycles, {s0.instructions:,} instructions "
-          f"({figures['instructions_per_packet']:.1f} per packet, all MEs)")
-    print(f"  host time (median of {len(samples)}): {host:.3f} s "
-          f"(C++ core {core:.3f} s = {100 * figures['core_share']:.0f} %, Python facade the rest)")
-    print(f"  simulated MIPS           {mips:10.2f}   (core alone {figures['core_mips']:.2f})")
+
+
+def print_figures(figures: dict[str, float], clock_hz: float) -> None:
+    print(f"  simulated MIPS           {figures['mips']:10.2f}   "
+          f"(core alone {figures['core_mips']:.2f})")
     print(f"  simulated packets/s      {figures['pps']:10,.0f}")
     print(f"  simulated cycles/s       {figures['cycles_per_s']:10,.0f}   "
           f"({figures['slowdown']:,.0f} x slower than a {clock_hz / 1e9:.1f} GHz chip)")
     print(f"  one simulated second     {figures['host_s_per_simulated_s']:10.1f} host s")
     print(f"  vs Neptune 3.31 MIPS     {figures['neptune_ratio']:10.2f} x")
+
+
+def report(name: str, samples: list[Sample], clock_hz: float) -> dict[str, float]:
+    host = statistics.median(s.host_s for s in samples)
+    core = statistics.median(s.core_s for s in samples)
+    s0 = samples[0]  # the simulation is deterministic: every run does the same work
+    figures = speed_figures(host, core, s0.instructions, s0.cycles, s0.frames_out, clock_hz)
+    print(f"\n{name}: {s0.frames_in} frames offered, {s0.frames_out} forwarded, "
+          f"{s0.cycles:,} cycles, {s0.instructions:,} instructions "
+          f"({figures['instructions_per_packet']:.1f} per packet, all MEs)")
+    print(f"  host time (median of {len(samples)}): {host:.3f} s "
+          f"(C++ core {core:.3f} s = {100 * figures['core_share']:.0f} %, Python facade the rest)")
+    print_figures(figures, clock_hz)
     return figures
 
 

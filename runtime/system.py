@@ -26,6 +26,7 @@ import copy
 import dataclasses
 import gc
 import math
+import threading
 import tomllib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -733,6 +734,19 @@ def _then(advance: Callable[[int], Any], cycles: int,
         beside()
 
 
+class _Once:
+    """``work`` done once, by the first thread that calls: each thread of a step calls it
+    when its chip is done, so the work goes to whichever is free first."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self._work = work
+        self._claim = threading.Lock()
+
+    def __call__(self) -> None:
+        if self._claim.acquire(blocking=False):  # never released: once only
+            self._work()
+
+
 def _runner(chip: Chip) -> Callable[[int], Any]:
     return lambda cycles: chip.run(cycles=cycles)
 
@@ -872,8 +886,9 @@ class System:
             beside: Callable[[], Any] | None = None) -> int:
         """Run every chip ``cycles`` more cycles (or until ``until(system)`` is true after
         a step); returns the cycles run.  ``beside``: work that touches no chip (e.g. the
-        analysis of frames already out), done once during the first step: on a pool
-        thread after its chip, so it overlaps the other chips, or first when serial."""
+        analysis of frames already out), done once during the first step: with threads by
+        the first thread done with its chip (this one, or the pool's of the last chip), so
+        it overlaps the other chips; first when serial."""
         start = self.now
         end = start + cycles
         pool = self._thread_pool() if self._parallel() else None
@@ -898,11 +913,14 @@ class System:
                 else:
                     # the first chip on this thread, the others on the pool's: this thread
                     # works instead of waiting, one thread handoff per step less; beside
-                    # after the last pool chip (the chips' Python waits less for the GIL)
+                    # by the first of this thread and the last pool chip's to be done
+                    once = None if beside is None else _Once(beside)
                     futures = [pool.submit(advance, run) for advance, run in jobs[1:-1]]
-                    futures.append(pool.submit(_then, jobs[-1][0], jobs[-1][1], beside))
+                    futures.append(pool.submit(_then, jobs[-1][0], jobs[-1][1], once))
                     try:
                         jobs[0][0](jobs[0][1])
+                        if once is not None:
+                            once()
                     finally:
                         for future in futures:
                             future.result()

@@ -483,6 +483,8 @@ class Chip:
 
     def _arrived(self) -> dict[int, int]:
         """Frames each port has taken off its input queue (received or dropped)."""
+        if not self._feeds:  # nothing attached (e.g. frames offered): no counters to read
+            return {}
         ports = list(self._core.port_counters())
         return {p: _taken_off_queue(ports[p]) if p < len(ports) else 0 for p in self._feeds}
 
@@ -764,7 +766,11 @@ class _Run:
 
     def execute(self) -> RunResult:
         chip = self.chip
-        slice_cycles = chip._slice_cycles()
+        # slices keep the attached sources' queues topped up (and pace the progress
+        # reports); with neither, one core call runs as far as the run may go (a run's
+        # result does not depend on its slicing: tests/sim/test_run_slicing.py)
+        slice_cycles = chip._slice_cycles() if chip._feeds or self.progress is not None \
+            else MAX_SLICE_CYCLES
         chip._arrived_cache = chip._arrived()
         while True:
             elapsed = chip.now - self.start

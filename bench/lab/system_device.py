@@ -30,7 +30,8 @@ bit (tests/bench/lab/test_system_device.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
@@ -57,7 +58,7 @@ from npkit.bench.lab.devices import (
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.tester import Analyzer, Traffic, generate
 from npkit.bench.tester.chip import received, sources, streaming
-from npkit.bench.tester.fast import BATCH_FRAMES
+from npkit.bench.tester.fast import Batch
 from npkit.bench.tester.media import PS_PER_S
 from npkit.runtime.system import System, SystemConfigError, SystemSpec
 from npkit.sim.packets import ListSink
@@ -75,6 +76,10 @@ DATA_PATHS = ("rings", "pool", "pool-mbl")
 # program file -> its variant with MBL receive and transmit stages, and that entry
 MBL_MEDIA = {"pos_router.mbl": ("media_pos_router.mbl", "media_pos_router")}
 POOL_MES = 16
+# A streamed system trial's generator batches (frames per port): small enough that the
+# frames are generated a few steps ahead beside the chips, not all before the first step
+SYSTEM_BATCH_FRAMES = 4_096
+GENERATE_AHEAD = 2 * STEP_CYCLES  # cycles past a step generated during it
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
 
@@ -341,7 +346,7 @@ class SystemChipDevice(CompiledChipDevice):
 
     def run_streamed(self, trial: Trial,
                      loaded_system: tuple[System, dict[str, _Loaded]] | None = None,
-                     batch_frames: int = BATCH_FRAMES) -> TrialResult:
+                     batch_frames: int = SYSTEM_BATCH_FRAMES) -> TrialResult:
         """``run_traffic``'s trial with nothing held per frame: the C++ generator's batches
         offered to the chips (``BatchFeed``, the framer's delay added), every frame out
         analysed and tallied as it leaves (``AnalysisSink``), run in the same steps to the
@@ -365,11 +370,26 @@ class SystemChipDevice(CompiledChipDevice):
             system.attach_sink(ext.name, parts.sink)
         # each step's analysis (sink.flush) runs during the next step, beside the chips
         # (System.run's beside: on a host thread of its own with threads); only this
-        # trial touches the sink between steps, so it sees the frames it would have
-        deferred = _DeferredFlush(parts.sink)
+        # trial touches the sink between steps, so it sees the frames it would have.  The
+        # generated frames are registered with the analysis there too, each just before
+        # the first flush that can see it come out (not all on this thread before the
+        # first step)
+        deferred = _DeferredFlush(parts.sink, system.clock_hz)
+        for feed, _ in feeds:
+            deferred.register = feed.on_batch
+            feed.on_batch = deferred.sent
+
+        def ahead(cycle: int) -> None:  # generate beside the chips, as far as ``cycle``
+            for feed, _ in feeds:
+                feed.look_ahead(cycle)
 
         def step(cycles: int) -> None:
-            system.run(cycles, beside=deferred.pending())
+            # beside the chips: the last step's analysis, then the frames of the steps
+            # after this one generated (stream_until_done would generate them on this
+            # thread, between the steps; generating early changes no step: its end is
+            # known sooner, and a step never passes it, BatchFeed.look_ahead)
+            pending, cycle = deferred.pending(), system.now + cycles + GENERATE_AHEAD
+            system.run(cycles, beside=lambda: _both(pending, lambda: ahead(cycle)))
             for one in loaded.values():
                 one.drain()
 
@@ -380,7 +400,7 @@ class SystemChipDevice(CompiledChipDevice):
         self.coverage_watch(list(system.chips.values()))
         during = stream_until_done(lambda: system.now, step, system.counters, settled, feeds,
                                    deferred, trial.settle_ps, system.clock_hz)
-        deferred.run()
+        deferred.finish()
         system.close_sinks()
         self.coverage_take(list(system.chips.values()))
         counters = system_counters(system, loaded, during)
@@ -492,15 +512,25 @@ class SystemChipDevice(CompiledChipDevice):
 
 class _DeferredFlush:
     """An ``AnalysisSink`` for ``stream_until_done`` whose ``flush(now)`` is done later
-    (``pending()``, ``run()``), in the order asked; ``written`` is the sink's."""
+    (``pending()``, ``run()``), in the order asked; ``written`` is the sink's.  The batches
+    the feeds generate (``sent``) wait too: before each flush, the frames sent before its
+    cycle are handed to ``register`` (the analysis and tally of ``streaming``), each port's
+    in sending order; ``finish`` registers the rest and does the flushes left."""
 
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Any, clock_hz: float,
+                 register: Callable[[Batch], None] | None = None) -> None:
         self.sink = sink
+        self.register = register
+        self._per_cycle = Fraction(PS_PER_S) / Fraction(clock_hz)  # ps a cycle
         self._asked: list[int | None] = []
+        self._batches: deque[tuple[Batch, int]] = deque()  # (batch, first not registered)
 
     @property
     def written(self) -> int:
         return int(self.sink.written)
+
+    def sent(self, batch: Batch) -> None:
+        self._batches.append((batch, 0))
 
     def flush(self, now_cycle: int | None = None) -> None:
         self._asked.append(now_cycle)
@@ -512,7 +542,44 @@ class _DeferredFlush:
     def run(self) -> None:
         asked, self._asked = self._asked, []
         for now_cycle in asked:
+            self._register(now_cycle)
             self.sink.flush(now_cycle)
+
+    def finish(self) -> None:
+        self.run()
+        self._register(None)
+
+    def _register(self, now_cycle: int | None) -> None:
+        """Every frame sent before cycle ``now_cycle`` (None: every frame) and maybe a few
+        after: a frame out before that cycle was offered at its send cycle (floor of its
+        send time in cycles, BatchFeed) + a delay, so it is among them."""
+        if self.register is None:
+            return
+        limit = None if now_cycle is None else int((now_cycle + 2) * self._per_cycle)
+        waiting: deque[tuple[Batch, int]] = deque()
+        stopped: set[int] = set()  # ports with frames left: their later batches wait
+        for batch, start in self._batches:
+            end = len(batch)
+            if batch.port in stopped:
+                waiting.append((batch, start))
+                continue
+            if limit is not None:
+                end = int(np.searchsorted(batch.times_ps, limit, side="right"))
+            if end > start:
+                part = batch if start == 0 and end == len(batch) else Batch(
+                    batch.port, batch.times_ps[start:end], batch.datas[start:end],
+                    batch.streams[start:end], batch.seqs[start:end])
+                self.register(part)
+            if end < len(batch):
+                waiting.append((batch, end))
+                stopped.add(batch.port)
+        self._batches = waiting
+
+
+def _both(first: Callable[[], Any] | None, then: Callable[[], Any]) -> None:
+    if first is not None:
+        first()
+    then()
 
 
 def _control_runner(router: Any) -> Any:

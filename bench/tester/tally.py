@@ -7,8 +7,9 @@ A ``PortTally`` takes frames a batch at a time (send or last-bit times in ps and
 bytes) and keeps a few integers per frame *length*, not per frame, so a trial of any length
 costs the same memory.  Every figure is exactly what the same computation over the held
 records gives (``tests/bench/test_tester_tally.py``): IP lengths are read from the IP header
-as ``npf._ip_bits`` reads them (``ip_lengths``, numpy over the batch; frames too short for
-that go through the per-frame rule), wire times are ``PortModel.wire_ps`` per length.
+as ``npf._ip_bits`` reads them (``ip_lengths``' rule, one C++ pass over the batch with the
+per-length counts: ``_fast.tally_batch``; frames too short for that go through the
+per-frame rule), wire times are ``PortModel.wire_ps`` per length.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from npkit.bench.tester import _fast
 from npkit.bench.tester.media import (
     ETH_HEADER,
     ETHERTYPE,
@@ -102,17 +104,16 @@ class PortTally:
         """A batch of frames (times: send or last-bit, ps)."""
         if not len(datas):
             return
-        times = np.asarray(times_ps, dtype=np.int64)
-        sizes = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
+        datas = datas if isinstance(datas, list) else list(datas)
+        # one C++ pass (tally.cpp): ip_lengths' rule, per length its count and time span
+        ip_bytes, until, short, rows = _fast.tally_batch(self.framing == "pos", times_ps,
+                                                         datas, until_ps)
+        ip_bytes += sum(ip_length(self.framing, datas[i]) for i in short)
         self.frames += len(datas)
-        self.ip_bits += 8 * int(ip_lengths(self.framing, datas, sizes).sum())
-        if until_ps is not None:
-            self.until += int(np.count_nonzero(times <= until_ps))
-        for size in np.unique(sizes).tolist():
-            mask = sizes == size
-            self.by_length[size] += int(np.count_nonzero(mask))
-            picked = times[mask]
-            low, high = int(picked.min()), int(picked.max())
+        self.ip_bits += 8 * ip_bytes
+        self.until += until
+        for size, count, low, high in rows:
+            self.by_length[size] += count
             self.first_ps[size] = min(low, self.first_ps.get(size, low))
             self.last_ps[size] = max(high, self.last_ps.get(size, high))
 

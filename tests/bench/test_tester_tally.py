@@ -70,6 +70,24 @@ def test_a_port_tally_gives_the_held_frames_line_use_and_counts() -> None:
     assert PortTally("pos").line_use(model) == (0.0, 0.0)
 
 
+@pytest.mark.parametrize("framing", ["pos", "ethernet"])
+def test_a_port_tally_counts_each_length_as_the_frames_held(framing: str) -> None:
+    rng = random.Random(13)
+    frames = _frames(framing, seed=11)
+    times = [rng.randrange(-10**6, 10**12) for _ in frames]  # any order, as a list
+    end = sorted(times)[len(times) // 3]
+    tally = PortTally(framing)
+    tally.add(times, frames, end)
+    assert tally.ip_bits == _ip_bits(framing, frames)
+    assert tally.until == sum(1 for t in times if t <= end)
+    lengths = sorted({len(d) for d in frames})
+    assert list(tally.by_length) == lengths
+    for size in lengths:
+        mine = [t for t, d in zip(times, frames, strict=True) if len(d) == size]
+        assert tally.by_length[size] == len(mine)
+        assert (tally.first_ps[size], tally.last_ps[size]) == (min(mine), max(mine))
+
+
 def test_a_trial_tally_gives_the_traffics_last_bit_and_the_frames_out_by_the_end() -> None:
     routes = generate_routes(4, 300, 7, committed_histogram(4), 16)
     dests = {4: pick_destinations(routes, 4, 20, seed=1)}

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 
@@ -20,10 +21,10 @@ namespace tester {
 namespace {
 constexpr uint8_t PRESENT = 1, ARRIVED = 2, CHECK_LINK = 4, CHECK_IP = 8;
 
-int bitlen(u128 v) {
-  int n = 0;
-  for (; v; v >>= 1) n++;
-  return n;
+int bitlen(u128 v) {  // as Python's int.bit_length
+  uint64_t high = uint64_t(v >> 64), low = uint64_t(v);
+  if (high) return 128 - __builtin_clzll(high);
+  return low ? 64 - __builtin_clzll(low) : 0;
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -92,6 +93,19 @@ Analysis::Analysis(std::vector<int> framing_pos, std::vector<u128> per_byte,
     : pos_(std::move(framing_pos)), per_byte_(std::move(per_byte)), fixed_(std::move(fixed)),
       denominator_(denominator), bin_ps_(bin_ps), ref_(std::move(reference)) {}
 
+int Analysis::lookup(int f, u128 dst, int bits) const {
+  unsigned top = unsigned(dst >> (bits - 16));
+  for (size_t k = 0; k < ref_->lengths[f].size(); k++) {
+    int length = ref_->lengths[f][k];
+    const auto& seen = ref_->first16[f][k];
+    if (!seen.empty() && !((seen[top >> 6] >> (top & 63)) & 1)) continue;
+    u128 network = length ? (dst >> (bits - length)) << (bits - length) : 0;
+    auto found = ref_->tables[f][k].find(network);
+    if (found != ref_->tables[f][k].end()) return found->second;
+  }
+  return -1;
+}
+
 bool Analysis::expect(int port, int family, const uint8_t* link, size_t link_len,
                       const uint8_t* ip, size_t ip_len, SentEntry& e) const {
   if (ref_->pass_through) {
@@ -107,16 +121,7 @@ bool Analysis::expect(int port, int family, const uint8_t* link, size_t link_len
   u128 dst = 0;
   const uint8_t* a = ip + (family == 4 ? 16 : 24);
   for (int i = 0; i < bits / 8; i++) dst = (dst << 8) | a[i];
-  int hop = -1;
-  for (size_t k = 0; k < ref_->lengths[f].size(); k++) {
-    int length = ref_->lengths[f][k];
-    u128 network = length ? (dst >> (bits - length)) << (bits - length) : 0;
-    auto found = ref_->tables[f][k].find(network);
-    if (found != ref_->tables[f][k].end()) {
-      hop = found->second;
-      break;
-    }
-  }
+  int hop = lookup(f, dst, bits);
   bool v4 = ip[0] >> 4 == 4;
   int ttl = v4 ? ip[8] : ip[7];
   e.expected_port = -1;
@@ -270,13 +275,22 @@ Reference reference_of(const py::dict& spec) {
   }
   auto tables = spec["tables"].cast<py::list>();  // per family: [(length, [(network, hop)])]
   for (size_t f = 0; f < 2; f++) {
+    int bits = f ? 128 : 32;
     for (auto item : tables[f]) {
       auto pair = item.cast<py::tuple>();
-      r.lengths[f].push_back(pair[0].cast<int>());
+      int length = pair[0].cast<int>();
+      r.lengths[f].push_back(length);
       auto& table = r.tables[f].emplace_back();
+      auto& seen = r.first16[f].emplace_back();
+      if (length >= 16) seen.assign(65536 / 64, 0);
       for (auto route : pair[1]) {
         auto nh = route.cast<py::tuple>();
-        table.emplace(big(nh[0]), nh[1].cast<int>());
+        u128 network = big(nh[0]);
+        table.emplace(network, nh[1].cast<int>());
+        if (length >= 16) {
+          unsigned top = unsigned(network >> (bits - 16));
+          seen[top >> 6] |= uint64_t(1) << (top & 63);
+        }
       }
     }
     auto links = spec["links"].cast<py::list>()[f];  // per hop: bytes or None
@@ -298,6 +312,21 @@ struct PyReference {
   std::shared_ptr<const Reference> reference;
 };
 
+// The first ``n`` frames of ``datas`` (bytes) as (pointer, size): read with the GIL held,
+// used after it is released (the list, and so the bytes, stay alive during the call).
+std::vector<std::pair<const uint8_t*, size_t>> buffers(const py::list& datas, size_t n) {
+  if (static_cast<size_t>(py::len(datas)) < n) throw py::index_error("fewer frames than ports");
+  std::vector<std::pair<const uint8_t*, size_t>> out(n);
+  for (size_t i = 0; i < n; i++) {
+    char* data;
+    Py_ssize_t size;
+    if (PyBytes_AsStringAndSize(datas[i].ptr(), &data, &size) != 0)
+      throw py::error_already_set();
+    out[i] = {reinterpret_cast<const uint8_t*>(data), size_t(size)};
+  }
+  return out;
+}
+
 class PyAnalysis {
  public:
   PyAnalysis(std::vector<int> pos, const py::list& per_byte, const py::list& fixed,
@@ -312,14 +341,12 @@ class PyAnalysis {
   void add_sent(const std::vector<int>& ports, const std::vector<int64_t>& times,
                 const py::list& datas, const std::vector<int>& streams,
                 const std::vector<int64_t>& seqs) {
-    for (size_t i = 0; i < ports.size(); i++) {
-      char* data;
-      Py_ssize_t size;
-      if (PyBytes_AsStringAndSize(datas[i].ptr(), &data, &size) != 0)
-        throw py::error_already_set();
-      analysis_->sent(ports[i], times[i], reinterpret_cast<const uint8_t*>(data),
-                      size_t(size), streams[i], seqs[i]);
-    }
+    auto frames = buffers(datas, ports.size());
+    py::gil_scoped_release released;  // the frames' bytes are the caller's, kept alive
+    std::lock_guard<std::mutex> hold(busy_);  // sent and received may come from two threads
+    for (size_t i = 0; i < ports.size(); i++)
+      analysis_->sent(ports[i], times[i], frames[i].first, frames[i].second, streams[i],
+                      seqs[i]);
   }
 
   // received frames, analysed in order of (time, port, position in the batch)
@@ -330,17 +357,15 @@ class PyAnalysis {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return times[a] != times[b] ? times[a] < times[b] : ports[a] < ports[b];
     });
-    for (size_t i : order) {
-      char* data;
-      Py_ssize_t size;
-      if (PyBytes_AsStringAndSize(datas[i].ptr(), &data, &size) != 0)
-        throw py::error_already_set();
-      analysis_->received(ports[i], times[i], reinterpret_cast<const uint8_t*>(data),
-                          size_t(size));
-    }
+    auto frames = buffers(datas, ports.size());
+    py::gil_scoped_release released;  // another thread's Python runs meanwhile
+    std::lock_guard<std::mutex> hold(busy_);
+    for (size_t i : order)
+      analysis_->received(ports[i], times[i], frames[i].first, frames[i].second);
   }
 
   py::dict summary() const {
+    std::lock_guard<std::mutex> hold(busy_);
     py::list streams;
     for (int id : analysis_->order()) {
       const StreamState& s = analysis_->stream(id);
@@ -380,6 +405,7 @@ class PyAnalysis {
 
  private:
   std::unique_ptr<Analysis> analysis_;
+  mutable std::mutex busy_;  // taken without the GIL held: never waits for it
 };
 
 }  // namespace

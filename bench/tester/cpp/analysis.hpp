@@ -33,6 +33,10 @@ struct Reference {
   // router: per family [v4, v6], prefix lengths longest first and (length -> network -> hop)
   std::array<std::vector<int>, 2> lengths;
   std::array<std::vector<std::unordered_map<u128, int, U128Hash>>, 2> tables;
+  // [family][k] for a length of 16 or more: a bit per value of an address's first 16 bits,
+  // set when tables[family][k] holds a network starting with them (empty: not kept).  A
+  // lookup skips the lengths with no such network: no probe of a table that cannot match.
+  std::array<std::vector<std::vector<uint64_t>>, 2> first16;
   std::vector<int> hop_port;  // next hop (numbered 0..) -> output port
   std::array<std::vector<std::string>, 2> hop_link;  // [family][hop] expected link header
   std::array<std::vector<char>, 2> hop_link_known;  // [family][hop]: link checked
@@ -119,6 +123,7 @@ class Analysis {
   std::unordered_map<int, StreamState> streams_;
   std::vector<int> order_;  // stream ids in the order first sent
   mutable std::vector<uint8_t> scratch_;  // the forwarded packet being hashed
+  int lookup(int f, u128 dst, int bits) const;
 };
 
 uint64_t hash_bytes(const uint8_t* p, size_t n, uint64_t seed);

@@ -10,6 +10,7 @@
 #include "analyzer.hpp"
 #include "generator.hpp"
 #include "pyint.hpp"
+#include "tally.hpp"
 
 namespace py = pybind11;
 using tester::to_u128;
@@ -132,4 +133,5 @@ PYBIND11_MODULE(_fast, m) {
       .def("take", &PyPort::take, py::arg("limit"));
   tester::bind_analyzer(m);
   tester::bind_analysis(m);
+  tester::bind_tally(m);
 }
