@@ -646,64 +646,78 @@ template <bool kDebug>
     retired_ += done;
   };
   try {
-    bool stalled = false;
-    while (!stalled && m.time < burst_stop_) {
+    // The code array does not change during a run (load and trace points are host calls).
+    const Insn* const code = m.code.data();
+    while (m.time < burst_stop_) {
       if (m.cur < 0 && !pick_context(m)) break;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
-      // this context runs until it swaps out, stalls, or the burst ends (handlers may
-      // shorten burst_stop_)
-      do {
+      // c.defer_left != 0, kept in a register: only this loop changes c.defer_left, so the
+      // common instruction (outcome Next, no defer slot pending) takes one test after the
+      // handler.  m.cur only changes in step_swap (called here) and pick_context, so the
+      // context runs until a swap, a stall, or the burst's end (handlers may shorten
+      // burst_stop_).
+      bool in_defer = c.defer_left != 0;
+      for (;;) {
         pc = c.pc;
         if constexpr (kDebug) {
-          if (debug_before(m, ci, pc, done)) break;  // a breakpoint: stop before it
+          if (debug_before(m, ci, pc, done)) goto done_burst;  // a breakpoint: stop before it
         }
-        const Insn& in = m.code[pc];
+        const Insn& in = code[pc];
         c.pc = pc + 1;
-        Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
-        if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
+        const Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
+        if (o == Outcome::Stall) [[unlikely]] {  // command FIFO full: retry when a command completes
           c.pc = pc;
           m.fifo_stalled = true;
-          stalled = true;
-          break;
+          goto done_burst;
         }
         m.time += 1;
         done++;
         c.instructions++;
         // a stop found here ends the loop once this instruction's branch or swap is done
         if constexpr (kDebug) debug_after(m, ci, pc, in, done);
-        if (c.defer_left) {
-          if (o != Outcome::Next)
-            fault("illegal_instruction", "a taken branch or context swap in a defer slot");
-          if (--c.defer_left == 0) {
-            if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
-            else step_swap(m, c, ci, c.swap_mode);
-            c.deferred = Deferred::None;
-          }
-          continue;
-        }
-        if (o == Outcome::Taken) {
-          if (in.defer == 0) {
-            c.pc = c.defer_target;
-            m.time += cfg_.branch_taken_penalty;
-            m.stalled += cfg_.branch_taken_penalty;
-          } else {
-            uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
-            m.time += pen;
-            m.stalled += pen;
-            c.defer_left = in.defer;
-            c.deferred = Deferred::Branch;
-          }
-        } else if (o == Outcome::Swap) {
-          if (in.defer == 0) {
-            step_swap(m, c, ci, c.swap_mode);
-          } else {
+        if ((o != Outcome::Next) | in_defer) [[unlikely]] {
+          if (in_defer) {
+            if (o != Outcome::Next)
+              fault("illegal_instruction", "a taken branch or context swap in a defer slot");
+            if (--c.defer_left == 0) {
+              in_defer = false;
+              if (c.deferred == Deferred::Branch) {
+                c.pc = c.defer_target;
+                c.deferred = Deferred::None;
+              } else {
+                step_swap(m, c, ci, c.swap_mode);
+                c.deferred = Deferred::None;
+                break;  // the context swapped out
+              }
+            }
+          } else if (o == Outcome::Taken) {
+            if (in.defer == 0) {
+              c.pc = c.defer_target;
+              m.time += cfg_.branch_taken_penalty;
+              m.stalled += cfg_.branch_taken_penalty;
+            } else {
+              uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
+              m.time += pen;
+              m.stalled += pen;
+              c.defer_left = in.defer;
+              c.deferred = Deferred::Branch;
+              in_defer = true;
+            }
+          } else {  // Outcome::Swap
+            if (in.defer == 0) {
+              step_swap(m, c, ci, c.swap_mode);
+              break;  // the context swapped out
+            }
             c.defer_left = in.defer;
             c.deferred = Deferred::Swap;
+            in_defer = true;
           }
         }
-      } while (m.cur >= 0 && m.time < burst_stop_);
+        if (m.time >= burst_stop_) goto done_burst;
+      }
     }
+  done_burst:;
   } catch (const LocalFault& f) {
     flush();
     throw SimError(f.kind, m.index, ci, pc, f.what());
