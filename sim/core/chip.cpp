@@ -948,6 +948,7 @@ void Chip::reset_quantum_state() {
   q_me_ = -1;
   q_events_.resize(mes_.size());
   q_ring_delta_.assign(rings_.size(), 0);
+  q_ring_dirty_ = false;
   for (auto& l : q_events_) {
     for (uint32_t slot : l) event_free_.push_back(slot);
     l.clear();
@@ -981,7 +982,10 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   auto& l = q_events_[m.index];
   size_t k = 0;
   q_me_ = m.index;
-  std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
+  if (q_ring_dirty_) {  // the previous ME's ring commands: this ME sees none of its own yet
+    std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
+    q_ring_dirty_ = false;
+  }
   q_nn_log_.clear();
   q_nn_puts_ = 0;
   for (;;) {
@@ -1016,16 +1020,20 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
     }
   }
   // every event due in the quantum, to its ME's list in (time, seq) order
+  uint64_t with_events = 0;  // bit i: ME i has an event in the quantum
   while (events_.top_time() < end) {
     const uint32_t slot = events_.pop();
-    q_events_[event_pool_[slot].me].push_back(slot);
+    const int16_t me = event_pool_[slot].me;
+    q_events_[me].push_back(slot);
+    with_events |= uint64_t{1} << me;
   }
   q_active_ = true;
   q_end_ = end;
-  for (ME& m : mes_) {
-    if (m.contexts == 0 && q_events_[m.index].empty()) continue;
-    run_quantum_me(m, end);
-  }
+  // In index order, the MEs with an image or an event (at most 64 MEs, config.cpp).  No
+  // other ME's list changes while one runs (post_in_quantum holds an event for another ME
+  // to the quantum's end), so the set is known here.
+  for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
+    run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
   // is in (ME, issue order) already, so a sort on (cycle, position) gives it
   pending_order_.clear();
@@ -1061,8 +1069,11 @@ std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool 
   const uint64_t tx_start = media_->tx_frames_total();
   const uint64_t q = quantum_cycles_;
   reset_quantum_state();
-  for (const ME* m : loaded_)
+  q_loaded_mask_ = 0;  // the host may have loaded MEs between runs
+  for (const ME* m : loaded_) {
     if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
+    if (m->contexts != 0) q_loaded_mask_ |= uint64_t{1} << m->index;
+  }
   std::string result;
   for (;;) {
     uint64_t start = q_next_;
