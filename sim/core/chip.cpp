@@ -646,64 +646,78 @@ template <bool kDebug>
     retired_ += done;
   };
   try {
-    bool stalled = false;
-    while (!stalled && m.time < burst_stop_) {
+    // The code array does not change during a run (load and trace points are host calls).
+    const Insn* const code = m.code.data();
+    while (m.time < burst_stop_) {
       if (m.cur < 0 && !pick_context(m)) break;  // idle: no Ready context
       ci = m.cur;
       Context& c = m.ctx[ci];
-      // this context runs until it swaps out, stalls, or the burst ends (handlers may
-      // shorten burst_stop_)
-      do {
+      // c.defer_left != 0, kept in a register: only this loop changes c.defer_left, so the
+      // common instruction (outcome Next, no defer slot pending) takes one test after the
+      // handler.  m.cur only changes in step_swap (called here) and pick_context, so the
+      // context runs until a swap, a stall, or the burst's end (handlers may shorten
+      // burst_stop_).
+      bool in_defer = c.defer_left != 0;
+      for (;;) {
         pc = c.pc;
         if constexpr (kDebug) {
-          if (debug_before(m, ci, pc, done)) break;  // a breakpoint: stop before it
+          if (debug_before(m, ci, pc, done)) goto done_burst;  // a breakpoint: stop before it
         }
-        const Insn& in = m.code[pc];
+        const Insn& in = code[pc];
         c.pc = pc + 1;
-        Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
-        if (o == Outcome::Stall) {  // command FIFO full: retry when a command completes
+        const Outcome o = kHandlers[in.handler](*this, m, c, ci, in);
+        if (o == Outcome::Stall) [[unlikely]] {  // command FIFO full: retry when a command completes
           c.pc = pc;
           m.fifo_stalled = true;
-          stalled = true;
-          break;
+          goto done_burst;
         }
         m.time += 1;
         done++;
         c.instructions++;
         // a stop found here ends the loop once this instruction's branch or swap is done
         if constexpr (kDebug) debug_after(m, ci, pc, in, done);
-        if (c.defer_left) {
-          if (o != Outcome::Next)
-            fault("illegal_instruction", "a taken branch or context swap in a defer slot");
-          if (--c.defer_left == 0) {
-            if (c.deferred == Deferred::Branch) c.pc = c.defer_target;
-            else step_swap(m, c, ci, c.swap_mode);
-            c.deferred = Deferred::None;
-          }
-          continue;
-        }
-        if (o == Outcome::Taken) {
-          if (in.defer == 0) {
-            c.pc = c.defer_target;
-            m.time += cfg_.branch_taken_penalty;
-            m.stalled += cfg_.branch_taken_penalty;
-          } else {
-            uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
-            m.time += pen;
-            m.stalled += pen;
-            c.defer_left = in.defer;
-            c.deferred = Deferred::Branch;
-          }
-        } else if (o == Outcome::Swap) {
-          if (in.defer == 0) {
-            step_swap(m, c, ci, c.swap_mode);
-          } else {
+        if ((o != Outcome::Next) | in_defer) [[unlikely]] {
+          if (in_defer) {
+            if (o != Outcome::Next)
+              fault("illegal_instruction", "a taken branch or context swap in a defer slot");
+            if (--c.defer_left == 0) {
+              in_defer = false;
+              if (c.deferred == Deferred::Branch) {
+                c.pc = c.defer_target;
+                c.deferred = Deferred::None;
+              } else {
+                step_swap(m, c, ci, c.swap_mode);
+                c.deferred = Deferred::None;
+                break;  // the context swapped out
+              }
+            }
+          } else if (o == Outcome::Taken) {
+            if (in.defer == 0) {
+              c.pc = c.defer_target;
+              m.time += cfg_.branch_taken_penalty;
+              m.stalled += cfg_.branch_taken_penalty;
+            } else {
+              uint64_t pen = cfg_.branch_taken_penalty > in.defer ? cfg_.branch_taken_penalty - in.defer : 0;
+              m.time += pen;
+              m.stalled += pen;
+              c.defer_left = in.defer;
+              c.deferred = Deferred::Branch;
+              in_defer = true;
+            }
+          } else {  // Outcome::Swap
+            if (in.defer == 0) {
+              step_swap(m, c, ci, c.swap_mode);
+              break;  // the context swapped out
+            }
             c.defer_left = in.defer;
             c.deferred = Deferred::Swap;
+            in_defer = true;
           }
         }
-      } while (m.cur >= 0 && m.time < burst_stop_);
+        if (m.time >= burst_stop_) goto done_burst;
+      }
     }
+  done_burst:;
   } catch (const LocalFault& f) {
     flush();
     throw SimError(f.kind, m.index, ci, pc, f.what());
@@ -934,6 +948,7 @@ void Chip::reset_quantum_state() {
   q_me_ = -1;
   q_events_.resize(mes_.size());
   q_ring_delta_.assign(rings_.size(), 0);
+  q_ring_dirty_ = false;
   for (auto& l : q_events_) {
     for (uint32_t slot : l) event_free_.push_back(slot);
     l.clear();
@@ -967,7 +982,10 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   auto& l = q_events_[m.index];
   size_t k = 0;
   q_me_ = m.index;
-  std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
+  if (q_ring_dirty_) {  // the previous ME's ring commands: this ME sees none of its own yet
+    std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
+    q_ring_dirty_ = false;
+  }
   q_nn_log_.clear();
   q_nn_puts_ = 0;
   for (;;) {
@@ -1002,16 +1020,20 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
     }
   }
   // every event due in the quantum, to its ME's list in (time, seq) order
+  uint64_t with_events = 0;  // bit i: ME i has an event in the quantum
   while (events_.top_time() < end) {
     const uint32_t slot = events_.pop();
-    q_events_[event_pool_[slot].me].push_back(slot);
+    const int16_t me = event_pool_[slot].me;
+    q_events_[me].push_back(slot);
+    with_events |= uint64_t{1} << me;
   }
   q_active_ = true;
   q_end_ = end;
-  for (ME& m : mes_) {
-    if (m.contexts == 0 && q_events_[m.index].empty()) continue;
-    run_quantum_me(m, end);
-  }
+  // In index order, the MEs with an image or an event (at most 64 MEs, config.cpp).  No
+  // other ME's list changes while one runs (post_in_quantum holds an event for another ME
+  // to the quantum's end), so the set is known here.
+  for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
+    run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
   // is in (ME, issue order) already, so a sort on (cycle, position) gives it
   pending_order_.clear();
@@ -1047,8 +1069,11 @@ std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool 
   const uint64_t tx_start = media_->tx_frames_total();
   const uint64_t q = quantum_cycles_;
   reset_quantum_state();
-  for (const ME* m : loaded_)
+  q_loaded_mask_ = 0;  // the host may have loaded MEs between runs
+  for (const ME* m : loaded_) {
     if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
+    if (m->contexts != 0) q_loaded_mask_ |= uint64_t{1} << m->index;
+  }
   std::string result;
   for (;;) {
     uint64_t start = q_next_;

@@ -603,6 +603,7 @@ class Chip : public MediaHost {
   void note_ring_command(uint32_t ring, bool put, int words) {
     if (ring >= q_ring_delta_.size() || !rings_[ring].configured) return;  // faults at apply
     int32_t& d = q_ring_delta_[ring];
+    q_ring_dirty_ = true;
     if (put) d += words;
     else if (static_cast<int64_t>(rings_[ring].count) + d >= words) d -= words;  // else: zeros
   }
@@ -708,6 +709,8 @@ class Chip : public MediaHost {
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
   size_t pending_used_ = 0;                       // ... the first pending_used_ slots
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
+  bool q_ring_dirty_ = false;          // q_ring_delta_ holds a non-zero entry (cleared lazily)
+  uint64_t q_loaded_mask_ = 0;         // bit i: ME i has an image (set at run_quantum's entry)
   // next-neighbour writes of the running ME (to ME + 1), applied at the ME's phase end
   // into a per-quantum list the neighbour sees from the next quantum on
   struct NnWrite {

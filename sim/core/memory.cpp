@@ -72,11 +72,14 @@ void defer(Chip& chip, const ME& m, int ci, const Insn& in, uint8_t kind, uint32
   cmd.in = in;
   cmd.a = a;
   cmd.b = b;
-  if (in.xfer == 0xFF) n = 0;
-  for (int k = 0; k < n && k < 32; ++k) {
-    const size_t p = Chip::phys(m, ci, in.xfer + k);
-    cmd.words[k] = p < file.size() ? file[p] : 0;
+  if (in.xfer == 0xFF) return;
+  n = std::min(n, 32);
+  const size_t p0 = Chip::phys(m, ci, in.xfer);  // word k is at p0 + k
+  if (p0 + static_cast<size_t>(n) <= file.size()) {  // the usual case: no check per word
+    for (int k = 0; k < n; ++k) cmd.words[k] = file[p0 + k];
+    return;
   }
+  for (int k = 0; k < n; ++k) cmd.words[k] = p0 + k < file.size() ? file[p0 + k] : 0;
 }
 
 // The frame log's record of a command issued at t on `u` (frame_log.hpp): its unit, the
