@@ -227,6 +227,7 @@ class PyPoptrie {
         direct_bits_(direct_bits) {
     if (key_bits < 1 || key_bits > 128 || pad_ < 0)
       throw TrieError("bad Poptrie key bits " + std::to_string(key_bits));
+    if (core_.words() == host_.data()) image_.set_host_trie(&core_);
   }
 
   // One update: the host trie, then the image; on a full memory the host trie is restored.
@@ -326,7 +327,8 @@ class PyPoptrie {
         for (const uint32_t index : log.indices) host_trace_.push_back(kHostTrace | index);
     }
     try {
-      image_.refresh(v << (128 - key_bits_), len, host_log.marks() ? &log.indices : nullptr);
+      image_.refresh_update(v << (128 - key_bits_), len,
+                            host_log.marks() ? &log.indices : nullptr);
     } catch (const TrieError&) {
       if (old)
         core_.add(host_key, len, *old);

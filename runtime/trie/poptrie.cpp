@@ -182,6 +182,7 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
       if (old & kChild) {
         uint32_t header[kNodeWords];
         const uint32_t old_root = old & kPointerMask;
+        if (unchanged(ply)) return;  // (nothing taken, written or retired yet)
         const Change change = update_node(ply, u128{index} << (128 - direct_bits_),
                                           direct_bits_, old_root, low, last, header, p,
                                           !dirty(index));
@@ -353,6 +354,7 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
     const int k = __builtin_ctzll(v);
     const u128 first = start | (u128(k) << below);
     if ((first | span) < low || first > last) continue;
+    if (unchanged(row[k] & kPointerMask)) continue;
     if (clean) {  // the child slot's word, not read by a scan
       ++counters_.host_words_read;
       if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));

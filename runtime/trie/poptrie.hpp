@@ -45,7 +45,7 @@ struct PoptrieStats {
 struct UpdateCounters {
   uint64_t updates = 0;           // numbered updates of the image
   uint64_t entries = 0;           // direct entries refreshed
-  uint64_t nodes_visited = 0;     // image nodes compared with the host trie or built
+  uint64_t nodes_visited = 0;     // image nodes compared with the host trie, built or skipped
   uint64_t host_words_read = 0;   // host trie slots scanned (64 per node)
   uint64_t image_words_read = 0;  // shadow words read: old headers, old leaves, copies
   uint64_t words_written = 0;     // image words written (new blocks, in-place leaves, links)
@@ -93,6 +93,22 @@ class PoptrieImage {
   // and whose parent's row are not among them is known unchanged (only its children may
   // change), so it is not rescanned (a short prefix covers thousands of such nodes).
   void refresh(u128 key, int length, const std::vector<uint32_t>* written = nullptr);
+  // The host trie's routes (its words must be `host`): with it, refresh() of a prefix of
+  // length l that was the host trie's last update skips, unread, every node whose host
+  // ply's subtree minimum depth exceeds l + 1 (Trie::subtree_min: nothing there changed).
+  void set_host_trie(const Trie* trie) { host_trie_ = trie; }
+  // refresh() as the image side of the host trie's single update of this prefix (the
+  // skip above applies); the plain refresh() assumes nothing about what changed.
+  void refresh_update(u128 key, int length, const std::vector<uint32_t>* written) {
+    skip_depth_ = host_trie_ ? length + 1 : kNoSkip;
+    try {
+      refresh(key, length, written);
+    } catch (...) {
+      skip_depth_ = kNoSkip;
+      throw;
+    }
+    skip_depth_ = kNoSkip;
+  }
   // Start loading the words an update of `key` (left-aligned) reads first -- its direct
   // entry, in the image and the host trie, and the node it points to -- while the caller
   // updates the host trie (both are cache misses on a large table).
@@ -161,6 +177,19 @@ class PoptrieImage {
     return dirty_[row >> 6] >> (row & 63) & 1;
   }
   void mark_rows(const std::vector<uint32_t>& written, bool on);
+  // Whether the host ply's subtree is unchanged by this update (see set_host_trie); counts
+  // the read of its minimum (or, if unknown, the scan of its 64 depth bytes: 16 words),
+  // and a skipped node as visited.
+  bool unchanged(uint32_t ply) {
+    if (skip_depth_ == kNoSkip) return false;
+    bool scanned = false;
+    const int low = host_trie_->subtree_min(ply, scanned);
+    counters_.host_words_read += scanned ? 16 : 1;
+    if (tracing_) trace_.push_back(kHostTrace | ply);
+    if (low <= skip_depth_) return false;  // the node is visited next
+    ++counters_.nodes_visited;
+    return true;
+  }
   // A node at `at` whose bitmaps stay: its changed base words, to be rewritten in place
   // after the new blocks (each of a lookup's steps reads one base word, of its half, so it
   // follows the old or the new block: both are complete).
@@ -208,6 +237,9 @@ class PoptrieImage {
   std::vector<uint64_t> trace_;
   std::vector<uint64_t> dirty_;  // one bit per host row (64 words) written by the update
   bool dirty_known_ = false;
+  static constexpr int kNoSkip = 1 << 30;
+  const Trie* host_trie_ = nullptr;
+  int skip_depth_ = kNoSkip;  // refresh_update's l + 1
 };
 
 }  // namespace npkit::trie

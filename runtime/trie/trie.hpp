@@ -8,6 +8,7 @@
 // length of the prefix behind each slot (0: none), which updates need and lookups do not.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -183,6 +184,20 @@ class Trie {
   }
   uint64_t sequence() const { return sequence_->value; }
   int key_bits() const { return key_bits_; }
+  const uint32_t* words() const { return words_; }
+  // The smallest depth in the subtree of the ply at word offset `ply` (ply_min_: 1 + the
+  // length of the shortest route behind any of its slots).  An update of a prefix of length
+  // l writes only into plies whose subtree holds a depth <= l + 1 afterwards (painting sets
+  // a ply it enters to the painted depth, a delete's to the cover's, which is shorter), so
+  // a ply whose minimum exceeds l + 1 is as it was: the Poptrie updater skips its node.
+  // `scanned` is set when the minimum was unknown and the ply's depths were scanned.
+  uint8_t subtree_min(uint32_t ply, bool& scanned) const {
+    const uint8_t low = ply_min_[(ply - root_words_) >> ply_bits_];
+    scanned = low == kUnknownMin;
+    if (!scanned) return low;
+    const uint8_t* depths = depth_.get() + ply;
+    return *std::min_element(depths, depths + ply_words_);
+  }
 
  private:
   struct FreeDeleter {
