@@ -239,9 +239,9 @@ class PyPoptrie {
     const u128 host_key = v << pad_;
     image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
-    const HostLog host_log(core_, host_writes_, len >= direct_bits_);
+    const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
     core_.add(host_key, len, hop);
-    update(v, len, host_key, old, host_log);
+    update(v, len, host_key, old, len >= direct_bits_);
   }
   void remove(py::handle value, py::handle length) {
     const auto [v, len] = prefix(value, length);
@@ -251,9 +251,9 @@ class PyPoptrie {
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(
           py::reinterpret_borrow<py::object>(value), len).cast<std::string>());
-    const HostLog host_log(core_, host_writes_, len >= direct_bits_);
+    const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
     core_.remove(host_key, len);
-    update(v, len, host_key, old, host_log);
+    update(v, len, host_key, old, len >= direct_bits_);
   }
 
   void refresh(uint64_t hi, uint64_t lo, int length) {
@@ -288,48 +288,42 @@ class PyPoptrie {
                           .cast<std::string>());
     return {v, len};
   }
-  // One update's host trie writes are logged (whatever the trie's own log setting), so
-  // that the image updater knows which rows changed; the trie's setting is restored after.
-  // Not for a prefix shorter than the direct array's bits (`marks` false): it repaints
-  // every direct entry it covers and most rows below, so marking them costs more than the
-  // scans it saves (IPv4 38.0.0.0/8: 165 us unmarked, 209 us marked).
-  class HostLog {
+  // While the host trie updates, it marks the rows (64 words) it changes for the image
+  // updater: a bit per changed row (RowMarks), no write log; cleared after the update.
+  // Not for a prefix shorter than the direct array's bits (`on` false): the nodes it
+  // reaches are those whose rows it painted (the others are skipped by their subtree
+  // minimum), so the marks would save no scan (IPv4 38.0.0.0/8: 24,157 host words read
+  // either way).
+  class HostMarks {
    public:
-    HostLog(Trie& core, WriteLog& buffer, bool marks)
-        : core_(core), buffer_(buffer), was_(core.logging()), marks_(marks) {
-      if (marks) core.set_logging(true);
+    HostMarks(Trie& core, RowMarks& marks, bool on) : core_(core), marks_(marks) {
+      if (on) core.set_row_marks(&marks);
     }
-    ~HostLog() {
-      if (!was_) {
-        core_.swap_log(buffer_);  // drops what a failed update left
-        core_.set_logging(false);
-      }
+    ~HostMarks() {
+      core_.set_row_marks(nullptr);
+      marks_.clear();
     }
-    HostLog(const HostLog&) = delete;
-    HostLog& operator=(const HostLog&) = delete;
-    bool counted() const { return was_; }  // the caller asked for the trie's write log
-    bool marks() const { return marks_; }   // the log marks the rows that changed
+    HostMarks(const HostMarks&) = delete;
+    HostMarks& operator=(const HostMarks&) = delete;
 
    private:
     Trie& core_;
-    WriteLog& buffer_;
-    bool was_, marks_;
+    RowMarks& marks_;
   };
 
-  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old,
-              const HostLog& host_log) {
+  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old, bool marked) {
     core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
-    core_.swap_log(host_writes_);  // empty unless logged
-    const WriteLog& log = host_writes_;
-    if (host_log.counted()) {  // counting the host trie's writes (the XScale cost model)
-      host_words_written_ += log.indices.size();
+    if (core_.logging()) {  // counting the host trie's writes (the XScale cost model)
+      core_.swap_log(host_writes_);
+      host_words_written_ += host_writes_.indices.size();
       if (tracing_)
-        for (const uint32_t index : log.indices) host_trace_.push_back(kHostTrace | index);
+        for (const uint32_t index : host_writes_.indices)
+          host_trace_.push_back(kHostTrace | index);
     }
     try {
-      image_.refresh_update(v << (128 - key_bits_), len,
-                            host_log.marks() ? &log.indices : nullptr);
+      image_.refresh_update(v << (128 - key_bits_), len, marked);
     } catch (const TrieError&) {
+      core_.set_row_marks(nullptr);
       if (old)
         core_.add(host_key, len, *old);
       else

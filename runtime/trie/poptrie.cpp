@@ -32,6 +32,7 @@ PoptrieImage::PoptrieImage(uint32_t* words, size_t size, const uint32_t* host,
   if (size > (size_t{1} << 31))
     throw TrieError("a Poptrie memory holds at most 2^31 words (31-bit offsets)");
   next_free_ = direct_words_;
+  marks_.bits.assign(host_size / 64 / 64 + 1, 0);
 }
 
 uint32_t PoptrieImage::alloc(uint32_t size, Pending& p) {
@@ -68,16 +69,6 @@ void PoptrieImage::reclaim(uint64_t upto) {
 
 // ---- word writes ----
 
-void PoptrieImage::write(uint32_t index, uint32_t value) {
-  if (words_[index] == value) return;
-  ++counters_.words_written;
-  std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
-  if (logging_) {
-    log_.indices.push_back(index);
-    log_.values.push_back(value);
-  }
-}
-
 void PoptrieImage::barrier() {
   if (!logging_) return;
   const uint64_t position = log_.indices.size();
@@ -108,31 +99,17 @@ WriteLog PoptrieImage::take_log() {
 
 // ---- updates ----
 
-void PoptrieImage::mark_rows(const std::vector<uint32_t>& written, bool on) {
-  if (dirty_.empty()) dirty_.resize(host_size_ / 64 / 64 + 1);
-  uint32_t previous = ~0u;
-  for (const uint32_t index : written) {  // mostly runs of slots in one row
-    const uint32_t row = index >> kStride;
-    if (row == previous) continue;
-    previous = row;
-    if (on)
-      dirty_[row >> 6] |= uint64_t{1} << (row & 63);
-    else
-      dirty_[row >> 6] = 0;
-  }
-  dirty_known_ = on;
-}
-
-void PoptrieImage::refresh(u128 key, int length, const std::vector<uint32_t>* written) {
-  if (written == nullptr) return refresh_range(key, length);
-  mark_rows(*written, true);
+void PoptrieImage::refresh(u128 key, int length, bool marked) {
+  marks_known_ = marked;
   try {
     refresh_range(key, length);
   } catch (...) {
-    mark_rows(*written, false);
+    marks_known_ = false;
+    marks_.clear();
     throw;
   }
-  mark_rows(*written, false);
+  marks_known_ = false;
+  marks_.clear();
 }
 
 void PoptrieImage::refresh_range(u128 key, int length) {

@@ -21,6 +21,7 @@
 // reads, for the XScale cost model (runtime/xscale_update.py).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <tuple>
@@ -88,27 +89,29 @@ class PoptrieImage {
 
   // The host trie changed for the prefix `key`/`length` (key left-aligned in 128 bits):
   // bring every direct entry it covers up to date, as one numbered update.  On a full
-  // memory throws TrieError; the direct entry that failed is unchanged.  `written`, if
-  // given: the host trie words this change wrote (its write log); a node whose host row
-  // and whose parent's row are not among them is known unchanged (only its children may
-  // change), so it is not rescanned (a short prefix covers thousands of such nodes).
-  void refresh(u128 key, int length, const std::vector<uint32_t>* written = nullptr);
-  // The host trie's routes (its words must be `host`): with it, refresh() of a prefix of
-  // length l that was the host trie's last update skips, unread, every node whose host
-  // ply's subtree minimum depth exceeds l + 1 (Trie::subtree_min: nothing there changed).
+  // memory throws TrieError; the direct entry that failed is unchanged.  `marked`: the host
+  // trie marked the rows it changed into row_marks(); a node whose host row and whose
+  // parent's row are unmarked is known unchanged (only its children may change), so it is
+  // not rescanned (a short prefix covers thousands of such nodes).
+  void refresh(u128 key, int length, bool marked = false);
+  // The host trie's routes (its words must be `host`): with it, refresh_update() of a
+  // prefix of length l skips, unread, every node whose host ply's subtree minimum depth
+  // exceeds l + 1 (Trie::subtree_min: nothing there changed).
   void set_host_trie(const Trie* trie) { host_trie_ = trie; }
-  // refresh() as the image side of the host trie's single update of this prefix (the
-  // skip above applies); the plain refresh() assumes nothing about what changed.
-  void refresh_update(u128 key, int length, const std::vector<uint32_t>* written) {
+  // refresh() as the image side of the host trie's single update of this prefix (the skip
+  // above applies; the plain refresh() assumes nothing about what changed).
+  void refresh_update(u128 key, int length, bool marked) {
     skip_depth_ = host_trie_ ? length + 1 : kNoSkip;
     try {
-      refresh(key, length, written);
+      refresh(key, length, marked);
     } catch (...) {
       skip_depth_ = kNoSkip;
       throw;
     }
     skip_depth_ = kNoSkip;
   }
+  // Where the host trie marks the rows it changes (Trie::set_row_marks); refresh() clears it.
+  RowMarks& row_marks() { return marks_; }
   // Start loading the words an update of `key` (left-aligned) reads first -- its direct
   // entry, in the image and the host trie, and the node it points to -- while the caller
   // updates the host trie (both are cache misses on a large table).
@@ -171,12 +174,7 @@ class PoptrieImage {
                      uint32_t header[kNodeWords], Pending& p, bool parent_clean);
   // Whether host row `index >> 6` may have changed in this update (always, unless the
   // update's host writes are known).
-  bool dirty(uint32_t index) const {
-    if (!dirty_known_) return true;
-    const uint32_t row = index >> kStride;
-    return dirty_[row >> 6] >> (row & 63) & 1;
-  }
-  void mark_rows(const std::vector<uint32_t>& written, bool on);
+  bool dirty(uint32_t index) const { return !marks_known_ || marks_.marked(index); }
   // Whether the host ply's subtree is unchanged by this update (see set_host_trie); counts
   // the read of its minimum (or, if unknown, the scan of its 64 depth bytes: 16 words),
   // and a skipped node as visited.
@@ -196,7 +194,7 @@ class PoptrieImage {
   void link_bases(uint32_t at, const uint32_t header[kNodeWords], Pending& p);
   // The host row's child bitmap, leaf bitmap and leaves (leaf compression).
   int scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]);
-  uint32_t read(uint32_t index) {
+  [[gnu::always_inline]] uint32_t read(uint32_t index) {
     ++counters_.image_words_read;
     if (tracing_) trace_.push_back(index);
     return words_[index];
@@ -213,7 +211,16 @@ class PoptrieImage {
     const uint64_t hi = read(node + kLeafvecHi);
     return hi << 32 | read(node + kLeafvecLo);
   }
-  void write(uint32_t index, uint32_t value);
+  [[gnu::always_inline]] void write(uint32_t index, uint32_t value) {
+    if (words_[index] == value) return;
+    ++counters_.words_written;
+    std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
+    if (logging_) log_write(index, value);
+  }
+  [[gnu::noinline]] void log_write(uint32_t index, uint32_t value) {
+    log_.indices.push_back(index);
+    log_.values.push_back(value);
+  }
   void publish(uint32_t index, uint32_t value);  // a barrier, then link()
   void link(uint32_t index, uint32_t value);     // a store the readers may see at once
   void barrier();
@@ -235,8 +242,8 @@ class PoptrieImage {
   UpdateCounters counters_;
   bool tracing_ = false;
   std::vector<uint64_t> trace_;
-  std::vector<uint64_t> dirty_;  // one bit per host row (64 words) written by the update
-  bool dirty_known_ = false;
+  RowMarks marks_;  // the host rows (64 words) the update wrote
+  bool marks_known_ = false;
   static constexpr int kNoSkip = 1 << 30;
   const Trie* host_trie_ = nullptr;
   int skip_depth_ = kNoSkip;  // refresh_update's l + 1
