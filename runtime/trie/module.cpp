@@ -61,6 +61,12 @@ int to_length(py::handle length, int key_bits) {
   return static_cast<int>(v);
 }
 
+// A 128-bit value as a Python int (for error messages).
+py::object to_int_object(u128 v) {
+  return py::int_(static_cast<uint64_t>(v >> 64)).attr("__lshift__")(64).attr("__or__")(
+      py::int_(static_cast<uint64_t>(v)));
+}
+
 template <class T>
 py::array_t<T> to_array(const std::vector<T>& v) {
   py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
@@ -233,7 +239,14 @@ class PyPoptrie {
   // One update: the host trie, then the image; on a full memory the host trie is restored.
   void add(py::handle value, py::handle length, py::handle next_hop) {
     const auto [v, len] = prefix(value, length);
-    const int64_t hop = to_int(next_hop, "next hop");
+    add_value(v, len, to_int(next_hop, "next hop"));
+  }
+  void remove(py::handle value, py::handle length) {
+    const auto [v, len] = prefix(value, length);
+    remove_value(v, len);
+  }
+  // The same for a prefix already converted (apply_columns): `v` right-aligned.
+  void add_value(u128 v, int len, int64_t hop) {
     if (hop < 0 || hop > kNextHopMask)
       throw TrieError("next hop " + std::to_string(hop) + " out of range 0..65535");
     const u128 host_key = v << pad_;
@@ -243,17 +256,29 @@ class PyPoptrie {
     core_.add(host_key, len, hop);
     update(v, len, host_key, old, len >= direct_bits_);
   }
-  void remove(py::handle value, py::handle length) {
-    const auto [v, len] = prefix(value, length);
+  void remove_value(u128 v, int len) {
     const u128 host_key = v << pad_;
     image_.prefetch(v << (128 - key_bits_));
     const std::optional<uint32_t> old = core_.route(host_key, len);
     if (!old)
-      throw TrieError(py::str("no route {}/{} to delete").format(
-          py::reinterpret_borrow<py::object>(value), len).cast<std::string>());
+      throw TrieError(py::str("no route {}/{} to delete").format(to_int_object(v), len)
+                          .cast<std::string>());
     const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
     core_.remove(host_key, len);
     update(v, len, host_key, old, len >= direct_bits_);
+  }
+  // A column batch's prefix: `v` right-aligned, checked as prefix() checks a Python one.
+  std::pair<u128, int> checked_prefix(u128 v, int64_t length) const {
+    if (length < 0 || length > key_bits_)
+      throw TrieError("bad prefix length /" + std::to_string(length) + " for " +
+                      std::to_string(key_bits_) + "-bit keys");
+    const int len = static_cast<int>(length);
+    const u128 host_bits = len == 128 ? u128{0} : (~u128{0} >> len) >> (128 - key_bits_);
+    if ((key_bits_ < 128 && v >> key_bits_ != 0) || (v & host_bits) != 0)
+      throw TrieError(py::str("bad prefix {!r}/{} for {}-bit keys")
+                          .format(to_int_object(v), len, key_bits_)
+                          .cast<std::string>());
+    return {v, len};
   }
 
   void refresh(uint64_t hi, uint64_t lo, int length) {
@@ -394,8 +419,8 @@ class PoptrieTables {
       if (tables_[i]) seen_[i] = tables_[i]->image().number();
   }
 
-  int slot(py::handle family) const {
-    const int64_t f = to_int(family, "family");
+  int slot(py::handle family) const { return slot_of(to_int(family, "family")); }
+  int slot_of(int64_t f) const {
     const int i = f == 4 ? 0 : f == 6 ? 1 : -1;
     if (i >= 0 && tables_[i] != nullptr) return i;
     if (i >= 0)
@@ -475,6 +500,50 @@ class PoptrieTables {
                         " (the " + std::to_string(applied) +
                         " update(s) before it stay applied)");
       }
+      ++applied;
+    }
+    return applied;
+  }
+
+  // A batch as columns, applied in order in one call, with no Python object per update:
+  // ops (1 add, 0 delete), families (4 or 6), networks as right-aligned 64-bit halves (hi,
+  // lo), lengths, next hops (read for adds only).  Returns how many were applied; on an
+  // error (LpmError naming the update) the updates before it stay applied.
+  using U64s = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>;
+  using I64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  size_t apply_columns(I64s ops, I64s families, U64s hi, U64s lo, I64s lengths,
+                       I64s next_hops) {
+    const auto n = static_cast<size_t>(ops.size());
+    for (const py::ssize_t size : {families.size(), hi.size(), lo.size(), lengths.size(),
+                                   next_hops.size()})
+      if (static_cast<size_t>(size) != n)
+        throw TrieError("apply_columns: the columns differ in length");
+    const int64_t* op = ops.data();
+    const int64_t* family = families.data();
+    const uint64_t* high = hi.data();
+    const uint64_t* low = lo.data();
+    const int64_t* length = lengths.data();
+    const int64_t* hop = next_hops.data();
+    size_t applied = 0;
+    for (size_t u = 0; u < n; ++u) {
+      int i = -1;
+      try {
+        i = slot_of(family[u]);
+        PyPoptrie& table = *tables_[i];
+        const auto [v, len] = table.checked_prefix((u128{high[u]} << 64) | low[u], length[u]);
+        if (op[u] == 1)
+          table.add_value(v, len, hop[u]);
+        else if (op[u] == 0)
+          table.remove_value(v, len);
+        else
+          throw TrieError("op " + std::to_string(op[u]) + " is not 1 (add) or 0 (delete)");
+      } catch (const TrieError& e) {
+        if (i >= 0) mark(i, 1);  // a failed update that already retired blocks is numbered
+        throw TrieError("update " + std::to_string(applied) + " of the batch: " + e.what() +
+                        " (the " + std::to_string(applied) +
+                        " update(s) before it stay applied)");
+      }
+      mark(i, 1);
       ++applied;
     }
     return applied;
@@ -618,6 +687,13 @@ PYBIND11_MODULE(_trie, m) {
       .def("apply", &PoptrieTables::apply, py::arg("updates"),
            "Apply a batch in order, in one call; returns how many were applied.  On an "
            "error (LpmError naming the update) the updates before it stay applied.")
+      .def("apply_columns", &PoptrieTables::apply_columns, py::arg("ops"),
+           py::arg("families"), py::arg("hi"), py::arg("lo"), py::arg("lengths"),
+           py::arg("next_hops"),
+           "A batch as columns, in order, in one call (no Python object per update): ops "
+           "(1 add, 0 delete), families (4 or 6), networks as right-aligned uint64 halves "
+           "hi and lo, lengths, next hops (read for adds).  Returns how many were applied; "
+           "on an error (LpmError naming the update) the updates before it stay applied.")
       .def("record", &PoptrieTables::record, py::arg("family"), py::arg("count"),
            "Number the family's updates since the last mark as `count` updates "
            "(negative: as many as its Poptrie numbered).")
