@@ -150,6 +150,7 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
   Pending& p = pending_;
   p.taken.clear();
   p.writes.clear();
+  p.copies.clear();
   p.links.clear();
   p.retire.clear();
   if (host & kChild) {
@@ -179,7 +180,15 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
       throw;
     }
     // In-place leaf writes and the new blocks' words; then the linking writes: base words
-    // rewritten in place, or the direct entry.
+    // rewritten in place, or the direct entry.  (The copies read old blocks, which no write
+    // of the update changes: in-place writes go to leaves and, after the barrier, to base
+    // words of nodes that are not copied.)
+    for (const Pending::Copy& c : p.copies) {
+      counters_.image_words_read += c.count;
+      if (tracing_)
+        for (uint32_t j = 0; j < c.count; ++j) trace_.push_back(c.from + j);
+      for (uint32_t j = 0; j < c.count; ++j) write(c.to + j, words_[c.from + j]);
+    }
     for (const auto& [i, value] : p.writes) write(i, value);
     if (!p.links.empty()) {
       barrier();
@@ -300,9 +309,10 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
       const int kids = __builtin_popcountll(old_vector);
       const uint32_t base1 = alloc(kNodeWords * kids, p);
       const uint32_t mine = old_child(k) - old_base1;
-      for (uint32_t j = 0; j < kNodeWords * kids; ++j)
-        p.writes.emplace_back(base1 + j, j - mine < kNodeWords ? child[j - mine]
-                                                               : read(old_base1 + j));
+      p.copy(base1, old_base1, mine);
+      for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(base1 + mine + j, child[j]);
+      p.copy(base1 + mine + kNodeWords, old_base1 + mine + kNodeWords,
+             kNodeWords * kids - mine - kNodeWords);
       p.retire.emplace_back(old_base1, kNodeWords * kids);
       node_words(old_vector, old_leafvec, base1, old_base0, header);
       return Change::kBases;
@@ -358,7 +368,7 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
         for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(dest + j, changed[k][j]);
       } else if (old_vector >> k & 1) {
         const uint32_t from = old_child(k);
-        for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(dest + j, read(from + j));
+        p.copy(dest, from, kNodeWords);
       } else {
         build_node(row[k] & kPointerMask, dest, p);
       }

@@ -155,6 +155,19 @@ class PoptrieImage {
   struct Pending {
     std::vector<std::pair<uint32_t, uint32_t>> taken;   // new blocks (offset, size)
     std::vector<std::pair<uint32_t, uint32_t>> writes;  // (index, value) into new blocks
+    struct Copy {
+      uint32_t to, from, count;
+    };
+    // Runs of unchanged nodes copied from an old children block into a new one, done word
+    // by word in one tight loop when the writes are applied (no (index, value) per word).
+    std::vector<Copy> copies;
+    void copy(uint32_t to, uint32_t from, uint32_t count) {
+      if (!copies.empty() && copies.back().to + copies.back().count == to &&
+          copies.back().from + copies.back().count == from)
+        copies.back().count += count;
+      else if (count)
+        copies.push_back({to, from, count});
+    }
     std::vector<std::pair<uint32_t, uint32_t>> links;   // base words rewritten in place
     std::vector<std::pair<uint32_t, uint32_t>> retire;  // old blocks, once linked
   };
