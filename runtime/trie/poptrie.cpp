@@ -4,6 +4,10 @@
 #include <atomic>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // The bitmaps' popcounts as one instruction (x86-64 has had it since 2008), not a libgcc call.
 #if defined(__x86_64__)
 #pragma GCC target("popcnt")
@@ -228,6 +232,35 @@ int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32
   if (tracing_)
     for (uint32_t k = 0; k < 64; k += 8) trace_.push_back(kHostTrace | (ply + k));
   const uint32_t* row = host_ + ply;
+#if defined(__SSE2__)
+  // Four slots per step: the CHILD bit is each word's sign bit (movemask), and a leaf run
+  // starts where a word differs from the slot before it.  That is the rule below except
+  // after a child slot, where the run is compared with the last leaf before the child:
+  // those (few) slots are fixed up one by one.
+  uint64_t child = 0, same = 0;  // bit k: row[k] is a child; row[k] == row[k - 1]
+  for (int k = 0; k < 64; k += 4) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k));
+    child |= uint64_t(static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(w)))) << k;
+    const __m128i before =  // slot 0 has none: its lane is cleared below
+        k == 0 ? _mm_slli_si128(w, 4)
+               : _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k - 1));
+    const int equal = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(w, before)));
+    same |= uint64_t(static_cast<uint32_t>(equal)) << k;
+  }
+  same &= ~uint64_t{1};
+  vector = child;
+  uint64_t starts = ~child & ~same;
+  for (uint64_t after = ~child & (child << 1); after; after &= after - 1) {
+    const int k = __builtin_ctzll(after);
+    const uint64_t before = ~child & ((uint64_t{1} << k) - 1);  // leaves before slot k
+    const bool start = before == 0 || row[k] != row[63 - __builtin_clzll(before)];
+    starts = start ? starts | (uint64_t{1} << k) : starts & ~(uint64_t{1} << k);
+  }
+  leafvec = starts;
+  int count = 0;
+  for (uint64_t v = starts; v; v &= v - 1) leaves[count++] = row[__builtin_ctzll(v)];
+  return count;
+#else
   vector = 0;
   leafvec = 0;
   int count = 0;
@@ -241,6 +274,7 @@ int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32
     }
   }
   return count;
+#endif
 }
 
 void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
