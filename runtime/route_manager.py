@@ -56,6 +56,36 @@ class RouteUpdate:
     next_hop: int | None = None
 
 
+def update_columns(updates: list[RouteUpdate]) -> tuple[np.ndarray, ...]:
+    """A batch as the columns of `PoptrieRouteManager.apply_columns`: ops (1 add, 0
+    delete), families, networks as right-aligned uint64 halves hi and lo, lengths, next
+    hops (0 for a delete).  Converting once outside a timed loop keeps Python objects out
+    of the updates themselves."""
+    n = len(updates)
+    ops = np.empty(n, dtype=np.int64)
+    families = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.uint64)
+    lo = np.empty(n, dtype=np.uint64)
+    lengths = np.empty(n, dtype=np.int64)
+    hops = np.zeros(n, dtype=np.int64)
+    low_mask = (1 << 64) - 1
+    for i, u in enumerate(updates):
+        if u.op not in ("add", "delete"):
+            raise LpmError(f"update {i}: op {u.op!r} is not 'add' or 'delete'")
+        if u.op == "add" and u.next_hop is None:
+            raise LpmError(f"update {i}: an add needs a next hop")
+        if not 0 <= u.network < 1 << 128:
+            raise LpmError(f"update {i}: bad prefix {u.network!r}/{u.length}")
+        ops[i] = u.op == "add"
+        families[i] = u.family
+        hi[i] = u.network >> 64
+        lo[i] = u.network & low_mask
+        lengths[i] = u.length
+        if u.next_hop is not None:
+            hops[i] = u.next_hop
+    return ops, families, hi, lo, lengths, hops
+
+
 class _FamilyReads(Generic[T]):
     """The reading calls both route managers share, over their per-family tables
     (`self._tries`: family -> MultibitTrie or Poptrie)."""
@@ -150,7 +180,9 @@ class PoptrieRouteManager(_FamilyReads[Poptrie], PoptrieTables):
     (either may be None): add, delete, apply, reload, reclaim, sequence, lookup, take_log,
     stats, routes, trie.  As in RouteManager the cheap calls (`add`, `delete`, `apply`,
     `reclaim`, `sequence`) are the C++ base class's (npkit.runtime._trie.PoptrieTables):
-    one update costs one call into C++ and no Python frame.
+    one update costs one call into C++ and no Python frame.  Also from the base:
+    `apply_columns(*update_columns(updates))`, a batch as numpy columns (no Python object
+    read per update: faster than `apply`, which reads five attributes of each RouteUpdate).
 
     One numbering for the updates of both families, as RouteManager's: each Poptrie numbers
     its own updates (its retired blocks carry those numbers), so the C++ base remembers,

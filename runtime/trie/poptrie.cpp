@@ -4,6 +4,10 @@
 #include <atomic>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // The bitmaps' popcounts as one instruction (x86-64 has had it since 2008), not a libgcc call.
 #if defined(__x86_64__)
 #pragma GCC target("popcnt")
@@ -32,6 +36,7 @@ PoptrieImage::PoptrieImage(uint32_t* words, size_t size, const uint32_t* host,
   if (size > (size_t{1} << 31))
     throw TrieError("a Poptrie memory holds at most 2^31 words (31-bit offsets)");
   next_free_ = direct_words_;
+  marks_.bits.assign(host_size / 64 / 64 + 1, 0);
 }
 
 uint32_t PoptrieImage::alloc(uint32_t size, Pending& p) {
@@ -68,16 +73,6 @@ void PoptrieImage::reclaim(uint64_t upto) {
 
 // ---- word writes ----
 
-void PoptrieImage::write(uint32_t index, uint32_t value) {
-  if (words_[index] == value) return;
-  ++counters_.words_written;
-  std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
-  if (logging_) {
-    log_.indices.push_back(index);
-    log_.values.push_back(value);
-  }
-}
-
 void PoptrieImage::barrier() {
   if (!logging_) return;
   const uint64_t position = log_.indices.size();
@@ -108,31 +103,17 @@ WriteLog PoptrieImage::take_log() {
 
 // ---- updates ----
 
-void PoptrieImage::mark_rows(const std::vector<uint32_t>& written, bool on) {
-  if (dirty_.empty()) dirty_.resize(host_size_ / 64 / 64 + 1);
-  uint32_t previous = ~0u;
-  for (const uint32_t index : written) {  // mostly runs of slots in one row
-    const uint32_t row = index >> kStride;
-    if (row == previous) continue;
-    previous = row;
-    if (on)
-      dirty_[row >> 6] |= uint64_t{1} << (row & 63);
-    else
-      dirty_[row >> 6] = 0;
-  }
-  dirty_known_ = on;
-}
-
-void PoptrieImage::refresh(u128 key, int length, const std::vector<uint32_t>* written) {
-  if (written == nullptr) return refresh_range(key, length);
-  mark_rows(*written, true);
+void PoptrieImage::refresh(u128 key, int length, bool marked) {
+  marks_known_ = marked;
   try {
     refresh_range(key, length);
   } catch (...) {
-    mark_rows(*written, false);
+    marks_known_ = false;
+    marks_.clear();
     throw;
   }
-  mark_rows(*written, false);
+  marks_known_ = false;
+  marks_.clear();
 }
 
 void PoptrieImage::refresh_range(u128 key, int length) {
@@ -173,6 +154,7 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
   Pending& p = pending_;
   p.taken.clear();
   p.writes.clear();
+  p.copies.clear();
   p.links.clear();
   p.retire.clear();
   if (host & kChild) {
@@ -182,6 +164,7 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
       if (old & kChild) {
         uint32_t header[kNodeWords];
         const uint32_t old_root = old & kPointerMask;
+        if (unchanged(ply)) return;  // (nothing taken, written or retired yet)
         const Change change = update_node(ply, u128{index} << (128 - direct_bits_),
                                           direct_bits_, old_root, low, last, header, p,
                                           !dirty(index));
@@ -201,7 +184,15 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
       throw;
     }
     // In-place leaf writes and the new blocks' words; then the linking writes: base words
-    // rewritten in place, or the direct entry.
+    // rewritten in place, or the direct entry.  (The copies read old blocks, which no write
+    // of the update changes: in-place writes go to leaves and, after the barrier, to base
+    // words of nodes that are not copied.)
+    for (const Pending::Copy& c : p.copies) {
+      counters_.image_words_read += c.count;
+      if (tracing_)
+        for (uint32_t j = 0; j < c.count; ++j) trace_.push_back(c.from + j);
+      for (uint32_t j = 0; j < c.count; ++j) write(c.to + j, words_[c.from + j]);
+    }
     for (const auto& [i, value] : p.writes) write(i, value);
     if (!p.links.empty()) {
       barrier();
@@ -241,6 +232,35 @@ int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32
   if (tracing_)
     for (uint32_t k = 0; k < 64; k += 8) trace_.push_back(kHostTrace | (ply + k));
   const uint32_t* row = host_ + ply;
+#if defined(__SSE2__)
+  // Four slots per step: the CHILD bit is each word's sign bit (movemask), and a leaf run
+  // starts where a word differs from the slot before it.  That is the rule below except
+  // after a child slot, where the run is compared with the last leaf before the child:
+  // those (few) slots are fixed up one by one.
+  uint64_t child = 0, same = 0;  // bit k: row[k] is a child; row[k] == row[k - 1]
+  for (int k = 0; k < 64; k += 4) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k));
+    child |= uint64_t(static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(w)))) << k;
+    const __m128i before =  // slot 0 has none: its lane is cleared below
+        k == 0 ? _mm_slli_si128(w, 4)
+               : _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k - 1));
+    const int equal = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(w, before)));
+    same |= uint64_t(static_cast<uint32_t>(equal)) << k;
+  }
+  same &= ~uint64_t{1};
+  vector = child;
+  uint64_t starts = ~child & ~same;
+  for (uint64_t after = ~child & (child << 1); after; after &= after - 1) {
+    const int k = __builtin_ctzll(after);
+    const uint64_t before = ~child & ((uint64_t{1} << k) - 1);  // leaves before slot k
+    const bool start = before == 0 || row[k] != row[63 - __builtin_clzll(before)];
+    starts = start ? starts | (uint64_t{1} << k) : starts & ~(uint64_t{1} << k);
+  }
+  leafvec = starts;
+  int count = 0;
+  for (uint64_t v = starts; v; v &= v - 1) leaves[count++] = row[__builtin_ctzll(v)];
+  return count;
+#else
   vector = 0;
   leafvec = 0;
   int count = 0;
@@ -254,6 +274,7 @@ int PoptrieImage::scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32
     }
   }
   return count;
+#endif
 }
 
 void PoptrieImage::build_node(uint32_t ply, uint32_t at, Pending& p) {
@@ -322,9 +343,10 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
       const int kids = __builtin_popcountll(old_vector);
       const uint32_t base1 = alloc(kNodeWords * kids, p);
       const uint32_t mine = old_child(k) - old_base1;
-      for (uint32_t j = 0; j < kNodeWords * kids; ++j)
-        p.writes.emplace_back(base1 + j, j - mine < kNodeWords ? child[j - mine]
-                                                               : read(old_base1 + j));
+      p.copy(base1, old_base1, mine);
+      for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(base1 + mine + j, child[j]);
+      p.copy(base1 + mine + kNodeWords, old_base1 + mine + kNodeWords,
+             kNodeWords * kids - mine - kNodeWords);
       p.retire.emplace_back(old_base1, kNodeWords * kids);
       node_words(old_vector, old_leafvec, base1, old_base0, header);
       return Change::kBases;
@@ -353,6 +375,7 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
     const int k = __builtin_ctzll(v);
     const u128 first = start | (u128(k) << below);
     if ((first | span) < low || first > last) continue;
+    if (unchanged(row[k] & kPointerMask)) continue;
     if (clean) {  // the child slot's word, not read by a scan
       ++counters_.host_words_read;
       if (tracing_) trace_.push_back(kHostTrace | (ply + static_cast<uint32_t>(k)));
@@ -379,7 +402,7 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
         for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(dest + j, changed[k][j]);
       } else if (old_vector >> k & 1) {
         const uint32_t from = old_child(k);
-        for (uint32_t j = 0; j < kNodeWords; ++j) p.writes.emplace_back(dest + j, read(from + j));
+        p.copy(dest, from, kNodeWords);
       } else {
         build_node(row[k] & kPointerMask, dest, p);
       }

@@ -21,6 +21,7 @@
 // reads, for the XScale cost model (runtime/xscale_update.py).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <tuple>
@@ -45,7 +46,7 @@ struct PoptrieStats {
 struct UpdateCounters {
   uint64_t updates = 0;           // numbered updates of the image
   uint64_t entries = 0;           // direct entries refreshed
-  uint64_t nodes_visited = 0;     // image nodes compared with the host trie or built
+  uint64_t nodes_visited = 0;     // image nodes compared with the host trie, built or skipped
   uint64_t host_words_read = 0;   // host trie slots scanned (64 per node)
   uint64_t image_words_read = 0;  // shadow words read: old headers, old leaves, copies
   uint64_t words_written = 0;     // image words written (new blocks, in-place leaves, links)
@@ -88,11 +89,29 @@ class PoptrieImage {
 
   // The host trie changed for the prefix `key`/`length` (key left-aligned in 128 bits):
   // bring every direct entry it covers up to date, as one numbered update.  On a full
-  // memory throws TrieError; the direct entry that failed is unchanged.  `written`, if
-  // given: the host trie words this change wrote (its write log); a node whose host row
-  // and whose parent's row are not among them is known unchanged (only its children may
-  // change), so it is not rescanned (a short prefix covers thousands of such nodes).
-  void refresh(u128 key, int length, const std::vector<uint32_t>* written = nullptr);
+  // memory throws TrieError; the direct entry that failed is unchanged.  `marked`: the host
+  // trie marked the rows it changed into row_marks(); a node whose host row and whose
+  // parent's row are unmarked is known unchanged (only its children may change), so it is
+  // not rescanned (a short prefix covers thousands of such nodes).
+  void refresh(u128 key, int length, bool marked = false);
+  // The host trie's routes (its words must be `host`): with it, refresh_update() of a
+  // prefix of length l skips, unread, every node whose host ply's subtree minimum depth
+  // exceeds l + 1 (Trie::subtree_min: nothing there changed).
+  void set_host_trie(const Trie* trie) { host_trie_ = trie; }
+  // refresh() as the image side of the host trie's single update of this prefix (the skip
+  // above applies; the plain refresh() assumes nothing about what changed).
+  void refresh_update(u128 key, int length, bool marked) {
+    skip_depth_ = host_trie_ ? length + 1 : kNoSkip;
+    try {
+      refresh(key, length, marked);
+    } catch (...) {
+      skip_depth_ = kNoSkip;
+      throw;
+    }
+    skip_depth_ = kNoSkip;
+  }
+  // Where the host trie marks the rows it changes (Trie::set_row_marks); refresh() clears it.
+  RowMarks& row_marks() { return marks_; }
   // Start loading the words an update of `key` (left-aligned) reads first -- its direct
   // entry, in the image and the host trie, and the node it points to -- while the caller
   // updates the host trie (both are cache misses on a large table).
@@ -136,6 +155,19 @@ class PoptrieImage {
   struct Pending {
     std::vector<std::pair<uint32_t, uint32_t>> taken;   // new blocks (offset, size)
     std::vector<std::pair<uint32_t, uint32_t>> writes;  // (index, value) into new blocks
+    struct Copy {
+      uint32_t to, from, count;
+    };
+    // Runs of unchanged nodes copied from an old children block into a new one, done word
+    // by word in one tight loop when the writes are applied (no (index, value) per word).
+    std::vector<Copy> copies;
+    void copy(uint32_t to, uint32_t from, uint32_t count) {
+      if (!copies.empty() && copies.back().to + copies.back().count == to &&
+          copies.back().from + copies.back().count == from)
+        copies.back().count += count;
+      else if (count)
+        copies.push_back({to, from, count});
+    }
     std::vector<std::pair<uint32_t, uint32_t>> links;   // base words rewritten in place
     std::vector<std::pair<uint32_t, uint32_t>> retire;  // old blocks, once linked
   };
@@ -155,19 +187,27 @@ class PoptrieImage {
                      uint32_t header[kNodeWords], Pending& p, bool parent_clean);
   // Whether host row `index >> 6` may have changed in this update (always, unless the
   // update's host writes are known).
-  bool dirty(uint32_t index) const {
-    if (!dirty_known_) return true;
-    const uint32_t row = index >> kStride;
-    return dirty_[row >> 6] >> (row & 63) & 1;
+  bool dirty(uint32_t index) const { return !marks_known_ || marks_.marked(index); }
+  // Whether the host ply's subtree is unchanged by this update (see set_host_trie); counts
+  // the read of its minimum (or, if unknown, the scan of its 64 depth bytes: 16 words),
+  // and a skipped node as visited.
+  bool unchanged(uint32_t ply) {
+    if (skip_depth_ == kNoSkip) return false;
+    bool scanned = false;
+    const int low = host_trie_->subtree_min(ply, scanned);
+    counters_.host_words_read += scanned ? 16 : 1;
+    if (tracing_) trace_.push_back(kHostTrace | ply);
+    if (low <= skip_depth_) return false;  // the node is visited next
+    ++counters_.nodes_visited;
+    return true;
   }
-  void mark_rows(const std::vector<uint32_t>& written, bool on);
   // A node at `at` whose bitmaps stay: its changed base words, to be rewritten in place
   // after the new blocks (each of a lookup's steps reads one base word, of its half, so it
   // follows the old or the new block: both are complete).
   void link_bases(uint32_t at, const uint32_t header[kNodeWords], Pending& p);
   // The host row's child bitmap, leaf bitmap and leaves (leaf compression).
   int scan(uint32_t ply, uint64_t& vector, uint64_t& leafvec, uint32_t leaves[64]);
-  uint32_t read(uint32_t index) {
+  [[gnu::always_inline]] uint32_t read(uint32_t index) {
     ++counters_.image_words_read;
     if (tracing_) trace_.push_back(index);
     return words_[index];
@@ -184,7 +224,16 @@ class PoptrieImage {
     const uint64_t hi = read(node + kLeafvecHi);
     return hi << 32 | read(node + kLeafvecLo);
   }
-  void write(uint32_t index, uint32_t value);
+  [[gnu::always_inline]] void write(uint32_t index, uint32_t value) {
+    if (words_[index] == value) return;
+    ++counters_.words_written;
+    std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
+    if (logging_) log_write(index, value);
+  }
+  [[gnu::noinline]] void log_write(uint32_t index, uint32_t value) {
+    log_.indices.push_back(index);
+    log_.values.push_back(value);
+  }
   void publish(uint32_t index, uint32_t value);  // a barrier, then link()
   void link(uint32_t index, uint32_t value);     // a store the readers may see at once
   void barrier();
@@ -206,8 +255,11 @@ class PoptrieImage {
   UpdateCounters counters_;
   bool tracing_ = false;
   std::vector<uint64_t> trace_;
-  std::vector<uint64_t> dirty_;  // one bit per host row (64 words) written by the update
-  bool dirty_known_ = false;
+  RowMarks marks_;  // the host rows (64 words) the update wrote
+  bool marks_known_ = false;
+  static constexpr int kNoSkip = 1 << 30;
+  const Trie* host_trie_ = nullptr;
+  int skip_depth_ = kNoSkip;  // refresh_update's l + 1
 };
 
 }  // namespace npkit::trie

@@ -161,17 +161,6 @@ uint32_t Trie::alloc_ply() {
 
 // ---- word writes: the only place the words change (besides clear) ----
 
-void Trie::write(uint32_t index, uint32_t value) {
-  if (words_[index] == value) return;  // an unchanged word costs no chip write
-  ++counters_.words_written;
-  // One aligned 32-bit store: a concurrent native lookup sees the old or the new word.
-  std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
-  if (logging_) {
-    log_.indices.push_back(index);
-    log_.values.push_back(value);
-  }
-}
-
 void Trie::barrier() {
   if (!logging_) return;
   const uint64_t position = log_.indices.size();
@@ -183,6 +172,7 @@ void Trie::publish(uint32_t index, uint32_t value) {
   barrier();
   ++counters_.words_written;
   std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_release);
+  if (marks_) marks_->mark(index);
   if (logging_) {
     log_.indices.push_back(index);
     log_.values.push_back(value);

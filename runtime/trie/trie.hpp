@@ -8,7 +8,9 @@
 // length of the prefix behind each slot (0: none), which updates need and lookups do not.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
@@ -52,6 +54,32 @@ struct WriteLog {
   std::vector<uint32_t> indices;
   std::vector<uint32_t> values;
   std::vector<uint64_t> barriers;  // every write before position p is visible before p
+};
+
+// The rows of 64 words (a Poptrie node's host ply, or 64 root slots) whose words a Trie
+// changed while it marked into this (Trie::set_row_marks), one bit each: the Poptrie
+// updater rescans only those rows.  Marking costs a bit per changed word (no write log).
+struct RowMarks {
+  std::vector<uint64_t> bits;     // bit r % 64 of word r / 64: row r was written
+  std::vector<uint32_t> touched;  // the nonzero words of `bits`, to clear them
+  uint32_t last = ~0u;            // the row marked last (the writes come in runs per row)
+  [[gnu::always_inline]] void mark(uint32_t index) {
+    const uint32_t row = index >> 6;
+    if (row == last) return;
+    last = row;
+    uint64_t& word = bits[row >> 6];
+    if (word == 0) touched.push_back(row >> 6);
+    word |= uint64_t{1} << (row & 63);
+  }
+  bool marked(uint32_t index) const {
+    const uint32_t row = index >> 6;
+    return bits[row >> 6] >> (row & 63) & 1;
+  }
+  void clear() {
+    for (const uint32_t w : touched) bits[w] = 0;
+    touched.clear();
+    last = ~0u;
+  }
 };
 
 // The work of the updates since the last take_counters(): what an XScale running this
@@ -156,6 +184,8 @@ class Trie {
     return {retired_.begin(), retired_.end()};
   }
   bool logging() const { return logging_; }
+  // Mark the rows of every changed word into `marks` (sized for these words), or stop (null).
+  void set_row_marks(RowMarks* marks) { marks_ = marks; }
   // The Poptrie updater logs the host trie's writes of each update (the rows that changed).
   void set_logging(bool on) { logging_ = on; }
   // take_log() into `out`, whose cleared buffers the trie keeps (no allocation per update).
@@ -183,6 +213,20 @@ class Trie {
   }
   uint64_t sequence() const { return sequence_->value; }
   int key_bits() const { return key_bits_; }
+  const uint32_t* words() const { return words_; }
+  // The smallest depth in the subtree of the ply at word offset `ply` (ply_min_: 1 + the
+  // length of the shortest route behind any of its slots).  An update of a prefix of length
+  // l writes only into plies whose subtree holds a depth <= l + 1 afterwards (painting sets
+  // a ply it enters to the painted depth, a delete's to the cover's, which is shorter), so
+  // a ply whose minimum exceeds l + 1 is as it was: the Poptrie updater skips its node.
+  // `scanned` is set when the minimum was unknown and the ply's depths were scanned.
+  uint8_t subtree_min(uint32_t ply, bool& scanned) const {
+    const uint8_t low = ply_min_[(ply - root_words_) >> ply_bits_];
+    scanned = low == kUnknownMin;
+    if (!scanned) return low;
+    const uint8_t* depths = depth_.get() + ply;
+    return *std::min_element(depths, depths + ply_words_);
+  }
 
  private:
   struct FreeDeleter {
@@ -233,7 +277,20 @@ class Trie {
     if (tracing_) trace_.push_back(index);
   }
 
-  void write(uint32_t index, uint32_t value);
+  // The only place the words change (besides clear): inline, as painting a short prefix
+  // calls it for thousands of slots.
+  [[gnu::always_inline]] void write(uint32_t index, uint32_t value) {
+    if (words_[index] == value) return;  // an unchanged word costs no chip write
+    ++counters_.words_written;
+    // One aligned 32-bit store: a concurrent native lookup sees the old or the new word.
+    std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
+    if (marks_) marks_->mark(index);
+    if (logging_) log_write(index, value);
+  }
+  [[gnu::noinline]] void log_write(uint32_t index, uint32_t value) {
+    log_.indices.push_back(index);
+    log_.values.push_back(value);
+  }
   void publish(uint32_t index, uint32_t value);  // a barrier, then the linking write
   void barrier();
 
@@ -261,6 +318,7 @@ class Trie {
   std::vector<uint32_t> free_;
   std::deque<std::pair<uint32_t, uint64_t>> retired_;  // (ply, update number), in order
   bool logging_;
+  RowMarks* marks_ = nullptr;
   WriteLog log_;
   std::shared_ptr<Sequence> sequence_;
   mutable TrieCounters counters_;

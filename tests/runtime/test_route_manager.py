@@ -18,7 +18,12 @@ from test_poptrie import walk as poptrie_walk
 
 from npkit.runtime.lpm import IPV4, IPV6, LpmError
 from npkit.runtime.poptrie import POPTRIE4, POPTRIE6
-from npkit.runtime.route_manager import PoptrieRouteManager, RouteManager, RouteUpdate
+from npkit.runtime.route_manager import (
+    PoptrieRouteManager,
+    RouteManager,
+    RouteUpdate,
+    update_columns,
+)
 
 CHILD, ROUTE = 1 << 31, 1 << 30
 PLIES = 400  # memory: the root plus this many 256-word plies
@@ -322,10 +327,18 @@ def test_batches_equal_single_updates(structure):
             single.add(u.family, u.network, u.length, u.next_hop)
         else:
             single.delete(u.family, u.network, u.length)
+    managers = [batched, single]
+    if structure == "poptrie":  # and as columns, in two calls
+        columns = new_manager(False, 4000, structure)
+        assert columns.apply_columns(*update_columns(updates[:123])) == 123
+        assert columns.apply_columns(*update_columns(updates[123:])) == len(updates) - 123
+        assert columns.sequence == batched.sequence == len(updates)
+        managers.append(columns)
     for family in (4, 6):
         expected = {(v, n): nh for (f, v, n), nh in table.items() if f == family}
-        assert batched.routes(family) == single.routes(family) == expected
-        assert np.array_equal(batched.trie(family).words, single.trie(family).words)
+        for mgr in managers:
+            assert mgr.routes(family) == expected
+            assert np.array_equal(mgr.trie(family).words, single.trie(family).words)
         for a in probes(expected, BITS[family], [], rng):
             assert batched.lookup(family, a) == brute_force(expected, BITS[family], a)
 
@@ -357,6 +370,31 @@ def test_reload_applies_the_difference(structure):
     mgr.reclaim()
     root = POPTRIE4.direct_words if structure == "poptrie" else IPV4.root_words
     assert mgr.stats(4)["words_used"] == root
+
+
+def test_column_batch_errors_name_the_update():
+    mgr = new_manager(False, 4000, "poptrie")
+    good = RouteUpdate("add", 4, 0x0C000000, 8, 1)
+    for bad, message in [
+            (RouteUpdate("add", 4, 0x0A000001, 24, 1), r"bad prefix 167772161/24 for 32-bit"),
+            (RouteUpdate("add", 4, 0x0A000000, 33, 1), "bad prefix length /33 for 32-bit"),
+            (RouteUpdate("add", 4, 0x0A000000, 8, 70000), "next hop 70000 out of range"),
+            (RouteUpdate("delete", 4, 0x0A090000, 16), "no route 168361984/16 to delete"),
+            (RouteUpdate("add", 5, 0, 0, 1), "family 5 is not 4 or 6")]:
+        with pytest.raises(LpmError, match=r"update 1 of the batch: " + message +
+                           r".* \(the 1 update\(s\) before it stay applied\)"):
+            mgr.apply_columns(*update_columns([good, bad]))
+        assert mgr.lookup(4, 0x0C000001) == 1
+        mgr.delete(4, 0x0C000000, 8)
+    with pytest.raises(LpmError, match="op 'drop' is not 'add' or 'delete'"):
+        update_columns([RouteUpdate("drop", 4, 0, 0)])  # type: ignore[arg-type]
+    with pytest.raises(LpmError, match="an add needs a next hop"):
+        update_columns([RouteUpdate("add", 4, 0, 0)])
+    ops, *rest = update_columns([good])
+    with pytest.raises(LpmError, match="op 2 is not 1 \\(add\\) or 0 \\(delete\\)"):
+        mgr.apply_columns(ops + 1, *rest)
+    with pytest.raises(LpmError, match="the columns differ in length"):
+        mgr.apply_columns(ops, *rest[:-1], np.zeros(2, dtype=np.int64))
 
 
 def test_errors_name_the_problem():
