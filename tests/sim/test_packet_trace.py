@@ -372,7 +372,7 @@ def test_the_log_changes_no_simulated_result() -> None:
     frames out (wire cycles, bytes) and every counter are those of a run without the log."""
     with_log, counters_log = _router_run(True)
     without, counters = _router_run(False)
-    assert len(without) > 1000
+    assert len(without) > 900  # frames did go through (973 with the Poptrie router)
     assert with_log == without
     assert counters_log == counters
 
