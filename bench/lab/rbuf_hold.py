@@ -8,8 +8,9 @@ still allocated when it came.
 Runs the full ``ixp2800-npf`` preset's trial (10 ms) with the core's frame log following
 port 0 of the first chip (observation only: the simulated results are the trial's), then
 per frame of two or more elements: the cycles from its first element to its last element
-freed (percentiles), the frames lost to a full RBUF, and each SRAM channel's mean command
-latency inside those spans.  The budget is the port's elements times the frame interval at
+freed (percentiles), the frames lost to a full RBUF, each SRAM channel's mean command
+latency inside those spans, and the trial's busiest units (busy fraction; the NPF run's
+``counters_at_full_load`` at 100 %).  The budget is the port's elements times the frame interval at
 line rate over the elements a frame takes."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from npkit.bench.lab import npf
+from npkit.bench.lab.unit_use import busiest_units
 from npkit.sim.packet_trace import Journey, Selection, journeys
 
 
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{result.report.total.sent} lost {result.report.total.lost}; first chip port 0: "
           f"{stats.rbuf_drops} lost to a full RBUF; element hold over {stats.frames:,} frames "
           + ", ".join(f"{k} {v:,.0f}" for k, v in stats.percentiles.items()) + " cycles")
+    print("busiest units: " + ", ".join(f"{n} {b:.3f}"
+                                        for n, b in busiest_units(result.counters, 8)))
     for unit, cycles in stats.unit_latency.items():
         print(f"  {unit:24s} mean latency {cycles:.1f} cycles")
     print(f"({time.time() - start:.0f} s)")
