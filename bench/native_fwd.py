@@ -2,7 +2,8 @@
 
     python -m npkit.bench.native_fwd [--packets 200000] [--runs 5] [--table PATH] [--cpu-time]
 
-The dual-stack router (examples/router/router.mbl) is loaded with the full real Internet
+The dual-stack router (examples/router/router.mbl, built with NATIVE_STRUCTURE's walker:
+16-8-8, see below) is loaded with the full real Internet
 table (../shared/data/routes/full-table-2024.txt.gz by default; next hops by the documented
 rule of npkit.runtime.routes, records by default_next_hop, exactly as `npkit run --routes`).
 Packets are 64-byte-class Ethernet + IPv4 + UDP frames (60 bytes without FCS) to seeded
@@ -18,6 +19,12 @@ random destinations inside random IPv4 prefixes of the table.  Measured, median 
 * router compile time: check + lower + optimize + JIT of examples/router/router.mbl;
 * the fraction of packets forwarded (sanity: every destination is inside a real prefix).
 
+The route-table structure is chosen here, explicitly: the router's source imports the
+chip's structure (microblocks/router_common.mbl: lpm_poptrie.mbl, whose Poptries fit the
+IXP2800's 8 MB SRAM channels), while natively memory is no limit and the 16-8-8 tries of
+lpm.mbl forward about twice as fast (docs/lpm.md, "The switch"; bench/lpm_native_rate.py
+measures both), so the native figures are the router with lpm.mbl (`router_program`).
+
 This is a benchmark, not a test: it asserts nothing.  Results go to docs/performance.md.
 """
 
@@ -27,9 +34,11 @@ import argparse
 import os
 import platform
 import random
+import shutil
 import statistics
 import struct
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +49,7 @@ import numpy as np
 from npkit.base.headers import ipv4_header
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import HEADROOM, KeyFunction, NativeProgram
+from npkit.compiler.mbl.sema import Program
 from npkit.compiler.mbl.types import META_FIELDS, META_VERDICT, META_WORDS, VERDICT_FORWARD
 from npkit.runtime.lpm import RouteTables
 from npkit.runtime.routes import RouteSet, default_next_hop, read_routes
@@ -47,6 +57,10 @@ from npkit.runtime.routes import RouteSet, default_next_hop, read_routes
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TABLE = REPO.parent / "shared" / "data" / "routes" / "full-table-2024.txt.gz"
 ROUTER = REPO / "examples" / "router" / "router.mbl"
+# The structure the native figures forward with (module docstring), and each structure's
+# walker file (the router imports its walker through router_common.mbl).
+NATIVE_STRUCTURE = "16-8-8"
+LPM_FILES = {"16-8-8": "lpm.mbl", "poptrie": "lpm_poptrie.mbl"}
 LPM_PROBE = REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl"
 GOAL_MPPS = 40.0  # issue 19: 40 Mpps per core through the MBL router (issue 3 asked 20)
 ROUTER_PORTS = 4  # examples/router/router.mbl: ports 0..3
@@ -142,8 +156,22 @@ def load_router(native: NativeProgram, routes: RouteSet) -> None:
         native.write("nexthops", nh, default_next_hop(nh, ROUTER_PORTS))
 
 
+def router_program(structure: str = NATIVE_STRUCTURE) -> Program:
+    """examples/router/router.mbl compiled with `structure`'s walker under both LPM file
+    names (a copy of microblocks/ in a temporary folder; the same forwarding code whatever
+    router_common.mbl imports)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        shutil.copytree(REPO / "microblocks", root / "microblocks")
+        for name in LPM_FILES.values():
+            shutil.copy(REPO / "microblocks" / LPM_FILES[structure], root / "microblocks" / name)
+        (root / "examples" / "router").mkdir(parents=True)
+        shutil.copy(ROUTER, root / "examples" / "router")
+        return compile_file(root / "examples" / "router" / "router.mbl")
+
+
 def compile_router() -> NativeProgram:
-    return NativeProgram(compile_file(ROUTER), "router")
+    return NativeProgram(router_program(), "router")
 
 
 def timed(make: Callable[[], object], runs: int) -> tuple[float, float]:
@@ -177,11 +205,11 @@ def measure(table: Path, packets: int, runs: int, seed: int,
           f"prefixes (seed {seed})", flush=True)
 
     compile_seconds = timed(compile_router, runs)
-    router_program = compile_file(ROUTER)
+    program = router_program()
     rows = []
     for title, block in (("router pipeline (eth_classify -> ipv4_fwd)", "router"),
                          ("ipv4_fwd block alone", "ipv4_fwd")):
-        native = NativeProgram(router_program, block)
+        native = NativeProgram(program, block)
         load_router(native, routes)
         rate, forwarded = median_rate(native, frames, runs, clock)
         rows.append(Row(f"forward, {title}", rate / 1e6, "Mpps", forwarded))

@@ -2,7 +2,7 @@
 
     python -m npkit.bench.route_updates [--updates 30000] [--batch 1000 (--bands: 100)] [--runs 5]
                                         [--table PATH] [--seed 2024]
-                                        [--structure 16-8-8|poptrie|both]
+                                        [--structure poptrie|16-8-8|both]
                                         [--bands [--band-updates 2000] [--no-dpdk]]
                                         [--worst]
 
@@ -33,9 +33,11 @@ per update; and the rate in modelled XScale time (`modelled_xscale_rate`: the st
 replayed through the control-processor model into a simulated chip; each update's cost
 comes from its counted work, npkit.runtime.xscale_update).  After the runs
 the trie is checked against a freshly built one on random addresses.  This is a benchmark,
-not a test.  Results go to docs/performance.md, "Route updates".  `--structure poptrie`
-measures the Poptries of microblocks/lpm_poptrie.mbl (8 MB memories, so the modelled chip
-keeps the preset's 8 MB SRAM channels) through PoptrieRouteManager instead; `both`, each.
+not a test.  Results go to docs/performance.md, "Route updates".  By default it measures
+the chip router's structure, the Poptries of microblocks/lpm_poptrie.mbl (8 MB memories:
+the modelled chip keeps the preset's 8 MB SRAM channels), through PoptrieRouteManager;
+`--structure 16-8-8` lpm.mbl's tries (their modelled chip on 64 MB channels, the HRM's
+maximum, which only they need); `both`, each.
 `--bands` instead runs bench/update_bands.py: updates/s per prefix-length band beside
 DPDK's rte_lpm / rte_lpm6 on the same prefixes; `--worst` the slowest single updates.
 """
@@ -97,9 +99,10 @@ Prefix = tuple[int, int]
 TRIE_WORDS = {4: 1 << 23, 6: 1 << 24}  # microblocks/lpm.mbl's fib4_trie / fib6_trie
 POPTRIE_WORDS = 1 << 21                 # lpm_poptrie.mbl's fib4_poptrie / fib6_poptrie
 STRUCTURES = ("16-8-8", "poptrie")
+DEFAULT_STRUCTURE = "poptrie"  # the chip router's (microblocks/router_common.mbl)
 
 
-def new_manager(family: int, log: bool = False, structure: str = "16-8-8"
+def new_manager(family: int, log: bool = False, structure: str = DEFAULT_STRUCTURE
                 ) -> RouteManager | PoptrieRouteManager:
     if structure == "poptrie":
         words = np.zeros(POPTRIE_WORDS, dtype=np.uint32)
@@ -147,7 +150,8 @@ class Modelled:
 
 
 def modelled_xscale_rate(family: int, table: dict[Prefix, int], updates: list[RouteUpdate],
-                         chip_name: str = "ixp2800", structure: str = "16-8-8") -> Modelled:
+                         chip_name: str = "ixp2800", structure: str = DEFAULT_STRUCTURE
+                         ) -> Modelled:
     """Updates/s in modelled time: the XScale model (npkit.runtime.xscale) applies the stream
     one update at a time to a chip whose SRAM channel 0 holds the trie -- the same path as
     npkit.runtime.chip_router: the route manager updates the host shadow, the XScale spends
@@ -253,7 +257,7 @@ class Result:
     check: str
     per_call_cpu: float = 0.0  # updates per CPU second of the process, one per call
     tail_us: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # p50 p99 p99.9 max
-    structure: str = "16-8-8"
+    structure: str = DEFAULT_STRUCTURE
     batched_cpu: float = 0.0  # updates per CPU second, batched
 
 
@@ -302,7 +306,7 @@ def check_against_rebuild(mgr: RouteManager, table: dict[Prefix, int], family: i
     return f"ok ({min(CHECK_ADDRESSES, len(table)):,} addresses agree with a rebuilt trie)"
 
 
-def load(family: int, table: dict[Prefix, int], log: bool, structure: str = "16-8-8"
+def load(family: int, table: dict[Prefix, int], log: bool, structure: str = DEFAULT_STRUCTURE
          ) -> tuple[Any, float]:
     mgr = new_manager(family, log, structure)
     start = time.perf_counter()
@@ -311,7 +315,7 @@ def load(family: int, table: dict[Prefix, int], log: bool, structure: str = "16-
 
 
 def measure(family: int, table: dict[Prefix, int], count: int, batch: int, runs: int,
-            seed: int, structure: str = "16-8-8") -> Result:
+            seed: int, structure: str = DEFAULT_STRUCTURE) -> Result:
     mgr, load_seconds = load(family, table, log=False, structure=structure)
     updates = update_stream(table, family, count, seed)
     per_call = median_rate(mgr, rows_of(updates), batch, runs, one_per_call)
@@ -392,8 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--table", type=Path, default=REAL_TABLE)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--structure", choices=(*STRUCTURES, "both"), default="16-8-8",
-                        help="lpm.mbl's 16-8-8 tries, lpm_poptrie.mbl's Poptries, or both")
+    parser.add_argument("--structure", choices=(*STRUCTURES, "both"), default=DEFAULT_STRUCTURE,
+                        help="lpm_poptrie.mbl's Poptries (the chip router's; default), "
+                             "lpm.mbl's 16-8-8 tries, or both")
     parser.add_argument("--bands", action="store_true",
                         help="updates/s per prefix-length band beside DPDK (update_bands.py)")
     parser.add_argument("--band-updates", type=int, default=2_000,

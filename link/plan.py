@@ -149,6 +149,20 @@ def _place_descriptors(placements: tuple[ProgramMemory, ...], cfg: ChipConfig,
     return first, base
 
 
+def _xscale_channel(placements: tuple[ProgramMemory, ...], cfg: ChipConfig, lay: Layout,
+                    xs_desc_base: int, fallback: int) -> int:
+    """The SRAM channel of the XScale's buffer descriptors (at `xs_desc_base`, after the
+    receive ports'): router4.h's `XS_CHANNEL` (3) when no program memory is there (every
+    program placed from the bottom, and the flat layouts), else `fallback`, the last channel
+    of the receive ports' pair, where `_place_descriptors` left room after the ports' (a
+    program placed from the top down fills channel 3 first: link/sram.py)."""
+    if lay.xs_channel < cfg.sram_channels:
+        ends = _channel_ends(placements, cfg.sram_channels)
+        if ends[lay.xs_channel] <= xs_desc_base:
+            return lay.xs_channel
+    return fallback
+
+
 def ring_numbers(ports: int, per_port: int, lay: Layout) -> Layout:
     """The media layout with the RX rings moved past the exception ring when N RX rings
     per port do not fit below its TX rings (tx_eth.uc tests rings 4 and 5 by
@@ -265,9 +279,10 @@ def plan_runtime(program: Program, ports: int, cfg: ChipConfig, channel_bytes: i
                      buffer_bytes=base.buf_bytes, where=f"receive port {p}")
         for p in range(ports))
     ring_word = {r.number: r.base_word for r in rings}
+    xs_desc_base = desc_base + ports * base.bufs_per_port * base.desc_bytes
     layout = dataclasses.replace(
-        base, rx_fl_channel=first, buf_desc_base=desc_base,
-        xs_desc_base=desc_base + ports * base.bufs_per_port * base.desc_bytes,
+        base, rx_fl_channel=first, buf_desc_base=desc_base, xs_desc_base=xs_desc_base,
+        xs_channel=_xscale_channel(placements, cfg, base, xs_desc_base, first + channels - 1),
         rx_ring_word0=ring_word[base.rx_ring_base], tx_ring_word0=ring_word[base.tx_ring(0)],
         exc_ring_word=ring_word[base.exc_ring], cnt_base=counters["cnt_rx_no_buffer"],
         cnt_rx_no_buffer=counters["cnt_rx_no_buffer"],

@@ -8,9 +8,14 @@ IXP2800 preset: 4 channels of 8 MB, the populated size of the published system).
 * a program whose flat layout already lies inside channel 0 keeps it (every small program:
   nothing moves, nothing is recompiled);
 * otherwise its SRAM memories are placed on the channels, largest first, each on the
-  lowest channel with room after the memories already there (first fit decreasing; ties by
-  name, so the placement is deterministic; the last two channels keep 64 KB for the
-  runtime's buffer descriptors).  A memory never straddles channels.  The
+  highest channel with room after the memories already there (first fit decreasing, from
+  the last channel down; ties by name, so the placement is deterministic; the first two
+  channels keep 64 KB for the runtime's buffer descriptors).  A memory never straddles
+  channels.  From the top down because the runtime's buffer descriptors take the lowest
+  free pair of channels (link/plan.py), port 0's on the lower one: filled from the top, the
+  program leaves that channel to the descriptors whenever the others hold its memories,
+  so the receive path's four descriptor commands a frame do not queue behind the router's
+  per-frame table reads (docs/link.md, "SRAM placement").  The
   program is then relocated (`relocated`) and its entry compiled again: the ME code holds
   the addresses;
 * memories that do not fit the chip's channels are a CompileError at the largest one's
@@ -38,7 +43,7 @@ from .program import ProgramMemory
 CHANNEL_SHIFT = 26                  # SRAM byte address bits 27..26: the channel
 BIG_CHANNEL_BYTES = 1 << CHANNEL_SHIFT
 MB = 1 << 20
-# Kept free at the end of the last two channels: the runtime's buffer descriptors go on two
+# Kept free at the end of the first two channels: the runtime's buffer descriptors go on two
 # adjacent channels after the memories there (link/plan.py; 2 x 128 x 32 B, the XScale's
 # 64 x 32 B, 4 KB alignment), so a program that fills every channel falls back instead.
 RUNTIME_RESERVE = 64 << 10
@@ -68,14 +73,16 @@ def fits_channels(placements: Sequence[ProgramMemory], channels: int,
 def place_sram(sizes: dict[str, int], channels: int, channel_bytes: int,
                reserve: int = RUNTIME_RESERVE) -> dict[str, int]:
     """SRAM byte addresses (channel << 26 | offset) for memories of `sizes` bytes (word
-    multiples): largest first (ties by name), each at the end of the lowest channel that
-    still has room (the last two channels keep `reserve` bytes for the runtime).  Raises
-    SramFitError naming what did not fit."""
+    multiples): largest first (ties by name), each at the end of the highest channel that
+    still has room (the first two channels keep `reserve` bytes for the runtime's buffer
+    descriptors, which go on the lowest channels the memories leave: module docstring).
+    Raises SramFitError naming what did not fit."""
     ends = [0] * channels
-    room = [channel_bytes - (reserve if c >= channels - 2 else 0) for c in range(channels)]
+    room = [channel_bytes - (reserve if c < 2 else 0) for c in range(channels)]
     addresses = {}
     for name, size in sorted(sizes.items(), key=lambda item: (-item[1], item[0])):
-        channel = next((c for c in range(channels) if ends[c] + size <= room[c]), None)
+        channel = next((c for c in reversed(range(channels)) if ends[c] + size <= room[c]),
+                       None)
         if channel is None:
             raise SramFitError(_no_room(name, sizes, addresses, ends, channel_bytes))
         addresses[name] = channel << CHANNEL_SHIFT | ends[channel]

@@ -24,8 +24,12 @@ ROUTER = Path(__file__).parents[2] / "examples" / "router" / "router.mbl"
 def router():
     from npkit.compiler.me.back import compile_body
     from npkit.compiler.me.front import to_wir
+    from npkit.link.sram import placed
+    from npkit.sim.config import ChipConfig
 
-    program = compile_file(ROUTER)
+    # the body is compiled at the memories' chip addresses (the Poptrie tables are placed
+    # on the SRAM channels: link/sram.py), as link() does
+    program = placed(compile_file(ROUTER), ChipConfig.load("ixp2800"))
     fn = to_wir(program, "router")
     return program, compile_body(fn).uc, fn.window_bytes
 
@@ -58,9 +62,8 @@ def test_more_than_the_dispatch_can_test_is_an_error(router) -> None:
 
 
 def test_eight_forwarding_mes_forward_every_frame_in_order(router) -> None:
-    program, _, _ = router
     workload = r4l.Workload.make(7, 3000, 400, 64)
-    native = NativeProgram(program)
+    native = NativeProgram(compile_file(ROUTER))   # the flat layout (the fixture's is placed)
     for index in range(1, r4l.NEXT_HOPS + 1):
         native.write("nexthops", index, {"dmac": 0x02AA00000000 | index,
                                          "smac": 0x02BB00000000 | index,

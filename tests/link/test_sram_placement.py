@@ -59,9 +59,10 @@ def test_memories_fit_on_channels_without_straddling_or_overlap() -> None:
     for i, (ch, lo, hi) in enumerate(spans):      # no two memories overlap
         for ch2, lo2, hi2 in spans[i + 1:]:
             assert ch != ch2 or hi <= lo2 or hi2 <= lo
-    # the two full channels, and the small tables together on the next
-    assert {addresses["fib4"] >> CHANNEL_SHIFT, addresses["fib6"] >> CHANNEL_SHIFT} == {0, 1}
-    assert {addresses[n] >> CHANNEL_SHIFT for n in ("nexthops", "local4", "local6")} == {2}
+    # from the top down: the two full channels, the small tables together below them, and
+    # channel 0 left to the runtime's receive descriptors (port 0's, link/plan.py)
+    assert {addresses["fib4"] >> CHANNEL_SHIFT, addresses["fib6"] >> CHANNEL_SHIFT} == {2, 3}
+    assert {addresses[n] >> CHANNEL_SHIFT for n in ("nexthops", "local4", "local6")} == {1}
 
 
 def test_placement_is_deterministic_whatever_the_order() -> None:
@@ -78,7 +79,7 @@ def test_memories_that_do_not_fit_name_every_memory() -> None:
     # capacity alone is not enough: 5 x 6 MB on 4 x 8 MB (30 of 32 MB) cannot be placed
     with pytest.raises(SramFitError, match="m4"):
         place_sram({f"m{i}": 6 * MB for i in range(5)}, 4, 8 * MB)
-    # the last two channels keep room for the runtime's descriptors: four full 8 MB
+    # the first two channels keep room for the runtime's descriptors: four full 8 MB
     # memories do not fit (they link on big channels instead)
     with pytest.raises(SramFitError, match="m2"):
         place_sram({f"m{i}": 8 * MB for i in range(4)}, 4, 8 * MB)
@@ -114,12 +115,19 @@ def test_the_link_places_each_array_in_one_real_channel(linked) -> None:
     assert manifest.overrides == {}                 # the preset's 8 MB channels
     memories = manifest.program.memories
     assert fits_channels(memories, CFG.sram_channels, CFG.sram_channel_bytes)
-    # largest first, ties by name, each on the lowest channel with room
+    # largest first, ties by name, each on the highest channel with room
     assert {m.name: m.address for m in memories if m.space == "sram"} == {
-        "big_a": 0, "big_b": 4 * MB, "big_c": 1 << CHANNEL_SHIFT,
-        "small": (1 << CHANNEL_SHIFT) + 4 * MB}
-    # the freelists' descriptors are clear of the memories
-    for fl in manifest.freelists:
+        "big_a": 3 << CHANNEL_SHIFT, "big_b": (3 << CHANNEL_SHIFT) + 4 * MB,
+        "big_c": 2 << CHANNEL_SHIFT, "small": (2 << CHANNEL_SHIFT) + 4 * MB}
+    # the receive descriptors on the channels the memories left (port 0's alone on 0)
+    assert [fl.channel for fl in manifest.freelists] == [0, 1]
+    # the freelists' descriptors are clear of the memories, the XScale's too: router4.h's
+    # channel 3 holds big_a and big_b, so they go after the ports' on channel 1
+    from npkit.runtime.compiled_router import xscale_freelist
+
+    xscale = xscale_freelist(manifest)        # raises ValueError on an overlap
+    assert xscale.channel == 1
+    for fl in (*manifest.freelists, xscale):
         low = (fl.channel << CHANNEL_SHIFT) + fl.descriptor_base
         high = low + fl.count * fl.descriptor_bytes
         assert all(m.address + m.bytes <= low or high <= m.address for m in memories)

@@ -291,7 +291,12 @@ def test_utilisation_adds_up(traced: Traced) -> None:
     # the commands per unit in the series are the core's own unit counters
     counters = chip.counters()
     summary = util.unit_summary(raw, units)
-    for name in ("scratch", "sram0", "sram2", "dram0", "dram2", "msf"):
+    # every unit the core counted commands on (which SRAM channels depends on where the
+    # linker placed the router's tables: link/sram.py)
+    used = [name for name in ("scratch", "sram0", "sram1", "sram2", "sram3", "dram0", "dram1",
+                              "dram2", "msf") if _unit_commands(counters, name)]
+    assert len(used) >= 6
+    for name in used:
         assert summary[name]["commands"] == _unit_commands(counters, name)
     assert "executing" in util.table(shares)
 
@@ -372,7 +377,7 @@ def test_the_log_changes_no_simulated_result() -> None:
     frames out (wire cycles, bytes) and every counter are those of a run without the log."""
     with_log, counters_log = _router_run(True)
     without, counters = _router_run(False)
-    assert len(without) > 1000
+    assert len(without) > 900  # frames did go through (973 with the Poptrie router)
     assert with_log == without
     assert counters_log == counters
 

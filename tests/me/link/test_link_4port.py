@@ -130,8 +130,13 @@ def test_rings_freelists_and_counters_are_disjoint_and_fit_the_scratch(router) -
     assert len(queues) == PORTS
     handles = [f.handle(i) & 0x03FFFFFF for f in linked.freelists for i in range(f.count)]
     assert len(set(handles)) == len(handles)        # the DRAM buffer follows from the offset
-    sram_end = max(m.address + m.bytes for m in linked.program.memories if m.space == "sram")
-    assert all((f.channel << 26) + f.descriptor_base >= sram_end for f in linked.freelists)
+    # the descriptors clear of every SRAM memory (below the Poptries: link/sram.py)
+    sram = [(m.address, m.address + m.bytes) for m in linked.program.memories
+            if m.space == "sram"]
+    for f in linked.freelists:
+        low = (f.channel << 26) + f.descriptor_base
+        high = low + f.count * f.descriptor_bytes
+        assert all(end <= low or high <= start for start, end in sram)
     header = router[4]
     assert "#define TBUF_PART_ELEMENTS 0x10" in header   # 8192 / 4 / 128
     assert "#define TX_RING_EMPTY_3 SCR_Ring11_Empty" in header
