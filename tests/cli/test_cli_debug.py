@@ -63,18 +63,20 @@ def test_debug_rejects_other_files(tmp_path: Path) -> None:
 def test_the_documented_ttl_session_finds_the_planted_bug() -> None:
     """docs/debugging.md's walk-through: examples/ttl_bug/session.txt stops at line 43
     with the TTL-1 frame, shows the one-instruction check, and steps past it into the
-    route lookup."""
+    route lookup (the destination address made the key, then the Poptrie walk)."""
     bug = ROOT / "examples" / "ttl_bug"
     code, out = invoke("debug", str(bug / "router.mbl"), "--in", SAMPLE, "--routes", ROUTES,
                        "-x", str(bug / "session.txt"))
     assert code == 0, out
     assert out.count("(npkit) continue\nbreakpoint [breakpoint 1] at ME") == 5
     assert "IP.dst = 10.1.2.3, ttl = 1" in out
-    assert "=>   554  br=byte[$$5, 1, 0x0, b_then_10_i_i#]" in out
+    assert "=>  1612  br=byte[$$5, 1, 0x0, b_then_10_i_i#]" in out
     assert "$$5 = 0x111" in out                          # TTL 1, protocol 17
+    listing = out.split("(npkit) list 4\n")[1].splitlines()
+    assert "lpm_poptrie.mbl:94" in listing[3]            # the walk right after the key
     step = out.split("(npkit) step\n")[1]
-    assert "lpm.mbl:19:5" in step.splitlines()[1]      # fell through into the lookup
-    assert "back at checkpoint 1, cycle 3,216" in out
+    assert "pc 1613 (b_else_10_i_i)" in step.splitlines()[1]   # fell through, not taken
+    assert "back at checkpoint 1, cycle 3,377" in out
 
 
 def test_a_conditional_breakpoint_from_the_repl(tmp_path: Path) -> None:
