@@ -455,38 +455,32 @@ class _HostOps:
         b.store(ir.Constant(I32, 0), best_len)
         found = b.alloca(I1)
         b.store(ir.Constant(I1, 0), found)
-        i_slot = b.alloca(I32)
-        b.store(ir.Constant(I32, 0), i_slot)
-        head, body, done = (f.append_basic_block(n) for n in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.load(i_slot, typ=I32)
-        b.cbranch(b.icmp_unsigned("<", i, size), body, done)
-        b.position_at_end(body)
-        entry = b.add(base, b.mul(i, ir.Constant(I32, 2 + key_words)))
-        hdr = b.load(self.word_ptr(b, ctx, space, entry), typ=I32)
-        plen = b.and_(hdr, ir.Constant(I32, 0xFF))
-        valid = b.icmp_unsigned("!=", b.and_(hdr, ir.Constant(I32, VALID)), ir.Constant(I32, 0))
-        ekey = self.key_from_words(b, ctx, space, b.add(entry, ir.Constant(I32, 2)), key_words,
-                                   wide)
-        plen_w = b.zext(plen, wide) if width > 32 else plen
-        shift = b.sub(ir.Constant(wide, width), plen_w)
-        all_ones = ir.Constant(wide, (1 << width) - 1)
-        mask = b.select(b.icmp_unsigned("==", plen, ir.Constant(I32, 0)), ir.Constant(wide, 0),
-                        b.shl(all_ones, shift))
-        match = b.icmp_unsigned("==", b.and_(key, mask), b.and_(ekey, mask))
-        better = b.or_(b.not_(b.load(found, typ=I1)),
-                       b.icmp_unsigned(">", plen, b.load(best_len, typ=I32)))
-        take = b.and_(b.and_(valid, match), better)
-        with b.if_then(take):
-            value = b.load(self.word_ptr(b, ctx, space, b.add(entry, ir.Constant(I32, 1))),
-                           typ=I32)
-            b.store(value, out)
-            b.store(plen, best_len)
-            b.store(ir.Constant(I1, 1), found)
-        b.store(b.add(i, ir.Constant(I32, 1)), i_slot)
-        b.branch(head)
-        b.position_at_end(done)
+
+        def entry_at(i: ir.Value) -> None:
+            entry = b.add(base, b.mul(i, ir.Constant(I32, 2 + key_words)))
+            hdr = b.load(self.word_ptr(b, ctx, space, entry), typ=I32)
+            plen = b.and_(hdr, ir.Constant(I32, 0xFF))
+            valid = b.icmp_unsigned("!=", b.and_(hdr, ir.Constant(I32, VALID)),
+                                    ir.Constant(I32, 0))
+            ekey = self.key_from_words(b, ctx, space, b.add(entry, ir.Constant(I32, 2)),
+                                       key_words, wide)
+            plen_w = b.zext(plen, wide) if width > 32 else plen
+            shift = b.sub(ir.Constant(wide, width), plen_w)
+            all_ones = ir.Constant(wide, (1 << width) - 1)
+            mask = b.select(b.icmp_unsigned("==", plen, ir.Constant(I32, 0)),
+                            ir.Constant(wide, 0), b.shl(all_ones, shift))
+            match = b.icmp_unsigned("==", b.and_(key, mask), b.and_(ekey, mask))
+            better = b.or_(b.not_(b.load(found, typ=I1)),
+                           b.icmp_unsigned(">", plen, b.load(best_len, typ=I32)))
+            take = b.and_(b.and_(valid, match), better)
+            with b.if_then(take):
+                value = b.load(self.word_ptr(b, ctx, space, b.add(entry, ir.Constant(I32, 1))),
+                               typ=I32)
+                b.store(value, out)
+                b.store(plen, best_len)
+                b.store(ir.Constant(I1, 1), found)
+
+        _counted_loop(b, f, ir.Constant(I32, 0), size, entry_at)
         b.ret(b.load(found, typ=I1))
 
     def hash_lookup(self) -> None:
