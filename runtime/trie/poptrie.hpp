@@ -124,6 +124,13 @@ class PoptrieImage {
       __builtin_prefetch(&words_[(entry & kPointerMask) + kNodeWords - 1]);
     }
   }
+  // prefetch() for an update a batch will make later: only the two direct entries (no
+  // load, so a miss here does not hold up the update being made meanwhile).
+  void prefetch_entries(u128 key) const {
+    const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
+    __builtin_prefetch(&host_[index]);
+    __builtin_prefetch(&words_[index]);
+  }
   // Every direct entry from the host trie, into zeroed words (the bulk build).
   void build();
   // Zero the words in use and forget every block (not safe for concurrent lookups).
