@@ -219,6 +219,8 @@ class PoptrieImage {
     if (tracing_) trace_.push_back(index);
     return words_[index];
   }
+  // Copy `count` words of an old block into a new one (Pending::copies), counted as write().
+  void copy_words(uint32_t to, uint32_t from, uint32_t count);
   void retire_below(uint32_t at, std::vector<std::pair<uint32_t, uint32_t>>& out);
   uint32_t alloc(uint32_t size, Pending& p);
   void release(uint32_t offset, uint32_t size);
