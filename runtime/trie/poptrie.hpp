@@ -124,6 +124,13 @@ class PoptrieImage {
       __builtin_prefetch(&words_[(entry & kPointerMask) + kNodeWords - 1]);
     }
   }
+  // prefetch() for an update a batch will make later: only the two direct entries (no
+  // load, so a miss here does not hold up the update being made meanwhile).
+  void prefetch_entries(u128 key) const {
+    const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
+    __builtin_prefetch(&host_[index]);
+    __builtin_prefetch(&words_[index]);
+  }
   // Every direct entry from the host trie, into zeroed words (the bulk build).
   void build();
   // Zero the words in use and forget every block (not safe for concurrent lookups).
@@ -212,6 +219,8 @@ class PoptrieImage {
     if (tracing_) trace_.push_back(index);
     return words_[index];
   }
+  // Copy `count` words of an old block into a new one (Pending::copies), counted as write().
+  void copy_words(uint32_t to, uint32_t from, uint32_t count);
   void retire_below(uint32_t at, std::vector<std::pair<uint32_t, uint32_t>>& out);
   uint32_t alloc(uint32_t size, Pending& p);
   void release(uint32_t offset, uint32_t size);

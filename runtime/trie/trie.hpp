@@ -174,6 +174,9 @@ class Trie {
   // The next hop of exactly this route, if present (throws TrieError on a bad prefix).
   std::optional<uint32_t> route(u128 value, int length) const;
   void check_prefix(u128 value, int length) const;  // throws TrieError
+  // Start loading the route map slot of a coming update of this prefix (a batch looks
+  // ahead: the probe is a cache miss on a large table).  Any value and length is safe.
+  void prefetch_route(u128 value, int length) const { routes_.prefetch(align(value), length); }
   std::string show(u128 value, int length) const;   // "10.0.0.0/8", "2001:db8::/32"
 
   TrieStats stats() const;
