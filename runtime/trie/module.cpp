@@ -250,22 +250,27 @@ class PyPoptrie {
     if (hop < 0 || hop > kNextHopMask)
       throw TrieError("next hop " + std::to_string(hop) + " out of range 0..65535");
     const u128 host_key = v << pad_;
-    image_.prefetch(v << (128 - key_bits_));
+    core_.prefetch_route(host_key, len);
+    image_.touch_path(v << (128 - key_bits_), len);
     const std::optional<uint32_t> old = core_.route(host_key, len);
     const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
+    const uint64_t written = core_.words_written();
     core_.add(host_key, len, hop);
-    update(v, len, host_key, old, len >= direct_bits_);
+    update(v, len, host_key, old, len >= direct_bits_, written);
   }
   void remove_value(u128 v, int len) {
     const u128 host_key = v << pad_;
-    image_.prefetch(v << (128 - key_bits_));
+    core_.prefetch_route(host_key, len);
+    core_.prefetch_cover(host_key, len);
+    image_.touch_path(v << (128 - key_bits_), len);
     const std::optional<uint32_t> old = core_.route(host_key, len);
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(to_int_object(v), len)
                           .cast<std::string>());
     const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
+    const uint64_t written = core_.words_written();
     core_.remove(host_key, len);
-    update(v, len, host_key, old, len >= direct_bits_);
+    update(v, len, host_key, old, len >= direct_bits_, written);
   }
   // Start loading what a later update of the prefix (`v` right-aligned, unchecked) reads
   // first: its route map slot and direct entries.
@@ -343,11 +348,16 @@ class PyPoptrie {
     RowMarks& marks_;
   };
 
-  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old, bool marked) {
+  // `written`: the host trie's words_written() before its update.
+  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old, bool marked,
+              uint64_t written) {
     core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
-    if (core_.logging()) {  // counting the host trie's writes (the XScale cost model)
+    // The host trie's changed words, for the XScale cost model: its own count, which it
+    // keeps with or without a write log (until 2026-11-28 this counted the log's entries,
+    // so a table without the log counted none).
+    host_words_written_ += core_.words_written() - written;
+    if (core_.logging()) {  // its log, dropped here: traced when tracing
       core_.swap_log(host_writes_);
-      host_words_written_ += host_writes_.indices.size();
       if (tracing_)
         for (const uint32_t index : host_writes_.indices)
           host_trace_.push_back(kHostTrace | index);
@@ -379,8 +389,8 @@ class PyPoptrie {
   std::vector<uint64_t> host_trace_;
 
  public:
-  // The updates' work since the last take (UpdateCounters, plus the host trie's writes
-  // when it keeps a write log), then zeroed.
+  // The updates' work since the last take (UpdateCounters, plus the words the host trie
+  // changed), then zeroed.
   py::dict take_counters() {
     const UpdateCounters c = image_.take_counters();
     py::dict out;

@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <deque>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -112,19 +111,14 @@ class PoptrieImage {
   }
   // Where the host trie marks the rows it changes (Trie::set_row_marks); refresh() clears it.
   RowMarks& row_marks() { return marks_; }
-  // Start loading the words an update of `key` (left-aligned) reads first -- its direct
-  // entry, in the image and the host trie, and the node it points to -- while the caller
-  // updates the host trie (both are cache misses on a large table).
-  void prefetch(u128 key) const {
-    const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
-    __builtin_prefetch(&host_[index]);
-    const uint32_t entry = words_[index];
-    if (entry & kChild && size_t{entry & kPointerMask} + kNodeWords <= size_) {
-      __builtin_prefetch(&words_[entry & kPointerMask]);
-      __builtin_prefetch(&words_[(entry & kPointerMask) + kNodeWords - 1]);
-    }
-  }
-  // prefetch() for an update a batch will make later: only the two direct entries (no
+  // Walk the host trie and the image down to the node of a prefix of `length` bits (key
+  // left-aligned), both at once, and start loading what the update reads there: the host
+  // plies' depths and minimums (set_host_trie), the last node's leaves and the last host
+  // row.  Each walk is a chain of dependent cache misses on a large table; walked in one
+  // loop the two chains overlap, where the update itself walks the host trie first and the
+  // image after it.  Reads only (bounds-checked), counts and traces nothing: a hint.
+  void touch_path(u128 key, int length) const;
+  // For an update a batch will make later: start loading its two direct entries (no
   // load, so a miss here does not hold up the update being made meanwhile).
   void prefetch_entries(u128 key) const {
     const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
@@ -257,7 +251,10 @@ class PoptrieImage {
   uint32_t next_free_;
   size_t live_words_ = 0;
   uint64_t number_ = 0;
-  std::unordered_map<uint32_t, std::vector<uint32_t>> free_;  // size -> offsets
+  // Free blocks by size (words): a node's children (8 per child) or leaves (1 each), so
+  // at most kMaxBlock; indexed directly, not hashed (an update allocates a few blocks).
+  static constexpr uint32_t kMaxBlock = kNodeWords * 64;
+  std::vector<std::vector<uint32_t>> free_;  // size -> offsets
   std::deque<std::tuple<uint32_t, uint32_t, uint64_t>> retired_;  // (offset, size, number)
   WriteLog log_;
   Pending pending_;  // one update's blocks and writes (kept to reuse its capacity)

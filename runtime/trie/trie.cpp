@@ -356,7 +356,7 @@ void Trie::remove_aligned(u128 key, int length) {
     uint32_t slot, ply;
     int first_bit;
   };
-  std::array<Step, kMaxLevels> path{};
+  std::array<Step, kMaxLevels> path;  // (only the first `steps` are read: not zeroed)
   int steps = 0;
   uint32_t base = 0;
   ++counters_.updates;
@@ -430,6 +430,15 @@ std::pair<uint32_t, uint8_t> Trie::covering(u128 key, int length, int level, uin
   }
   if (parent_depth == 0) return {0, 0};
   return route_leaf(key, parent_depth - 1);
+}
+
+void Trie::prefetch_cover(u128 value, int length) const {
+  if (length < 1 || length > key_bits_) return;
+  const u128 key = align(value);
+  const int level = level_of(length);
+  const int start = level == 0 ? std::max(0, length - 8) : end_bit_[level - 1];
+  for (int l = length - 1; l >= start; --l)
+    if (length_count_[l] != 0) routes_.prefetch(key & top_bits_mask(l), l);
 }
 
 std::pair<uint32_t, uint8_t> Trie::covering_by_probes(u128 key, int longest) const {

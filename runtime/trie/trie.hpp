@@ -177,6 +177,18 @@ class Trie {
   // Start loading the route map slot of a coming update of this prefix (a batch looks
   // ahead: the probe is a cache miss on a large table).  Any value and length is safe.
   void prefetch_route(u128 value, int length) const { routes_.prefetch(align(value), length); }
+  // Start loading the route map slots a delete of this prefix may probe for its covering
+  // route (each length below it, down to its level's first bit, that holds routes).
+  void prefetch_cover(u128 value, int length) const;
+  // Start loading the host-only bytes an update reads for the ply at word offset `ply`:
+  // its 64 depth bytes and its subtree minimum (hints: any offset is safe).
+  void prefetch_ply(uint32_t ply) const {
+    if (ply >= size_) return;
+    const uint8_t* depths = depth_.get() + ply;
+    __builtin_prefetch(depths);
+    __builtin_prefetch(depths + ply_words_ - 1);
+    if (ply >= root_words_) __builtin_prefetch(&ply_min_[(ply - root_words_) >> ply_bits_]);
+  }
   std::string show(u128 value, int length) const;   // "10.0.0.0/8", "2001:db8::/32"
 
   TrieStats stats() const;
@@ -199,6 +211,9 @@ class Trie {
     std::swap(out, log_);
   }
   WriteLog take_log();
+  // The words changed since the last take_counters() (the PoptrieImage's host trie: its
+  // updates' painted words, counted with or without the write log).
+  uint64_t words_written() const { return counters_.words_written; }
   TrieCounters take_counters() {
     const TrieCounters out = counters_;
     counters_ = TrieCounters{};
