@@ -88,7 +88,7 @@ void RouteMap::reserve(size_t n) {
 }
 
 void RouteMap::rehash(size_t capacity) {
-  std::vector<Entry> old(capacity);
+  std::vector<Entry, HugeAllocator<Entry>> old(capacity);
   old.swap(entries_);
   mask_ = capacity - 1;
   for (const Entry& e : old) {
@@ -127,9 +127,8 @@ Trie::Trie(int key_bits, int root_bits, int ply_bits, uint32_t* words, size_t si
   if (size > (size_t{1} << 31))
     throw TrieError("a trie memory holds at most 2^31 words (31-bit child pointers)");
   if (!sequence_) sequence_ = std::make_shared<Sequence>();
-  // calloc: a large trie memory's depth bytes are zero-filled lazily, like the words.
-  depth_.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
-  if (!depth_) throw std::bad_alloc();
+  // A large trie memory's depth bytes are zero-filled lazily, like the words (huge_acquire).
+  depth_ = huge_zeroed<uint8_t>(size);
   ply_min_.assign((size - root_words_) / ply_words_, 0);
   next_free_ = root_words_;
 }

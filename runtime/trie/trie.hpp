@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "huge_pages.hpp"
+
 namespace npkit::trie {
 
 using u128 = unsigned __int128;
@@ -146,7 +148,8 @@ class RouteMap {
   size_t home(uint64_t hi, uint64_t lo, int length) const;
   void rehash(size_t capacity);
 
-  std::vector<Entry> entries_;
+  // (huge pages: a probe is a random read in a table of many MB, huge_pages.hpp)
+  std::vector<Entry, HugeAllocator<Entry>> entries_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };
@@ -247,10 +250,6 @@ class Trie {
   }
 
  private:
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const noexcept { std::free(p); }
-  };
-
   u128 align(u128 value) const { return value << (128 - key_bits_); }
   uint32_t chunk(u128 key, int level) const;
   int level_of(int length) const;  // the level whose stride holds the prefix's last bit
@@ -321,7 +320,7 @@ class Trie {
   std::array<int, kMaxLevels> end_bit_{};  // last key bit (exclusive) each level indexes
   uint32_t* words_;
   size_t size_;
-  std::unique_ptr<uint8_t, FreeDeleter> depth_;
+  HugeArray<uint8_t> depth_;  // zero-filled lazily, on huge pages (huge_pages.hpp)
   // Per ply, the smallest depth of its slots.  A child slot's depth never exceeds a depth
   // in its ply (the route behind it covers the whole ply), so this is the smallest depth
   // of the whole subtree: painting depth d skips a ply whose min exceeds d, which keeps a
