@@ -27,6 +27,17 @@ u128 to_value(py::handle value, py::handle length, int key_bits) {
       const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
       if (!(v == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return v;
     } else {
+#if PY_VERSION_HEX < 0x030D0000
+      // The 16 bytes in one call, no int object made (it raises OverflowError for a
+      // negative int or one of 2^128 or more).  3.13 added an argument to this function.
+      unsigned char bytes[16];
+      if (_PyLong_AsByteArray(reinterpret_cast<PyLongObject*>(value.ptr()), bytes, 16,
+                              /*little_endian=*/1, /*is_signed=*/0) == 0) {
+        u128 v = 0;
+        for (int i = 15; i >= 0; --i) v = v << 8 | bytes[i];
+        return v;
+      }
+#else
       py::object high = py::reinterpret_steal<py::object>(
           PyNumber_Rshift(value.ptr(), py::int_(64).ptr()));
       if (high) {
@@ -34,6 +45,7 @@ u128 to_value(py::handle value, py::handle length, int key_bits) {
         if (!(hi == static_cast<unsigned long long>(-1) && PyErr_Occurred()))
           return (u128{hi} << 64) | PyLong_AsUnsignedLongLongMask(value.ptr());
       }
+#endif
     }
     PyErr_Clear();
   }

@@ -56,7 +56,7 @@ struct UpdateCounters {
 // A traced word: bit 63 set for a host trie word, clear for an image (shadow) word.
 inline constexpr uint64_t kHostTrace = uint64_t{1} << 63;
 
-class PoptrieImage {
+class PoptrieImage : public WorkRecord<UpdateCounters> {
  public:
   static constexpr int kStride = 6;
   static constexpr uint32_t kNodeWords = 8;
@@ -133,21 +133,8 @@ class PoptrieImage {
   uint64_t number() const { return number_; }
   WriteLog take_log();
   PoptrieStats stats() const;
-  UpdateCounters take_counters() {
-    UpdateCounters out = counters_;
-    counters_ = UpdateCounters{};
-    return out;
-  }
-  // Record the index of every word read (trace on), for the cache model.
-  void set_trace(bool on) {
-    tracing_ = on;
-    trace_.clear();
-  }
-  std::vector<uint64_t> take_trace() {
-    std::vector<uint64_t> out;
-    std::swap(out, trace_);
-    return out;
-  }
+  // (take_counters, set_trace, take_trace: WorkRecord; the trace holds the index of every
+  // word read, kHostTrace marking the host trie's.)
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> retired() const {
     return {retired_.begin(), retired_.end()};
   }
@@ -258,9 +245,6 @@ class PoptrieImage {
   std::deque<std::tuple<uint32_t, uint32_t, uint64_t>> retired_;  // (offset, size, number)
   WriteLog log_;
   Pending pending_;  // one update's blocks and writes (kept to reuse its capacity)
-  UpdateCounters counters_;
-  bool tracing_ = false;
-  std::vector<uint64_t> trace_;
   RowMarks marks_;  // the host rows (64 words) the update wrote
   bool marks_known_ = false;
   static constexpr int kNoSkip = 1 << 30;

@@ -154,7 +154,27 @@ class RouteMap {
   size_t size_ = 0;
 };
 
-class Trie {
+// What an updater counts and traces for the XScale cost model (runtime/xscale_update.py),
+// the same calls for the trie and the Poptrie image: take_counters() returns the work since
+// the last take and zeroes it; set_trace(on) starts (or stops) recording the words read,
+// which take_trace() returns.  (Mutable: the trie counts its reads in const helpers.)
+template <class Counters>
+class WorkRecord {
+ public:
+  Counters take_counters() { return std::exchange(counters_, Counters{}); }
+  void set_trace(bool on) {
+    tracing_ = on;
+    trace_.clear();
+  }
+  std::vector<uint64_t> take_trace() { return std::exchange(trace_, {}); }
+
+ protected:
+  mutable Counters counters_{};
+  bool tracing_ = false;
+  mutable std::vector<uint64_t> trace_;
+};
+
+class Trie : public WorkRecord<TrieCounters> {
  public:
   Trie(int key_bits, int root_bits, int ply_bits, uint32_t* words, size_t size, bool log,
        std::shared_ptr<Sequence> sequence);
@@ -217,21 +237,8 @@ class Trie {
   // The words changed since the last take_counters() (the PoptrieImage's host trie: its
   // updates' painted words, counted with or without the write log).
   uint64_t words_written() const { return counters_.words_written; }
-  TrieCounters take_counters() {
-    const TrieCounters out = counters_;
-    counters_ = TrieCounters{};
-    return out;
-  }
-  // Record every trie word and depth byte the updates read (take_trace), for the cache model.
-  void set_trace(bool on) {
-    tracing_ = on;
-    trace_.clear();
-  }
-  std::vector<uint64_t> take_trace() {
-    std::vector<uint64_t> out;
-    std::swap(out, trace_);
-    return out;
-  }
+  // (take_counters, set_trace, take_trace: WorkRecord; the trace holds every trie word and
+  // depth byte the updates read.)
   uint64_t sequence() const { return sequence_->value; }
   int key_bits() const { return key_bits_; }
   const uint32_t* words() const { return words_; }
@@ -338,9 +345,6 @@ class Trie {
   RowMarks* marks_ = nullptr;
   WriteLog log_;
   std::shared_ptr<Sequence> sequence_;
-  mutable TrieCounters counters_;
-  bool tracing_ = false;
-  mutable std::vector<uint64_t> trace_;
 };
 
 }  // namespace npkit::trie
