@@ -227,8 +227,8 @@ class Poptrie:
         """The updates' work since the last take (then zeroed): updates, entries (direct
         entries refreshed), nodes_visited, host_words_read (slots scanned, child slots
         read, one per node known unchanged from the host trie's writes), image_words_read,
-        words_written, blocks_allocated, blocks_retired, host_words_written (counted only
-        with log=True)."""
+        words_written, blocks_allocated, blocks_retired, host_words_written (the words
+        the host-side trie changed; with or without the write log)."""
         return self.image.take_counters()
 
     def trace(self, on: bool) -> None:

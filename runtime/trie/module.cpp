@@ -27,6 +27,17 @@ u128 to_value(py::handle value, py::handle length, int key_bits) {
       const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
       if (!(v == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return v;
     } else {
+#if PY_VERSION_HEX < 0x030D0000
+      // The 16 bytes in one call, no int object made (it raises OverflowError for a
+      // negative int or one of 2^128 or more).  3.13 added an argument to this function.
+      unsigned char bytes[16];
+      if (_PyLong_AsByteArray(reinterpret_cast<PyLongObject*>(value.ptr()), bytes, 16,
+                              /*little_endian=*/1, /*is_signed=*/0) == 0) {
+        u128 v = 0;
+        for (int i = 15; i >= 0; --i) v = v << 8 | bytes[i];
+        return v;
+      }
+#else
       py::object high = py::reinterpret_steal<py::object>(
           PyNumber_Rshift(value.ptr(), py::int_(64).ptr()));
       if (high) {
@@ -34,6 +45,7 @@ u128 to_value(py::handle value, py::handle length, int key_bits) {
         if (!(hi == static_cast<unsigned long long>(-1) && PyErr_Occurred()))
           return (u128{hi} << 64) | PyLong_AsUnsignedLongLongMask(value.ptr());
       }
+#endif
     }
     PyErr_Clear();
   }
@@ -250,22 +262,34 @@ class PyPoptrie {
     if (hop < 0 || hop > kNextHopMask)
       throw TrieError("next hop " + std::to_string(hop) + " out of range 0..65535");
     const u128 host_key = v << pad_;
-    image_.prefetch(v << (128 - key_bits_));
+    core_.prefetch_route(host_key, len);
+    image_.touch_path(v << (128 - key_bits_), len);
     const std::optional<uint32_t> old = core_.route(host_key, len);
     const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
+    const uint64_t written = core_.words_written();
     core_.add(host_key, len, hop);
-    update(v, len, host_key, old, len >= direct_bits_);
+    update(v, len, host_key, old, len >= direct_bits_, written);
   }
   void remove_value(u128 v, int len) {
     const u128 host_key = v << pad_;
-    image_.prefetch(v << (128 - key_bits_));
+    core_.prefetch_route(host_key, len);
+    core_.prefetch_cover(host_key, len);
+    image_.touch_path(v << (128 - key_bits_), len);
     const std::optional<uint32_t> old = core_.route(host_key, len);
     if (!old)
       throw TrieError(py::str("no route {}/{} to delete").format(to_int_object(v), len)
                           .cast<std::string>());
     const HostMarks marking(core_, image_.row_marks(), len >= direct_bits_);
+    const uint64_t written = core_.words_written();
     core_.remove(host_key, len);
-    update(v, len, host_key, old, len >= direct_bits_);
+    update(v, len, host_key, old, len >= direct_bits_, written);
+  }
+  // Start loading what a later update of the prefix (`v` right-aligned, unchecked) reads
+  // first: its route map slot and direct entries.
+  void prefetch(u128 v, int64_t len) const {
+    if (len < 0 || len > key_bits_) return;
+    core_.prefetch_route(v << pad_, static_cast<int>(len));
+    image_.prefetch_entries(v << (128 - key_bits_));
   }
   // A column batch's prefix: `v` right-aligned, checked as prefix() checks a Python one.
   std::pair<u128, int> checked_prefix(u128 v, int64_t length) const {
@@ -336,11 +360,16 @@ class PyPoptrie {
     RowMarks& marks_;
   };
 
-  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old, bool marked) {
+  // `written`: the host trie's words_written() before its update.
+  void update(u128 v, int len, u128 host_key, std::optional<uint32_t> old, bool marked,
+              uint64_t written) {
     core_.reclaim(core_.sequence());  // the host trie has no concurrent readers
-    if (core_.logging()) {  // counting the host trie's writes (the XScale cost model)
+    // The host trie's changed words, for the XScale cost model: its own count, which it
+    // keeps with or without a write log (until 2026-11-28 this counted the log's entries,
+    // so a table without the log counted none).
+    host_words_written_ += core_.words_written() - written;
+    if (core_.logging()) {  // its log, dropped here: traced when tracing
       core_.swap_log(host_writes_);
-      host_words_written_ += host_writes_.indices.size();
       if (tracing_)
         for (const uint32_t index : host_writes_.indices)
           host_trace_.push_back(kHostTrace | index);
@@ -372,8 +401,8 @@ class PyPoptrie {
   std::vector<uint64_t> host_trace_;
 
  public:
-  // The updates' work since the last take (UpdateCounters, plus the host trie's writes
-  // when it keeps a write log), then zeroed.
+  // The updates' work since the last take (UpdateCounters, plus the words the host trie
+  // changed), then zeroed.
   py::dict take_counters() {
     const UpdateCounters c = image_.take_counters();
     py::dict out;
@@ -525,7 +554,17 @@ class PoptrieTables {
     const int64_t* length = lengths.data();
     const int64_t* hop = next_hops.data();
     size_t applied = 0;
+    // Each update's first reads (route map slot, direct entries) are cache misses on a
+    // large table: start them kAhead updates early (2: a delete and the add back of one
+    // prefix come in pairs), while the updates before run.
+    constexpr size_t kAhead = 2;
     for (size_t u = 0; u < n; ++u) {
+      if (u + kAhead < n) {
+        const size_t w = u + kAhead;
+        const int t = family[w] == 4 ? 0 : family[w] == 6 ? 1 : -1;
+        if (t >= 0 && tables_[t] != nullptr)
+          tables_[t]->prefetch((u128{high[w]} << 64) | low[w], length[w]);
+      }
       int i = -1;
       try {
         i = slot_of(family[u]);

@@ -36,15 +36,17 @@ PoptrieImage::PoptrieImage(uint32_t* words, size_t size, const uint32_t* host,
   if (size > (size_t{1} << 31))
     throw TrieError("a Poptrie memory holds at most 2^31 words (31-bit offsets)");
   next_free_ = direct_words_;
+  free_.resize(kMaxBlock + 1);
   marks_.bits.assign(host_size / 64 / 64 + 1, 0);
 }
 
 uint32_t PoptrieImage::alloc(uint32_t size, Pending& p) {
   uint32_t offset;
-  auto spare = free_.find(size);
-  if (spare != free_.end() && !spare->second.empty()) {
-    offset = spare->second.back();
-    spare->second.pop_back();
+  if (size > kMaxBlock) throw TrieError("Poptrie: a block of " + std::to_string(size) + " words");
+  std::vector<uint32_t>& spare = free_[size];
+  if (!spare.empty()) {
+    offset = spare.back();
+    spare.pop_back();
   } else if (size_t{next_free_} + size <= size_) {
     offset = next_free_;
     next_free_ += size;
@@ -131,6 +133,42 @@ void PoptrieImage::refresh_range(u128 key, int length) {
   }
 }
 
+void PoptrieImage::touch_path(u128 key, int length) const {
+  const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
+  uint32_t host = host_[index];
+  uint32_t entry = words_[index];
+  uint32_t node = 0;
+  for (int used = direct_bits_; used < length; used += kStride) {
+    const auto v = static_cast<uint32_t>(key >> (128 - used - kStride)) & 63;
+    if (host & kChild) {
+      const uint32_t ply = host & kPointerMask;
+      if (size_t{ply} + 64 > host_size_) break;
+      if (host_trie_) host_trie_->prefetch_ply(ply);
+      host = host_[ply + v];
+      if (used + kStride >= length)  // the prefix's own row: scanned whole
+        for (uint32_t k = 0; k < 64; k += 16) __builtin_prefetch(&host_[ply + k]);
+    }
+    node = 0;
+    if (entry & kChild) {
+      node = entry & kPointerMask;
+      if (size_t{node} + kNodeWords > size_) break;
+      __builtin_prefetch(&words_[node + kNodeWords - 1]);  // the header may span two lines
+      const uint32_t half = node + ((v >> 3) & 4), s = v & 31;
+      const uint32_t vector = words_[half + kVectorLo];
+      entry = vector >> s & 1 ? kChild | (words_[half + kBase1Lo] +
+                                          kNodeWords * (static_cast<uint32_t>(__builtin_popcount(
+                                                            vector & ((2u << s) - 1))) -
+                                                        1))
+                              : 0;
+    }
+    if (!(host & kChild) && !(entry & kChild)) break;
+  }
+  if (node != 0) {  // the last node's leaves, compared when its row changes
+    const uint32_t base0 = words_[node + kBase0Lo];
+    if (base0 < size_) __builtin_prefetch(&words_[base0]);
+  }
+}
+
 void PoptrieImage::build() {
   ++number_;
   for (uint32_t index = 0; index < direct_words_; ++index)
@@ -141,7 +179,7 @@ void PoptrieImage::clear() {
   for (uint32_t i = 0; i < next_free_; ++i) words_[i] = 0;
   next_free_ = direct_words_;
   live_words_ = 0;
-  free_.clear();
+  for (auto& offsets : free_) offsets.clear();
   retired_.clear();
   log_ = WriteLog{};
 }
@@ -187,12 +225,7 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
     // rewritten in place, or the direct entry.  (The copies read old blocks, which no write
     // of the update changes: in-place writes go to leaves and, after the barrier, to base
     // words of nodes that are not copied.)
-    for (const Pending::Copy& c : p.copies) {
-      counters_.image_words_read += c.count;
-      if (tracing_)
-        for (uint32_t j = 0; j < c.count; ++j) trace_.push_back(c.from + j);
-      for (uint32_t j = 0; j < c.count; ++j) write(c.to + j, words_[c.from + j]);
-    }
+    for (const Pending::Copy& c : p.copies) copy_words(c.to, c.from, c.count);
     for (const auto& [i, value] : p.writes) write(i, value);
     if (!p.links.empty()) {
       barrier();
@@ -211,6 +244,29 @@ void PoptrieImage::refresh_entry(uint32_t index, u128 low, u128 last) {
     retired_.emplace_back(offset, size, number_);
   }
   counters_.blocks_retired += p.retire.size();
+}
+
+void PoptrieImage::copy_words(uint32_t to, uint32_t from, uint32_t count) {
+  counters_.image_words_read += count;
+  if (tracing_)
+    for (uint32_t j = 0; j < count; ++j) trace_.push_back(from + j);
+  uint32_t j = 0;
+#if defined(__SSE2__)
+  // Four words per step: `to` is a new block that no lookup can reach before the update
+  // links it (after a barrier), so plain stores do; an unchanged word is stored again but,
+  // as write() does, counted only if it changes.  With the write log on, word by word.
+  if (!logging_) {
+    for (; j + 4 <= count; j += 4) {
+      const __m128i value = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words_ + from + j));
+      auto* const dest = reinterpret_cast<__m128i*>(words_ + to + j);
+      const int same =
+          _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(value, _mm_loadu_si128(dest))));
+      counters_.words_written += 4 - static_cast<uint64_t>(__builtin_popcount(same));
+      _mm_storeu_si128(dest, value);
+    }
+  }
+#endif
+  for (; j < count; ++j) write(to + j, words_[from + j]);
 }
 
 void PoptrieImage::retire_below(uint32_t at,
@@ -431,7 +487,7 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
 PoptrieStats PoptrieImage::stats() const {
   size_t retired = 0, free = 0;
   for (const auto& r : retired_) retired += std::get<1>(r);
-  for (const auto& [size, offsets] : free_) free += size_t{size} * offsets.size();
+  for (size_t size = 0; size < free_.size(); ++size) free += size * free_[size].size();
   return {live_words_, retired, free, next_free_, number_};
 }
 

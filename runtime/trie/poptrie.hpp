@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <deque>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,7 +56,7 @@ struct UpdateCounters {
 // A traced word: bit 63 set for a host trie word, clear for an image (shadow) word.
 inline constexpr uint64_t kHostTrace = uint64_t{1} << 63;
 
-class PoptrieImage {
+class PoptrieImage : public WorkRecord<UpdateCounters> {
  public:
   static constexpr int kStride = 6;
   static constexpr uint32_t kNodeWords = 8;
@@ -112,17 +111,19 @@ class PoptrieImage {
   }
   // Where the host trie marks the rows it changes (Trie::set_row_marks); refresh() clears it.
   RowMarks& row_marks() { return marks_; }
-  // Start loading the words an update of `key` (left-aligned) reads first -- its direct
-  // entry, in the image and the host trie, and the node it points to -- while the caller
-  // updates the host trie (both are cache misses on a large table).
-  void prefetch(u128 key) const {
+  // Walk the host trie and the image down to the node of a prefix of `length` bits (key
+  // left-aligned), both at once, and start loading what the update reads there: the host
+  // plies' depths and minimums (set_host_trie), the last node's leaves and the last host
+  // row.  Each walk is a chain of dependent cache misses on a large table; walked in one
+  // loop the two chains overlap, where the update itself walks the host trie first and the
+  // image after it.  Reads only (bounds-checked), counts and traces nothing: a hint.
+  void touch_path(u128 key, int length) const;
+  // For an update a batch will make later: start loading its two direct entries (no
+  // load, so a miss here does not hold up the update being made meanwhile).
+  void prefetch_entries(u128 key) const {
     const auto index = static_cast<uint32_t>(key >> (128 - direct_bits_));
     __builtin_prefetch(&host_[index]);
-    const uint32_t entry = words_[index];
-    if (entry & kChild && size_t{entry & kPointerMask} + kNodeWords <= size_) {
-      __builtin_prefetch(&words_[entry & kPointerMask]);
-      __builtin_prefetch(&words_[(entry & kPointerMask) + kNodeWords - 1]);
-    }
+    __builtin_prefetch(&words_[index]);
   }
   // Every direct entry from the host trie, into zeroed words (the bulk build).
   void build();
@@ -132,21 +133,8 @@ class PoptrieImage {
   uint64_t number() const { return number_; }
   WriteLog take_log();
   PoptrieStats stats() const;
-  UpdateCounters take_counters() {
-    UpdateCounters out = counters_;
-    counters_ = UpdateCounters{};
-    return out;
-  }
-  // Record the index of every word read (trace on), for the cache model.
-  void set_trace(bool on) {
-    tracing_ = on;
-    trace_.clear();
-  }
-  std::vector<uint64_t> take_trace() {
-    std::vector<uint64_t> out;
-    std::swap(out, trace_);
-    return out;
-  }
+  // (take_counters, set_trace, take_trace: WorkRecord; the trace holds the index of every
+  // word read, kHostTrace marking the host trie's.)
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> retired() const {
     return {retired_.begin(), retired_.end()};
   }
@@ -212,6 +200,8 @@ class PoptrieImage {
     if (tracing_) trace_.push_back(index);
     return words_[index];
   }
+  // Copy `count` words of an old block into a new one (Pending::copies), counted as write().
+  void copy_words(uint32_t to, uint32_t from, uint32_t count);
   void retire_below(uint32_t at, std::vector<std::pair<uint32_t, uint32_t>>& out);
   uint32_t alloc(uint32_t size, Pending& p);
   void release(uint32_t offset, uint32_t size);
@@ -248,13 +238,13 @@ class PoptrieImage {
   uint32_t next_free_;
   size_t live_words_ = 0;
   uint64_t number_ = 0;
-  std::unordered_map<uint32_t, std::vector<uint32_t>> free_;  // size -> offsets
+  // Free blocks by size (words): a node's children (8 per child) or leaves (1 each), so
+  // at most kMaxBlock; indexed directly, not hashed (an update allocates a few blocks).
+  static constexpr uint32_t kMaxBlock = kNodeWords * 64;
+  std::vector<std::vector<uint32_t>> free_;  // size -> offsets
   std::deque<std::tuple<uint32_t, uint32_t, uint64_t>> retired_;  // (offset, size, number)
   WriteLog log_;
   Pending pending_;  // one update's blocks and writes (kept to reuse its capacity)
-  UpdateCounters counters_;
-  bool tracing_ = false;
-  std::vector<uint64_t> trace_;
   RowMarks marks_;  // the host rows (64 words) the update wrote
   bool marks_known_ = false;
   static constexpr int kNoSkip = 1 << 30;

@@ -88,7 +88,7 @@ void RouteMap::reserve(size_t n) {
 }
 
 void RouteMap::rehash(size_t capacity) {
-  std::vector<Entry> old(capacity);
+  std::vector<Entry, HugeAllocator<Entry>> old(capacity);
   old.swap(entries_);
   mask_ = capacity - 1;
   for (const Entry& e : old) {
@@ -127,9 +127,8 @@ Trie::Trie(int key_bits, int root_bits, int ply_bits, uint32_t* words, size_t si
   if (size > (size_t{1} << 31))
     throw TrieError("a trie memory holds at most 2^31 words (31-bit child pointers)");
   if (!sequence_) sequence_ = std::make_shared<Sequence>();
-  // calloc: a large trie memory's depth bytes are zero-filled lazily, like the words.
-  depth_.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
-  if (!depth_) throw std::bad_alloc();
+  // A large trie memory's depth bytes are zero-filled lazily, like the words (huge_acquire).
+  depth_ = huge_zeroed<uint8_t>(size);
   ply_min_.assign((size - root_words_) / ply_words_, 0);
   next_free_ = root_words_;
 }
@@ -356,7 +355,7 @@ void Trie::remove_aligned(u128 key, int length) {
     uint32_t slot, ply;
     int first_bit;
   };
-  std::array<Step, kMaxLevels> path{};
+  std::array<Step, kMaxLevels> path;  // (only the first `steps` are read: not zeroed)
   int steps = 0;
   uint32_t base = 0;
   ++counters_.updates;
@@ -430,6 +429,15 @@ std::pair<uint32_t, uint8_t> Trie::covering(u128 key, int length, int level, uin
   }
   if (parent_depth == 0) return {0, 0};
   return route_leaf(key, parent_depth - 1);
+}
+
+void Trie::prefetch_cover(u128 value, int length) const {
+  if (length < 1 || length > key_bits_) return;
+  const u128 key = align(value);
+  const int level = level_of(length);
+  const int start = level == 0 ? std::max(0, length - 8) : end_bit_[level - 1];
+  for (int l = length - 1; l >= start; --l)
+    if (length_count_[l] != 0) routes_.prefetch(key & top_bits_mask(l), l);
 }
 
 std::pair<uint32_t, uint8_t> Trie::covering_by_probes(u128 key, int longest) const {

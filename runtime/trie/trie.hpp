@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "huge_pages.hpp"
+
 namespace npkit::trie {
 
 using u128 = unsigned __int128;
@@ -146,12 +148,33 @@ class RouteMap {
   size_t home(uint64_t hi, uint64_t lo, int length) const;
   void rehash(size_t capacity);
 
-  std::vector<Entry> entries_;
+  // (huge pages: a probe is a random read in a table of many MB, huge_pages.hpp)
+  std::vector<Entry, HugeAllocator<Entry>> entries_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };
 
-class Trie {
+// What an updater counts and traces for the XScale cost model (runtime/xscale_update.py),
+// the same calls for the trie and the Poptrie image: take_counters() returns the work since
+// the last take and zeroes it; set_trace(on) starts (or stops) recording the words read,
+// which take_trace() returns.  (Mutable: the trie counts its reads in const helpers.)
+template <class Counters>
+class WorkRecord {
+ public:
+  Counters take_counters() { return std::exchange(counters_, Counters{}); }
+  void set_trace(bool on) {
+    tracing_ = on;
+    trace_.clear();
+  }
+  std::vector<uint64_t> take_trace() { return std::exchange(trace_, {}); }
+
+ protected:
+  mutable Counters counters_{};
+  bool tracing_ = false;
+  mutable std::vector<uint64_t> trace_;
+};
+
+class Trie : public WorkRecord<TrieCounters> {
  public:
   Trie(int key_bits, int root_bits, int ply_bits, uint32_t* words, size_t size, bool log,
        std::shared_ptr<Sequence> sequence);
@@ -174,6 +197,21 @@ class Trie {
   // The next hop of exactly this route, if present (throws TrieError on a bad prefix).
   std::optional<uint32_t> route(u128 value, int length) const;
   void check_prefix(u128 value, int length) const;  // throws TrieError
+  // Start loading the route map slot of a coming update of this prefix (a batch looks
+  // ahead: the probe is a cache miss on a large table).  Any value and length is safe.
+  void prefetch_route(u128 value, int length) const { routes_.prefetch(align(value), length); }
+  // Start loading the route map slots a delete of this prefix may probe for its covering
+  // route (each length below it, down to its level's first bit, that holds routes).
+  void prefetch_cover(u128 value, int length) const;
+  // Start loading the host-only bytes an update reads for the ply at word offset `ply`:
+  // its 64 depth bytes and its subtree minimum (hints: any offset is safe).
+  void prefetch_ply(uint32_t ply) const {
+    if (ply >= size_) return;
+    const uint8_t* depths = depth_.get() + ply;
+    __builtin_prefetch(depths);
+    __builtin_prefetch(depths + ply_words_ - 1);
+    if (ply >= root_words_) __builtin_prefetch(&ply_min_[(ply - root_words_) >> ply_bits_]);
+  }
   std::string show(u128 value, int length) const;   // "10.0.0.0/8", "2001:db8::/32"
 
   TrieStats stats() const;
@@ -196,21 +234,11 @@ class Trie {
     std::swap(out, log_);
   }
   WriteLog take_log();
-  TrieCounters take_counters() {
-    const TrieCounters out = counters_;
-    counters_ = TrieCounters{};
-    return out;
-  }
-  // Record every trie word and depth byte the updates read (take_trace), for the cache model.
-  void set_trace(bool on) {
-    tracing_ = on;
-    trace_.clear();
-  }
-  std::vector<uint64_t> take_trace() {
-    std::vector<uint64_t> out;
-    std::swap(out, trace_);
-    return out;
-  }
+  // The words changed since the last take_counters() (the PoptrieImage's host trie: its
+  // updates' painted words, counted with or without the write log).
+  uint64_t words_written() const { return counters_.words_written; }
+  // (take_counters, set_trace, take_trace: WorkRecord; the trace holds every trie word and
+  // depth byte the updates read.)
   uint64_t sequence() const { return sequence_->value; }
   int key_bits() const { return key_bits_; }
   const uint32_t* words() const { return words_; }
@@ -229,10 +257,6 @@ class Trie {
   }
 
  private:
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const noexcept { std::free(p); }
-  };
-
   u128 align(u128 value) const { return value << (128 - key_bits_); }
   uint32_t chunk(u128 key, int level) const;
   int level_of(int length) const;  // the level whose stride holds the prefix's last bit
@@ -303,7 +327,7 @@ class Trie {
   std::array<int, kMaxLevels> end_bit_{};  // last key bit (exclusive) each level indexes
   uint32_t* words_;
   size_t size_;
-  std::unique_ptr<uint8_t, FreeDeleter> depth_;
+  HugeArray<uint8_t> depth_;  // zero-filled lazily, on huge pages (huge_pages.hpp)
   // Per ply, the smallest depth of its slots.  A child slot's depth never exceeds a depth
   // in its ply (the route behind it covers the whole ply), so this is the smallest depth
   // of the whole subtree: painting depth d skips a ply whose min exceeds d, which keeps a
@@ -321,9 +345,6 @@ class Trie {
   RowMarks* marks_ = nullptr;
   WriteLog log_;
   std::shared_ptr<Sequence> sequence_;
-  mutable TrieCounters counters_;
-  bool tracing_ = false;
-  mutable std::vector<uint64_t> trace_;
 };
 
 }  // namespace npkit::trie

@@ -12,6 +12,7 @@ import random
 import numpy as np
 import pytest
 
+from npkit.runtime._trie import Sequence, Trie
 from npkit.runtime.poptrie import (
     BASE0_LO,
     BASE1_HI,
@@ -19,6 +20,7 @@ from npkit.runtime.poptrie import (
     NODE_WORDS,
     POPTRIE4,
     POPTRIE6,
+    STRIDE,
     Poptrie,
 )
 from npkit.runtime.xscale_update import DataCache, UpdateCostModel, UpdateCosts
@@ -112,6 +114,78 @@ def test_counters_match_the_write_log(family: int) -> None:
     trace = t.take_trace()
     assert len(trace) >= counters["image_words_read"]
     assert t.take_counters()["updates"] == 0 and len(t.take_trace()) == 0
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_updates_without_the_log_write_and_count_as_with_it(family: int) -> None:
+    """Without the write log, a copied children block is moved four words per step (not
+    word by word through the logged write): the same updates leave the same words and
+    count the same work as the logged table, whose writes the test above checks."""
+    rng = random.Random(100 + family)
+    bits = 32 if family == 4 else 128
+    shape = POPTRIE4 if family == 4 else POPTRIE6
+    tables = [Poptrie(shape, np.zeros(shape.direct_words + 200_000, dtype=np.uint32), log=log,
+                      host_words=1 << 22) for log in (True, False)]
+    # Routes under one direct entry, dense enough that nodes have siblings to copy.
+    top = shape.direct_bits
+    routes = {}
+    for _ in range(400):
+        length = rng.randrange(top + 1, min(top + 21, bits + 1))
+        entry = 0x2A5 << (top - 10)  # the direct entry's key bits
+        value = (entry << (length - top) | rng.getrandbits(length - top)) << (bits - length)
+        routes[(value, length)] = rng.randrange(16)
+    for t in tables:
+        t.build(routes)
+        t.take_counters()
+    for (value, length), hop in list(routes.items())[:150]:
+        for t in tables:
+            t.delete(value, length)
+            t.add(value, length, (hop + 1) % 16)
+            t.reclaim()  # new blocks then reuse old ones: some words are already equal
+    logged, plain = tables
+    counts = [t.take_counters() for t in tables]
+    assert counts[0] == counts[1] and counts[0]["words_written"] > 0
+    assert counts[0]["host_words_written"] > 0
+    assert np.array_equal(logged.words, plain.words)
+    assert len(logged.take_log().indices) > 0
+
+
+@pytest.mark.parametrize("log", [True, False])
+@pytest.mark.parametrize("family", [4, 6])
+def test_host_words_written_counts_the_host_tries_writes(family: int, log: bool) -> None:
+    """host_words_written is the number of words the host-side trie changed, with or
+    without the write log: the reference is a twin of the host trie (same geometry, same
+    updates) that logs its writes."""
+    rng = random.Random(200 + family)
+    shape = POPTRIE4 if family == 4 else POPTRIE6
+    bits = shape.key_bits
+    t = Poptrie(shape, np.zeros(shape.direct_words + 100_000, dtype=np.uint32), log=log,
+                host_words=1 << 22)
+    twin = Trie(shape.expanded_bits, shape.direct_bits, STRIDE,
+                np.zeros(1 << 22, dtype=np.uint32), True, Sequence())
+    routes = {}
+    for _ in range(200):
+        length = rng.choice([8, 16, 20, 24, 28, 32] if family == 4 else [16, 24, 32, 48, 64])
+        routes[(rng.getrandbits(length) << (bits - length), length)] = rng.randrange(16)
+    t.build(routes)
+    for (value, length), hop in routes.items():
+        twin.add(value << shape.pad, length, hop)
+    twin.take_log()
+    t.take_counters()
+    written = 0
+    for (value, length), hop in list(routes.items())[:80]:
+        for op in ("delete", "add"):
+            if op == "delete":
+                t.delete(value, length)
+                twin.delete(value << shape.pad, length)
+            else:
+                t.add(value, length, (hop + 1) % 16)
+                twin.add(value << shape.pad, length, (hop + 1) % 16)
+            t.reclaim()
+            twin.reclaim()
+            written += len(twin.take_log()[0])
+    assert written > 0
+    assert t.take_counters()["host_words_written"] == written
 
 
 def test_data_cache_is_round_robin_per_set() -> None:
