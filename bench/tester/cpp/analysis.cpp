@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "analyzer.hpp"
+#include "buffers.hpp"
 #include "pyint.hpp"
 
 namespace py = pybind11;
@@ -312,21 +313,6 @@ struct PyReference {
   std::shared_ptr<const Reference> reference;
 };
 
-// The first ``n`` frames of ``datas`` (bytes) as (pointer, size): read with the GIL held,
-// used after it is released (the list, and so the bytes, stay alive during the call).
-std::vector<std::pair<const uint8_t*, size_t>> buffers(const py::list& datas, size_t n) {
-  if (static_cast<size_t>(py::len(datas)) < n) throw py::index_error("fewer frames than ports");
-  std::vector<std::pair<const uint8_t*, size_t>> out(n);
-  for (size_t i = 0; i < n; i++) {
-    char* data;
-    Py_ssize_t size;
-    if (PyBytes_AsStringAndSize(datas[i].ptr(), &data, &size) != 0)
-      throw py::error_already_set();
-    out[i] = {reinterpret_cast<const uint8_t*>(data), size_t(size)};
-  }
-  return out;
-}
-
 class PyAnalysis {
  public:
   PyAnalysis(std::vector<int> pos, const py::list& per_byte, const py::list& fixed,
@@ -341,7 +327,7 @@ class PyAnalysis {
   void add_sent(const std::vector<int>& ports, const std::vector<int64_t>& times,
                 const py::list& datas, const std::vector<int>& streams,
                 const std::vector<int64_t>& seqs) {
-    auto frames = buffers(datas, ports.size());
+    auto frames = frame_buffers(datas, ports.size());
     py::gil_scoped_release released;  // the frames' bytes are the caller's, kept alive
     std::lock_guard<std::mutex> hold(busy_);  // sent and received may come from two threads
     for (size_t i = 0; i < ports.size(); i++)
@@ -357,7 +343,7 @@ class PyAnalysis {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return times[a] != times[b] ? times[a] < times[b] : ports[a] < ports[b];
     });
-    auto frames = buffers(datas, ports.size());
+    auto frames = frame_buffers(datas, ports.size());
     py::gil_scoped_release released;  // another thread's Python runs meanwhile
     std::lock_guard<std::mutex> hold(busy_);
     for (size_t i : order)
