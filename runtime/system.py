@@ -763,6 +763,32 @@ class _Once:
             self._work()
 
 
+class _Chain:
+    """Pieces of work done in order, one at a time, each by whichever thread asks first
+    (``help``) between its chip's steps: work beside the chips spread over every thread's
+    gaps instead of one thread's while the others wait at the meeting."""
+
+    def __init__(self, pieces: Sequence[Callable[[], Any]]) -> None:
+        self._pieces = deque(pieces)
+        self._turn = threading.Lock()
+
+    def help(self) -> None:
+        """The next piece, unless another thread is doing one (or none is left)."""
+        if self._pieces and self._turn.acquire(blocking=False):
+            try:
+                if self._pieces:
+                    self._pieces.popleft()()
+            finally:
+                self._turn.release()
+
+    def finish(self) -> None:
+        """Every piece left, in turn with the other threads (blocking between pieces)."""
+        while self._pieces:
+            with self._turn:
+                if self._pieces:
+                    self._pieces.popleft()()
+
+
 def _runner(chip: Chip) -> Callable[[int], Any]:
     return lambda cycles: chip.run(cycles=cycles)
 
@@ -960,7 +986,7 @@ class System:
     def run_steps(self, steps: Sequence[int],
                   before: Mapping[str, Callable[[int], Any]] | None = None,
                   after: Mapping[str, Callable[[], Any]] | None = None,
-                  beside: Callable[[], Any] | None = None) -> None:
+                  beside: Sequence[Callable[[], Any]] = ()) -> None:
         """Run consecutive steps of the lengths ``steps``: the same as ``run(step)`` for
         each, with each chip's ``before(cycle)`` (the cycle the step runs to: e.g. offering
         the frames due by then) before each step and ``after()`` (e.g. taking its
@@ -970,9 +996,11 @@ class System:
         no thread waits for the other between them.  Each chip sees the calls it sees
         serially, in the same order, and the frames out are handed on step by step after
         the meeting, as an exchange after each step would have (``_Columns.mark``), so the
-        result is the serial one.  ``beside``: as ``run``'s, once, by the first thread done
-        with its chip's steps (first when serial).  ``before`` and ``after`` of different
-        chips may run at the same time: they must touch only their own chip's things."""
+        result is the serial one.  ``beside``: work that touches no chip, in pieces done in
+        order, one at a time (first when serial); with threads each piece by the first
+        thread between two of its chip's steps (``_Chain``), so it fills both threads' gaps.
+        ``before`` and ``after`` of different chips, and ``beside``, may run at the same
+        time: each must touch only its own things."""
         before, after = before or {}, after or {}
         if not steps:
             return
@@ -982,23 +1010,23 @@ class System:
                 for name in self.chips:  # in the chips' order, as the threads' do per chip
                     if name in before:
                         before[name](end)
-                self.run(cycles, beside=beside if index == 0 else None)
+                self.run(cycles, beside=(lambda: [piece() for piece in beside])
+                         if index == 0 and beside else None)
                 for name in self.chips:
                     if name in after:
                         after[name]()
             return
         pool = self._thread_pool()
         start, names = self.now, list(self.chips)
-        once = None if beside is None else _Once(beside)
+        chain = _Chain(beside)
         collecting = gc.isenabled()
         gc.disable()
         try:
             futures = [pool.submit(self._chip_steps, name, start, steps, before.get(name),
-                                   after.get(name), once if name == names[-1] else None)
-                       for name in names[1:]]
+                                   after.get(name), chain) for name in names[1:]]
             try:
                 self._chip_steps(names[0], start, steps, before.get(names[0]),
-                                 after.get(names[0]), once)
+                                 after.get(names[0]), chain)
             finally:
                 for future in futures:
                     future.result()
@@ -1010,7 +1038,7 @@ class System:
 
     def _chip_steps(self, name: str, start: int, steps: Sequence[int],
                     before: Callable[[int], Any] | None, after: Callable[[], Any] | None,
-                    beside: Callable[[], Any] | None) -> None:
+                    beside: _Chain) -> None:
         """Chip ``name``'s part of ``run_steps``, in the chunks ``run`` would run it in."""
         chip, advance, columns = self.chips[name], self._advance[name], self._columns_of[name]
         end = start
@@ -1024,8 +1052,8 @@ class System:
                 after()
             for collector in columns:
                 collector.mark()
-        if beside is not None:
-            beside()
+            beside.help()
+        beside.finish()
 
     def _thread_pool(self) -> ThreadPoolExecutor:
         """The system's host threads, started once and kept for every ``run`` (a pool per

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ SYSTEM_BATCH_FRAMES = 4_096
 GENERATE_AHEAD = 2 * STEP_CYCLES  # cycles past a step generated during it
 # with threads, the lab steps the chips run between two meetings of their threads until
 # the traffic's end (System.run_steps; the steps themselves are the lab's)
-STEPS_PER_MEETING = 4
+STEPS_PER_MEETING = 8
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
 
@@ -423,12 +423,13 @@ class SystemChipDevice(CompiledChipDevice):
                     feed.look_ahead(cycle)
 
         def steps(sizes: list[int]) -> None:
-            # generated beside them: the next meeting's steps too, and GENERATE_AHEAD more
-            pending = deferred.pending()
+            # beside them, one piece at a time: the flushes asked so far, each its own
+            # piece, then the generation of the next meeting's steps and GENERATE_AHEAD more
+            pending = deferred.pieces()
             cycle = system.now + sum(sizes) + STEPS_PER_MEETING * STEP_CYCLES + GENERATE_AHEAD
             system.run_steps(sizes, {name: offer(name) for name in mine},
                              {name: one.drain for name, one in loaded.items()},
-                             beside=lambda: _both(pending, lambda: locked_ahead(cycle)))
+                             beside=[*pending, lambda: locked_ahead(cycle)])
 
         self.coverage_watch(list(system.chips.values()))
         during = stream_until_done(lambda: system.now, step, system.counters, settled, feeds,
@@ -574,11 +575,18 @@ class _DeferredFlush:
         """The flushes asked so far as one call (None: none)."""
         return self.run if self._asked else None
 
-    def run(self) -> None:
+    def pieces(self) -> list[Callable[[], None]]:
+        """The flushes asked so far, one call each, to be done in order."""
         asked, self._asked = self._asked, []
-        for now_cycle in asked:
-            self._register(now_cycle)
-            self.sink.flush(now_cycle)
+        return [partial(self._flush, now_cycle) for now_cycle in asked]
+
+    def run(self) -> None:
+        for piece in self.pieces():
+            piece()
+
+    def _flush(self, now_cycle: int | None) -> None:
+        self._register(now_cycle)
+        self.sink.flush(now_cycle)
 
     def finish(self) -> None:
         self.run()
