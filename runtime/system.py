@@ -1039,15 +1039,20 @@ class System:
     def _chip_steps(self, name: str, start: int, steps: Sequence[int],
                     before: Callable[[int], Any] | None, after: Callable[[], Any] | None,
                     beside: _Chain) -> None:
-        """Chip ``name``'s part of ``run_steps``, in the chunks ``run`` would run it in."""
+        """Chip ``name``'s part of ``run_steps``: each step in the calls ``run(step)``
+        makes for it (no link: every chip is free to run ahead in its chunks)."""
         chip, advance, columns = self.chips[name], self._advance[name], self._columns_of[name]
         end = start
         for cycles in steps:
-            end += cycles
+            now, end = end, end + cycles
             if before is not None:
                 before(end)
-            while (now := chip.now) < end:
-                advance(min(self.step, end - now))
+            while now < end:
+                horizon = min(now + self.step, end)
+                if horizon > chip.now:
+                    ahead = min(chip.now + NO_LINK_STEP_CYCLES, end)
+                    advance(max(horizon, ahead) - chip.now)
+                now = horizon
             if after is not None:
                 after()
             for collector in columns:

@@ -130,6 +130,10 @@ def test_two_threads_give_the_serial_streamed_trial(traffic) -> None:
     over = npf.overload(serial, config, traffic, label, sizes)
     assert over == npf.overload(threaded, config, traffic, label, sizes)
     assert over.rate.lost > 0
+    # route updates: each chip's time moved by its control plane (System's advance)
+    updated = serial.run_with_updates(trials.at(60), 4, 1_000_000, seed=1)
+    assert updated.counters["updates.landed"] > 0
+    assert updated == threaded.run_with_updates(trials.at(60), 4, 1_000_000, seed=1)
 
 
 def test_route_updates_land_on_both_chips_while_they_forward(dual) -> None:
