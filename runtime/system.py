@@ -552,8 +552,10 @@ class _Columns:
     """A sink the System attaches to a chip port whose frames leave the system (an
     external port, or a transmit side leading nowhere): the chip hands it the frames as
     columns (``Chip._drain_tx``: ``write_columns``), no ``TxFrame`` each; emptied after
-    every step."""
+    every step.  ``delay``: cycles added to every first and last bit (an external port's
+    framer), here, on the thread that runs the chip, not at the exchange."""
 
+    delay: int = 0
     firsts: list[int] = field(default_factory=list)
     lasts: list[int] = field(default_factory=list)
     datas: list[bytes] = field(default_factory=list)
@@ -561,13 +563,17 @@ class _Columns:
 
     def write_columns(self, port: int, firsts: list[int], lasts: list[int],
                       datas: list[bytes]) -> None:
+        if self.delay:
+            delay = self.delay
+            firsts = [first + delay for first in firsts]
+            lasts = [last + delay for last in lasts]
         self.firsts += firsts
         self.lasts += lasts
         self.datas += datas
 
     def write(self, frame: TxFrame) -> None:
-        self.firsts.append(frame.first_bit_cycle)
-        self.lasts.append(frame.last_bit_cycle)
+        self.firsts.append(frame.first_bit_cycle + self.delay)
+        self.lasts.append(frame.last_bit_cycle + self.delay)
         self.datas.append(frame.data)
 
     def close(self) -> None:
@@ -841,14 +847,14 @@ class System:
             collector = _Collector()
             self.chips[link.spec.src.chip].attach_sink(link.spec.src.port, collector)
             self._link_collectors.append(collector)
-        self._out: list[tuple[ExternalPort, _Columns, int]] = []
+        self._out: list[tuple[ExternalPort, _Columns]] = []  # the framer's delay added
         self._sinks: dict[str, Sink] = {}
         self.port_counters = {p.name: PortCounters() for p in spec.ports}
         for port in spec.ports:
             if port.tx is not None:
-                collector = _Columns()
+                collector = _Columns(self._cycles(port.framer.tx_delay_ns))
                 self.chips[port.tx.chip].attach_sink(port.tx.port, collector)
-                self._out.append((port, collector, self._cycles(port.framer.tx_delay_ns)))
+                self._out.append((port, collector))
         # chip ports whose transmit side leads nowhere: what is sent there is lost, counted
         self._nowhere = [(f"{name}:{port}", _Columns()) for name in self.chips
                          for port in spec.unconnected(name)]
@@ -858,7 +864,7 @@ class System:
         self.unconnected = {key: 0 for key, _ in self._nowhere}
         # each chip's column collectors, marked at the end of every step by run_steps
         self._columns_of: dict[str, list[_Columns]] = {name: [] for name in self.chips}
-        for port, collector, _ in self._out:
+        for port, collector in self._out:
             assert port.tx is not None
             self._columns_of[port.tx.chip].append(collector)
         for key, collector in self._nowhere:
@@ -1085,15 +1091,15 @@ class System:
         steps of ``run_steps`` (no links), step by step as after each."""
         if steps is None:
             nowhere = [[collector.take()] for _, collector in self._nowhere]
-            out = [[collector.take()] for _, collector, _ in self._out]
+            out = [[collector.take()] for _, collector in self._out]
         else:
             nowhere = [collector.take_steps() for _, collector in self._nowhere]
-            out = [collector.take_steps() for _, collector, _ in self._out]
+            out = [collector.take_steps() for _, collector in self._out]
         for step in range(steps or 1):
             for (key, _), parts in zip(self._nowhere, nowhere, strict=True):
                 self.unconnected[key] += len(parts[step][0])
-            for (port, _, delay), parts in zip(self._out, out, strict=True):
-                self._hand_on(port, delay, *parts[step])
+            for (port, _), parts in zip(self._out, out, strict=True):
+                self._hand_on(port, *parts[step])
         if steps is not None:
             return
         for link, collector in zip(self.links, self._link_collectors, strict=True):
@@ -1102,22 +1108,20 @@ class System:
                 ports = link.receiver.counters()["ports"]
                 link.release(self.now, int(ports[link.spec.dst.port]["rbuf_elements_in_use"]))
 
-    def _hand_on(self, port: ExternalPort, delay: int, firsts: list[int], lasts: list[int],
+    def _hand_on(self, port: ExternalPort, firsts: list[int], lasts: list[int],
                  datas: list[bytes]) -> None:
-        """External port ``port``'s frames out to its sink, the framer's delay added."""
+        """External port ``port``'s frames out (the framer's delay added) to its sink."""
         self.port_counters[port.name].frames_out += len(firsts)
         sink = self._sinks.get(port.name)
         if sink is None:
             return
         index = self.spec.ports.index(port)
         if hasattr(sink, "write_columns"):  # the lab's AnalysisSink: no TxFrame each
-            sink.write_columns(index, [f + delay for f in firsts],
-                               [last + delay for last in lasts], datas)
+            sink.write_columns(index, firsts, lasts, datas)
             return
         write, make, clock = sink.write, self._make_tx_frame, self.clock_hz
         for first, last, data in zip(firsts, lasts, datas, strict=True):
-            last += delay
-            write(make(index, first + delay, last, data, round(last * 1e9 / clock)))
+            write(make(index, first, last, data, round(last * 1e9 / clock)))
 
     # ---- counters
     def counters(self) -> dict[str, Any]:
