@@ -29,7 +29,7 @@ import math
 import threading
 import tomllib
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -552,21 +552,28 @@ class _Columns:
     """A sink the System attaches to a chip port whose frames leave the system (an
     external port, or a transmit side leading nowhere): the chip hands it the frames as
     columns (``Chip._drain_tx``: ``write_columns``), no ``TxFrame`` each; emptied after
-    every step."""
+    every step.  ``delay``: cycles added to every first and last bit (an external port's
+    framer), here, on the thread that runs the chip, not at the exchange."""
 
+    delay: int = 0
     firsts: list[int] = field(default_factory=list)
     lasts: list[int] = field(default_factory=list)
     datas: list[bytes] = field(default_factory=list)
+    marks: list[int] = field(default_factory=list)  # ends of the steps (System.run_steps)
 
     def write_columns(self, port: int, firsts: list[int], lasts: list[int],
                       datas: list[bytes]) -> None:
+        if self.delay:
+            delay = self.delay
+            firsts = [first + delay for first in firsts]
+            lasts = [last + delay for last in lasts]
         self.firsts += firsts
         self.lasts += lasts
         self.datas += datas
 
     def write(self, frame: TxFrame) -> None:
-        self.firsts.append(frame.first_bit_cycle)
-        self.lasts.append(frame.last_bit_cycle)
+        self.firsts.append(frame.first_bit_cycle + self.delay)
+        self.lasts.append(frame.last_bit_cycle + self.delay)
         self.datas.append(frame.data)
 
     def close(self) -> None:
@@ -576,6 +583,21 @@ class _Columns:
         out = self.firsts, self.lasts, self.datas
         self.firsts, self.lasts, self.datas = [], [], []
         return out
+
+    def mark(self) -> None:
+        """A step ends here (its chip's thread calls it after each step of run_steps)."""
+        self.marks.append(len(self.firsts))
+
+    def take_steps(self) -> list[tuple[list[int], list[int], list[bytes]]]:
+        """The frames since the last take, one part per marked step."""
+        firsts, lasts, datas = self.take()
+        parts, start = [], 0
+        for end in self.marks:
+            parts.append((firsts[start:end], lasts[start:end], datas[start:end]))
+            start = end
+        assert start == len(firsts), "frames after the last step's mark"
+        self.marks = []
+        return parts
 
 
 @dataclass
@@ -747,6 +769,32 @@ class _Once:
             self._work()
 
 
+class _Chain:
+    """Pieces of work done in order, one at a time, each by whichever thread asks first
+    (``help``) between its chip's steps: work beside the chips spread over every thread's
+    gaps instead of one thread's while the others wait at the meeting."""
+
+    def __init__(self, pieces: Sequence[Callable[[], Any]]) -> None:
+        self._pieces = deque(pieces)
+        self._turn = threading.Lock()
+
+    def help(self) -> None:
+        """The next piece, unless another thread is doing one (or none is left)."""
+        if self._pieces and self._turn.acquire(blocking=False):
+            try:
+                if self._pieces:
+                    self._pieces.popleft()()
+            finally:
+                self._turn.release()
+
+    def finish(self) -> None:
+        """Every piece left, in turn with the other threads (blocking between pieces)."""
+        while self._pieces:
+            with self._turn:
+                if self._pieces:
+                    self._pieces.popleft()()
+
+
 def _runner(chip: Chip) -> Callable[[int], Any]:
     return lambda cycles: chip.run(cycles=cycles)
 
@@ -799,14 +847,14 @@ class System:
             collector = _Collector()
             self.chips[link.spec.src.chip].attach_sink(link.spec.src.port, collector)
             self._link_collectors.append(collector)
-        self._out: list[tuple[ExternalPort, _Columns, int]] = []
+        self._out: list[tuple[ExternalPort, _Columns]] = []  # the framer's delay added
         self._sinks: dict[str, Sink] = {}
         self.port_counters = {p.name: PortCounters() for p in spec.ports}
         for port in spec.ports:
             if port.tx is not None:
-                collector = _Columns()
+                collector = _Columns(self._cycles(port.framer.tx_delay_ns))
                 self.chips[port.tx.chip].attach_sink(port.tx.port, collector)
-                self._out.append((port, collector, self._cycles(port.framer.tx_delay_ns)))
+                self._out.append((port, collector))
         # chip ports whose transmit side leads nowhere: what is sent there is lost, counted
         self._nowhere = [(f"{name}:{port}", _Columns()) for name in self.chips
                          for port in spec.unconnected(name)]
@@ -814,6 +862,13 @@ class System:
             name, _, port = key.partition(":")
             self.chips[name].attach_sink(int(port), collector)
         self.unconnected = {key: 0 for key, _ in self._nowhere}
+        # each chip's column collectors, marked at the end of every step by run_steps
+        self._columns_of: dict[str, list[_Columns]] = {name: [] for name in self.chips}
+        for port, collector in self._out:
+            assert port.tx is not None
+            self._columns_of[port.tx.chip].append(collector)
+        for key, collector in self._nowhere:
+            self._columns_of[key.partition(":")[0]].append(collector)
         if threads < 1:
             raise SystemConfigError(f"threads must be >= 1, got {threads}")
         self.threads = threads
@@ -934,6 +989,83 @@ class System:
                 gc.enable()
         return self.now - start
 
+    def run_steps(self, steps: Sequence[int],
+                  before: Mapping[str, Callable[[int], Any]] | None = None,
+                  after: Mapping[str, Callable[[], Any]] | None = None,
+                  beside: Sequence[Callable[[], Any]] = ()) -> None:
+        """Run consecutive steps of the lengths ``steps``: the same as ``run(step)`` for
+        each, with each chip's ``before(cycle)`` (the cycle the step runs to: e.g. offering
+        the frames due by then) before each step and ``after()`` (e.g. taking its
+        exceptions) after it.  With threads (no link couples the chips) each chip runs all
+        the steps on one host thread, ``before`` and ``after`` there too, and the threads
+        meet once, at the end: one hand-off for all the steps instead of one a step, and
+        no thread waits for the other between them.  Each chip sees the calls it sees
+        serially, in the same order, and the frames out are handed on step by step after
+        the meeting, as an exchange after each step would have (``_Columns.mark``), so the
+        result is the serial one.  ``beside``: work that touches no chip, in pieces done in
+        order, one at a time (first when serial); with threads each piece by the first
+        thread between two of its chip's steps (``_Chain``), so it fills both threads' gaps.
+        ``before`` and ``after`` of different chips, and ``beside``, may run at the same
+        time: each must touch only its own things."""
+        before, after = before or {}, after or {}
+        if not steps:
+            return
+        if not self._parallel():
+            for index, cycles in enumerate(steps):
+                end = self.now + cycles
+                for name in self.chips:  # in the chips' order, as the threads' do per chip
+                    if name in before:
+                        before[name](end)
+                self.run(cycles, beside=(lambda: [piece() for piece in beside])
+                         if index == 0 and beside else None)
+                for name in self.chips:
+                    if name in after:
+                        after[name]()
+            return
+        pool = self._thread_pool()
+        start, names = self.now, list(self.chips)
+        chain = _Chain(beside)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            futures = [pool.submit(self._chip_steps, name, start, steps, before.get(name),
+                                   after.get(name), chain) for name in names[1:]]
+            try:
+                self._chip_steps(names[0], start, steps, before.get(names[0]),
+                                 after.get(names[0]), chain)
+            finally:
+                for future in futures:
+                    future.result()
+        finally:
+            if collecting:
+                gc.enable()
+        self.now = start + sum(steps)
+        self._exchange(len(steps))
+
+    def _chip_steps(self, name: str, start: int, steps: Sequence[int],
+                    before: Callable[[int], Any] | None, after: Callable[[], Any] | None,
+                    beside: _Chain) -> None:
+        """Chip ``name``'s part of ``run_steps``: each step in the calls ``run(step)``
+        makes for it (no link: every chip is free to run ahead in its chunks)."""
+        chip, advance, columns = self.chips[name], self._advance[name], self._columns_of[name]
+        end = start
+        for cycles in steps:
+            now, end = end, end + cycles
+            if before is not None:
+                before(end)
+            while now < end:
+                horizon = min(now + self.step, end)
+                if horizon > chip.now:
+                    ahead = min(chip.now + NO_LINK_STEP_CYCLES, end)
+                    advance(max(horizon, ahead) - chip.now)
+                now = horizon
+            if after is not None:
+                after()
+            for collector in columns:
+                collector.mark()
+            beside.help()
+        beside.finish()
+
     def _thread_pool(self) -> ThreadPoolExecutor:
         """The system's host threads, started once and kept for every ``run`` (a pool per
         call started two threads per step; its threads end when the system is dropped)."""
@@ -954,29 +1086,42 @@ class System:
     def frames_out(self) -> int:
         return sum(c.frames_out for c in self.port_counters.values())
 
-    def _exchange(self) -> None:
-        for key, collector in self._nowhere:
-            self.unconnected[key] += len(collector.take()[0])
-        for port, collector, delay in self._out:
-            firsts, lasts, datas = collector.take()
-            self.port_counters[port.name].frames_out += len(firsts)
-            sink = self._sinks.get(port.name)
-            if sink is None:
-                continue
-            index = self.spec.ports.index(port)
-            if hasattr(sink, "write_columns"):  # the lab's AnalysisSink: no TxFrame each
-                sink.write_columns(index, [f + delay for f in firsts],
-                                   [last + delay for last in lasts], datas)
-                continue
-            write, make, clock = sink.write, self._make_tx_frame, self.clock_hz
-            for first, last, data in zip(firsts, lasts, datas, strict=True):
-                last += delay
-                write(make(index, first + delay, last, data, round(last * 1e9 / clock)))
+    def _exchange(self, steps: int | None = None) -> None:
+        """The frames out of the last step handed on; ``steps``: of the last ``steps``
+        steps of ``run_steps`` (no links), step by step as after each."""
+        if steps is None:
+            nowhere = [[collector.take()] for _, collector in self._nowhere]
+            out = [[collector.take()] for _, collector in self._out]
+        else:
+            nowhere = [collector.take_steps() for _, collector in self._nowhere]
+            out = [collector.take_steps() for _, collector in self._out]
+        for step in range(steps or 1):
+            for (key, _), parts in zip(self._nowhere, nowhere, strict=True):
+                self.unconnected[key] += len(parts[step][0])
+            for (port, _), parts in zip(self._out, out, strict=True):
+                self._hand_on(port, *parts[step])
+        if steps is not None:
+            return
         for link, collector in zip(self.links, self._link_collectors, strict=True):
             link.accept(collector.take())
             if link.due(self.now):  # read the receiver's RBUF only when it matters
                 ports = link.receiver.counters()["ports"]
                 link.release(self.now, int(ports[link.spec.dst.port]["rbuf_elements_in_use"]))
+
+    def _hand_on(self, port: ExternalPort, firsts: list[int], lasts: list[int],
+                 datas: list[bytes]) -> None:
+        """External port ``port``'s frames out (the framer's delay added) to its sink."""
+        self.port_counters[port.name].frames_out += len(firsts)
+        sink = self._sinks.get(port.name)
+        if sink is None:
+            return
+        index = self.spec.ports.index(port)
+        if hasattr(sink, "write_columns"):  # the lab's AnalysisSink: no TxFrame each
+            sink.write_columns(index, firsts, lasts, datas)
+            return
+        write, make, clock = sink.write, self._make_tx_frame, self.clock_hz
+        for first, last, data in zip(firsts, lasts, datas, strict=True):
+            write(make(index, first, last, data, round(last * 1e9 / clock)))
 
     # ---- counters
     def counters(self) -> dict[str, Any]:

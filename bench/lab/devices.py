@@ -257,7 +257,9 @@ def _run_until_done(loaded: _Loaded, sinks: Mapping[int, Any], offered: int,
 def stream_until_done(now: Callable[[], int], step: Callable[[int], None],
                       counters: Callable[[], dict[str, Any]], settled: Callable[[], int],
                       feeds: Sequence[tuple[BatchFeed, Any]], sink: AnalysisSink,
-                      settle_ps: int, clock_hz: float) -> dict[str, Any]:
+                      settle_ps: int, clock_hz: float,
+                      run_steps: Callable[[list[int]], None] | None = None,
+                      steps_ahead: int = 1) -> dict[str, Any]:
     """``_run_until_done`` for a streamed trial: each port's frames offered to its chip
     (``feeds``: the feed and the chip it offers to) before every ``step`` and the frames
     out analysed after it (``sink.flush``).  The steps are the held run's: ``STEP_CYCLES``
@@ -265,7 +267,11 @@ def stream_until_done(now: Callable[[], int], step: Callable[[int], None],
     (out, or ``settled()``) or ``settle_ps`` has passed; ``counters()`` at the end of the
     traffic is returned.  The last bit is known once every port's generator is done;
     until then each port is generated ahead until a frame is known to be sent after the
-    coming step (``BatchFeed.look_ahead``), so a full step never passes the traffic's end."""
+    coming step (``BatchFeed.look_ahead``), so a full step never passes the traffic's end.
+
+    ``run_steps(steps)``: until the traffic's end, up to ``steps_ahead`` of these steps at a
+    time, each offering its own frames before it (e.g. ``System.run_steps``: each chip's
+    steps on its own thread); the steps and flushes are the same."""
     traffic_end = deadline = None
 
     def run(cycles: int) -> None:
@@ -274,17 +280,32 @@ def stream_until_done(now: Callable[[], int], step: Callable[[int], None],
         step(cycles)
         sink.flush(now())
 
+    ahead = steps_ahead if run_steps is not None else 1
     while True:
         if traffic_end is None:
             for feed, _ in feeds:
-                feed.look_ahead(now() + STEP_CYCLES)
+                feed.look_ahead(now() + ahead * STEP_CYCLES)
             if all(feed.generated for feed, _ in feeds):
                 last_ps = max((feed.last_bit_ps for feed, _ in feeds), default=Fraction(0))
                 traffic_end = _cycle(last_ps, clock_hz)
                 deadline = _cycle(last_ps + settle_ps, clock_hz)
         if traffic_end is not None and now() >= traffic_end:
             break
-        run(STEP_CYCLES if traffic_end is None else min(STEP_CYCLES, traffic_end - now()))
+        if run_steps is None:
+            run(STEP_CYCLES if traffic_end is None else min(STEP_CYCLES, traffic_end - now()))
+            continue
+        # the next ``ahead`` steps as one at a time would take them: a frame is known to be
+        # sent after them (look_ahead), or the traffic's end is known
+        steps, cycle = [], now()
+        while len(steps) < ahead and (traffic_end is None or cycle < traffic_end):
+            steps.append(STEP_CYCLES if traffic_end is None
+                         else min(STEP_CYCLES, traffic_end - cycle))
+            cycle += steps[-1]
+        run_steps(steps)
+        cycle = now() - sum(steps)
+        for cycles in steps:  # the flushes one step at a time would have asked for
+            cycle += cycles
+            sink.flush(cycle)
     assert deadline is not None
     during = counters()
     offered = sum(feed.sent for feed, _ in feeds)

@@ -30,11 +30,12 @@ bit (tests/bench/lab/test_system_device.py).
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ from npkit.bench.lab.devices import (
 )
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.tester import Analyzer, Traffic, generate
-from npkit.bench.tester.chip import received, sources, streaming
+from npkit.bench.tester.chip import BatchFeed, received, sources, streaming
 from npkit.bench.tester.fast import Batch
 from npkit.bench.tester.media import PS_PER_S
 from npkit.runtime.system import System, SystemConfigError, SystemSpec
@@ -80,6 +81,9 @@ POOL_MES = 16
 # frames are generated a few steps ahead beside the chips, not all before the first step
 SYSTEM_BATCH_FRAMES = 4_096
 GENERATE_AHEAD = 2 * STEP_CYCLES  # cycles past a step generated during it
+# with threads, the lab steps the chips run between two meetings of their threads until
+# the traffic's end (System.run_steps; the steps themselves are the lab's)
+STEPS_PER_MEETING = 8
 SINGLE_SYSTEM = "single-ixp2800"  # the lab's single chip (CompiledChipDevice, no framers)
 
 
@@ -397,9 +401,41 @@ class SystemChipDevice(CompiledChipDevice):
             return sum(one.settled() for one in loaded.values()) + \
                 sum(system.unconnected.values())
 
+        # with threads, several steps a meeting: each chip's feeds offered and its
+        # exceptions taken on its own thread, the generation beside them under a lock a
+        # feed (it only appends batches the offers have not reached: look_ahead before)
+        locks = {id(feed): threading.Lock() for feed, _ in feeds}
+        chip_of = {id(chip): name for name, chip in system.chips.items()}
+        mine: dict[str, list[tuple[BatchFeed, Any]]] = {name: [] for name in system.chips}
+        for feed, chip in feeds:
+            mine[chip_of[id(chip)]].append((feed, chip))
+
+        def offer(name: str) -> Callable[[int], None]:
+            def work(cycle: int) -> None:
+                for feed, chip in mine[name]:
+                    with locks[id(feed)]:
+                        feed.offer_until(chip, cycle)
+            return work
+
+        def locked_ahead(cycle: int) -> None:
+            for feed, _ in feeds:
+                with locks[id(feed)]:
+                    feed.look_ahead(cycle)
+
+        def steps(sizes: list[int]) -> None:
+            # beside them, one piece at a time: the flushes asked so far, each its own
+            # piece, then the generation of the next meeting's steps and GENERATE_AHEAD more
+            pending = deferred.pieces()
+            cycle = system.now + sum(sizes) + STEPS_PER_MEETING * STEP_CYCLES + GENERATE_AHEAD
+            system.run_steps(sizes, {name: offer(name) for name in mine},
+                             {name: one.drain for name, one in loaded.items()},
+                             beside=[*pending, lambda: locked_ahead(cycle)])
+
         self.coverage_watch(list(system.chips.values()))
         during = stream_until_done(lambda: system.now, step, system.counters, settled, feeds,
-                                   deferred, trial.settle_ps, system.clock_hz)
+                                   deferred, trial.settle_ps, system.clock_hz,
+                                   run_steps=steps if system.threads > 1 else None,
+                                   steps_ahead=STEPS_PER_MEETING)
         deferred.finish()
         system.close_sinks()
         self.coverage_take(list(system.chips.values()))
@@ -539,11 +575,18 @@ class _DeferredFlush:
         """The flushes asked so far as one call (None: none)."""
         return self.run if self._asked else None
 
-    def run(self) -> None:
+    def pieces(self) -> list[Callable[[], None]]:
+        """The flushes asked so far, one call each, to be done in order."""
         asked, self._asked = self._asked, []
-        for now_cycle in asked:
-            self._register(now_cycle)
-            self.sink.flush(now_cycle)
+        return [partial(self._flush, now_cycle) for now_cycle in asked]
+
+    def run(self) -> None:
+        for piece in self.pieces():
+            piece()
+
+    def _flush(self, now_cycle: int | None) -> None:
+        self._register(now_cycle)
+        self.sink.flush(now_cycle)
 
     def finish(self) -> None:
         self.run()

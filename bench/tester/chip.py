@@ -230,6 +230,9 @@ class AnalysisSink:
     tally: TrialTally | None = None
     # port -> (last-bit cycles, frames) waiting, in arrival order
     _waiting: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
+    # ports whose waiting last-bit cycles may not be in order (the others': a flush's
+    # frames are a prefix found by bisection, no pass over every frame waiting)
+    _unordered: set[int] = field(default_factory=set)
 
     def _port(self, port: int) -> tuple[list[int], list[bytes]]:
         waiting = self._waiting.get(port)
@@ -239,6 +242,8 @@ class AnalysisSink:
 
     def write(self, frame: TxFrame) -> None:
         lasts, datas = self._port(frame.port)
+        if lasts and lasts[-1] > frame.last_bit_cycle:
+            self._unordered.add(frame.port)
         lasts.append(frame.last_bit_cycle)
         datas.append(frame.data)
 
@@ -246,6 +251,9 @@ class AnalysisSink:
                       datas: list[bytes]) -> None:
         """``port``'s frames in order of arrival (first-bit cycles unused)."""
         waiting = self._port(port)
+        if lasts and port not in self._unordered and not (
+                (not waiting[0] or waiting[0][-1] <= lasts[0]) and lasts == sorted(lasts)):
+            self._unordered.add(port)
         waiting[0].extend(lasts)
         waiting[1].extend(datas)
 
@@ -264,7 +272,11 @@ class AnalysisSink:
         datas: list[bytes] = []
         for port in sorted(self._waiting):  # by port, each in arrival order
             port_lasts, port_datas = self._waiting[port]
-            ready = _before(port_lasts, now_cycle)
+            if port in self._unordered:
+                ready = _before(port_lasts, now_cycle)
+            else:  # in order: those before now_cycle are the first ones
+                ready = len(port_lasts) if now_cycle is None else \
+                    bisect.bisect_left(port_lasts, now_cycle)
             if isinstance(ready, int):  # the first ``ready`` frames (the usual case)
                 self._waiting[port] = (port_lasts[ready:], port_datas[ready:])
                 port_lasts, port_datas = port_lasts[:ready], port_datas[:ready]
@@ -275,6 +287,9 @@ class AnalysisSink:
                                        [port_datas[i] for i in keep])
                 port_lasts = [port_lasts[i] for i in ready]
                 port_datas = [port_datas[i] for i in ready]
+                left = self._waiting[port][0]
+                if left == sorted(left):
+                    self._unordered.discard(port)
             if not port_lasts:
                 continue
             ports += [port] * len(port_lasts)

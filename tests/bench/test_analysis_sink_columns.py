@@ -21,13 +21,17 @@ class Recorder:
         self.calls.append((list(ports), list(times), list(datas)))
 
 
-def _frames(seed: int, ordered: bool) -> list[TxFrame]:
+def _frames(seed: int, ordered: bool | str) -> list[TxFrame]:
+    """``ordered``: every port's last bits in order, none, or "one": in order but for
+    frame 150 (an ordered port turns unordered in the second chunk)."""
     rng = random.Random(seed)
     out, clock = [], {0: 0, 1: 0, 2: 0}
     for i in range(300):
         port = rng.randrange(3)
         clock[port] += rng.randrange(1, 60)
         last = clock[port] if ordered else rng.randrange(0, 9000)
+        if ordered == "one" and i == 150:
+            last = 1
         out.append(TxFrame(port, last - 5, last, i.to_bytes(2, "big") + bytes([port]), 0))
     return out
 
@@ -52,7 +56,7 @@ def _run(frames, flushes, columns: bool):
 
 
 def test_columns_and_frames_flush_as_the_rule_says() -> None:
-    for ordered in (True, False):
+    for ordered in (True, False, "one"):
         frames = _frames(7, ordered)
         flushes = [3000, 6000, 8000, None]
         want = _flat(_written_reference(frames, flushes))

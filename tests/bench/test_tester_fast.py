@@ -251,6 +251,19 @@ def test_fast_analysis_reports_what_the_python_analyzer_reports(kind: str, seed:
     assert faults > 0
 
 
+@pytest.mark.parametrize("kind,seed", [("ipv4-40", 6), ("mixed-imix", 7)])
+def test_a_large_ipv4_table_is_looked_up_as_the_python_reference_does(kind: str,
+                                                                      seed: int) -> None:
+    """70,000 IPv4 routes: the C++ reference looks them up in a table per /24 block
+    (analysis.cpp, build_dir24), prefixes longer than /24 in the tables; the destinations
+    use one prefix of every length from /8 to /32."""
+    routes = {4: generate_routes(4, 70_000, 7, committed_histogram(4), 16),
+              6: generate_routes(6, 600, 7, committed_histogram(6), 16)}
+    assert sum(1 for _, length in routes[4] if length > 24) > 10
+    big = {f: pick_destinations(routes[f], f, 200, seed=3) for f in (4, 6)}
+    test_fast_analysis_reports_what_the_python_analyzer_reports(kind, seed, big)
+
+
 def test_other_expectations_use_the_python_analyzer(dests) -> None:
     streams, ports = streams_of("ipv4-40", dests)
     records = generate(streams, ports).records()[:50]

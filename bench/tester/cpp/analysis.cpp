@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "analyzer.hpp"
+#include "buffers.hpp"
 #include "pyint.hpp"
 
 namespace py = pybind11;
@@ -94,6 +95,10 @@ Analysis::Analysis(std::vector<int> framing_pos, std::vector<u128> per_byte,
       denominator_(denominator), bin_ps_(bin_ps), ref_(std::move(reference)) {}
 
 int Analysis::lookup(int f, u128 dst, int bits) const {
+  if (f == 0 && !ref_->dir24.empty()) {
+    int32_t entry = ref_->dir24[size_t(dst >> 8)];
+    if (!(entry & Reference::LONGER24)) return entry - 1;
+  }
   unsigned top = unsigned(dst >> (bits - 16));
   for (size_t k = 0; k < ref_->lengths[f].size(); k++) {
     int length = ref_->lengths[f][k];
@@ -266,6 +271,37 @@ namespace {
 
 u128 big(py::handle value) { return to_u128(value); }
 
+// Reference::dir24 for an IPv4 table of DIR24_MIN_ROUTES routes or more (64 MiB, built in
+// tens of ms once per reference; a small table's probes stay in the cache anyway).
+constexpr size_t DIR24_MIN_ROUTES = size_t(1) << 16;
+
+void build_dir24(Reference& r) {
+  size_t routes = 0;
+  for (const auto& table : r.tables[0]) routes += table.size();
+  if (routes < DIR24_MIN_ROUTES) return;
+  r.dir24.assign(size_t(1) << 24, 0);  // an entry is the next hop + 1 (0: none) | LONGER24
+  // shortest first, so a longer prefix overwrites the blocks of a shorter one holding it;
+  // the flags of lengths over 24 come last
+  std::vector<size_t> order(r.lengths[0].size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return r.lengths[0][a] < r.lengths[0][b]; });
+  for (size_t k : order) {
+    int length = r.lengths[0][k];
+    for (const auto& [network, hop] : r.tables[0][k]) {
+      size_t block = size_t(network >> 8);
+      if (length > 24) {
+        r.dir24[block] |= Reference::LONGER24;
+        continue;
+      }
+      if (hop < 0 || hop + 1 >= Reference::LONGER24)
+        throw std::invalid_argument("a next hop out of the reference's range");
+      std::fill_n(r.dir24.begin() + std::ptrdiff_t(block), size_t(1) << (24 - length),
+                  int32_t(hop + 1));
+    }
+  }
+}
+
 Reference reference_of(const py::dict& spec) {
   Reference r;
   r.pass_through = spec["kind"].cast<std::string>() == "pass";
@@ -302,6 +338,7 @@ Reference reference_of(const py::dict& spec) {
   }
   r.hop_port = spec["hop_port"].cast<std::vector<int>>();
   for (int pos : spec["pos_port"].cast<std::vector<int>>()) r.pos_port.push_back(pos != 0);
+  build_dir24(r);
   return r;
 }
 
@@ -311,21 +348,6 @@ struct PyReference {
       : reference(std::make_shared<const Reference>(reference_of(spec))) {}
   std::shared_ptr<const Reference> reference;
 };
-
-// The first ``n`` frames of ``datas`` (bytes) as (pointer, size): read with the GIL held,
-// used after it is released (the list, and so the bytes, stay alive during the call).
-std::vector<std::pair<const uint8_t*, size_t>> buffers(const py::list& datas, size_t n) {
-  if (static_cast<size_t>(py::len(datas)) < n) throw py::index_error("fewer frames than ports");
-  std::vector<std::pair<const uint8_t*, size_t>> out(n);
-  for (size_t i = 0; i < n; i++) {
-    char* data;
-    Py_ssize_t size;
-    if (PyBytes_AsStringAndSize(datas[i].ptr(), &data, &size) != 0)
-      throw py::error_already_set();
-    out[i] = {reinterpret_cast<const uint8_t*>(data), size_t(size)};
-  }
-  return out;
-}
 
 class PyAnalysis {
  public:
@@ -341,7 +363,7 @@ class PyAnalysis {
   void add_sent(const std::vector<int>& ports, const std::vector<int64_t>& times,
                 const py::list& datas, const std::vector<int>& streams,
                 const std::vector<int64_t>& seqs) {
-    auto frames = buffers(datas, ports.size());
+    auto frames = frame_buffers(datas, ports.size());
     py::gil_scoped_release released;  // the frames' bytes are the caller's, kept alive
     std::lock_guard<std::mutex> hold(busy_);  // sent and received may come from two threads
     for (size_t i = 0; i < ports.size(); i++)
@@ -357,7 +379,7 @@ class PyAnalysis {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return times[a] != times[b] ? times[a] < times[b] : ports[a] < ports[b];
     });
-    auto frames = buffers(datas, ports.size());
+    auto frames = frame_buffers(datas, ports.size());
     py::gil_scoped_release released;  // another thread's Python runs meanwhile
     std::lock_guard<std::mutex> hold(busy_);
     for (size_t i : order)

@@ -37,6 +37,12 @@ struct Reference {
   // set when tables[family][k] holds a network starting with them (empty: not kept).  A
   // lookup skips the lengths with no such network: no probe of a table that cannot match.
   std::array<std::vector<std::vector<uint64_t>>, 2> first16;
+  // IPv4 with many routes: per /24 block the next hop of the longest prefix of length 24
+  // or less holding it (-1: none), LONGER24 set when a longer prefix starts in the block
+  // (its addresses are looked up in the tables).  One read a lookup instead of a probe
+  // per length, each a cache miss in tables this large (empty: not kept, few routes).
+  static constexpr int32_t LONGER24 = int32_t(1) << 30;
+  std::vector<int32_t> dir24;
   std::vector<int> hop_port;  // next hop (numbered 0..) -> output port
   std::array<std::vector<std::string>, 2> hop_link;  // [family][hop] expected link header
   std::array<std::vector<char>, 2> hop_link_known;  // [family][hop]: link checked

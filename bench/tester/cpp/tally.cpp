@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "buffers.hpp"
+
 namespace py = pybind11;
 
 namespace tester {
@@ -40,14 +42,7 @@ py::tuple tally_batch(bool pos, py::array_t<int64_t, py::array::c_style | py::ar
     throw std::invalid_argument("tally_batch: as many times as frames");
   bool bounded = !until.is_none();
   int64_t until_ps = bounded ? until.cast<int64_t>() : 0;
-  std::vector<std::pair<const uint8_t*, size_t>> frames(n);
-  for (size_t i = 0; i < n; i++) {
-    char* data;
-    Py_ssize_t size;
-    if (PyBytes_AsStringAndSize(datas[i].ptr(), &data, &size) != 0)
-      throw py::error_already_set();
-    frames[i] = {reinterpret_cast<const uint8_t*>(data), size_t(size)};
-  }
+  auto frames = frame_buffers(datas, n);
   const int64_t* t = times.data();
   int64_t ip_bytes = 0, by_until = 0;
   std::vector<int64_t> short_frames;

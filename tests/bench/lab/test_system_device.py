@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from npkit.bench.lab import npf
+from npkit.bench.lab.devices import STEP_CYCLES
 from npkit.bench.lab.errors import LabConfigError
 from npkit.bench.lab.system_device import SystemChipDevice
 from npkit.bench.lab.unit_use import dram_bytes_per_packet, dram_bytes_per_packet_by_chip
@@ -104,6 +105,35 @@ def test_two_threads_give_the_serial_frames_and_counters() -> None:
             [(r.port, r.time_ps, r.data) for r in two.received]
         assert one.counters == two.counters and one.sim_ps == two.sim_ps
     assert one.report.total.received > 0
+
+
+@pytest.mark.parametrize("traffic", ["ipv4", "mixed"])
+def test_two_threads_give_the_serial_streamed_trial(traffic) -> None:
+    """A streamed trial long enough for several steps a meeting of the threads
+    (``STEPS_PER_MEETING``: each chip offered its frames, run and drained on its own thread
+    for several lab steps, the frames out handed on step by step after): the serial
+    report, counters, simulated time and tally, also with loss (100 % and overload: both
+    inputs to one output, so some frames end as exceptions and drops) and with batches far
+    smaller than a step (the generator's look-ahead beside the chips)."""
+    serial, config = _device()
+    threaded, _ = _device(threads=2)
+    assert serial.streamed and threaded.streamed
+    config = dataclasses.replace(config, trial_ps=150_000_000, exercised_v6=100)  # ~10 steps
+    label, sizes = config.sizes(traffic, "pos")[0]
+    trials = npf.make_trials(serial, config, traffic, label, sizes)
+    for trial in (trials.at(60), trials.at(100)):
+        one, two = serial.run(trial), threaded.run(trial)
+        assert one.counters["sim.cycles"] > 5 * STEP_CYCLES
+        assert one == two
+        small = threaded.run_streamed(trial, threaded.restored(), batch_frames=97)
+        assert small == serial.run_streamed(trial, serial.restored(), batch_frames=97)
+    over = npf.overload(serial, config, traffic, label, sizes)
+    assert over == npf.overload(threaded, config, traffic, label, sizes)
+    assert over.rate.lost > 0
+    # route updates: each chip's time moved by its control plane (System's advance)
+    updated = serial.run_with_updates(trials.at(60), 4, 1_000_000, seed=1)
+    assert updated.counters["updates.landed"] > 0
+    assert updated == threaded.run_with_updates(trials.at(60), 4, 1_000_000, seed=1)
 
 
 def test_route_updates_land_on_both_chips_while_they_forward(dual) -> None:
