@@ -74,6 +74,7 @@ constexpr std::array<Handler, kHandlerCount> make_handlers() {
   t[H_TRACE_POINT] = exec_trace_point;
   for (int k = 0; k < kAluFastCount; ++k) t[H_ALU_FAST + k] = alu::kFastHandlers[k];
   for (size_t k = 0; k < isa::alu_ops::COUNT; ++k) t[H_ALU_LM + k] = alu::kLmHandlers[k];
+  t[H_SAME_ME_SIGNAL] = exec_same_me_signal;
   return t;
 }
 constexpr auto kHandlers = make_handlers();
@@ -483,6 +484,23 @@ void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
   ev.nwords = 0;
   ev.counts = false;
   post(ev);
+}
+
+// raise_signal for a SAME_ME_SIGNAL of the running ME (H_SAME_ME_SIGNAL): its at-issue case
+// without the call's tests of the ME (under the quantum schedule q_me_ is the running ME,
+// whose context executes), else the event as before.
+void Chip::same_me_signal(ME& m, uint32_t v) {
+  const int ci = static_cast<int>(v & 7), sig = static_cast<int>((v >> 3) & 0xF);
+  const uint64_t when = m.time + 1;
+  if (q_me_ >= 0 && when < q_end_) {  // raise_signal's same-ME case, argued there
+    seq_++;
+    if (sig > 0) {
+      m.ctx[ci].signals |= static_cast<uint16_t>(1u << sig);
+      wake_check(m, ci, when);
+    }
+    return;
+  }
+  raise_signal(m.index, ci, sig, when);
 }
 
 // The test inline, the wake-up out of line: most calls (a signal for a context that is

@@ -86,7 +86,12 @@ constexpr uint16_t alu_fast_index(int op, bool a_imm, int b_kind) {
 // and otherwise plain ones; the operand classes (kAluClass*) packed in Insn::aux.
 inline constexpr uint16_t H_ALU_LM = H_ALU_FAST + kAluFastCount;
 inline constexpr unsigned kAluClassReg = 0, kAluClassImm = 1, kAluClassLm0 = 2, kAluClassLm1 = 3;
-inline constexpr int kHandlerCount = H_ALU_LM + isa::alu_ops::COUNT;
+// local_csr_wr[SAME_ME_SIGNAL, b] with b a GPR or an immediate (the usual form): the
+// signal raised without the CSR switch and, under the quantum schedule, delivered at issue
+// (exec_same_me_signal, ctx.cpp).  The handlers' table and the lockstep log treat it as
+// OP_LOCAL_CSR otherwise.
+inline constexpr uint16_t H_SAME_ME_SIGNAL = H_ALU_LM + isa::alu_ops::COUNT;
+inline constexpr int kHandlerCount = H_SAME_ME_SIGNAL + 1;
 
 // The register files of an ME in one flat array (ME::regs), in this order, each
 // file_words(cfg, f) long; the last, kSink, only takes the writes of a destination `--`
@@ -565,6 +570,8 @@ class Chip : public MediaHost {
   uint32_t lm_addr(Context& c, int which);
   void set_lm_addr(Context& c, int which, uint32_t v, bool immediate);
   void raise_signal(int me, int ctx, int sig, uint64_t when);
+  // local_csr_wr[SAME_ME_SIGNAL] by the running ME m with the CSR value v (t + 1)
+  void same_me_signal(ME& m, uint32_t v);
   void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
   void post(const Event& ev);  // schedule a completion (copies the header and nwords words)
   bool scratch_ring_full(int r) const;
@@ -820,6 +827,7 @@ Outcome exec_br_inp_state(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_jump(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_ctx_arb(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_local_csr(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_same_me_signal(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_cam(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_crc(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_hash(Chip&, ME&, Context&, int, const Insn&);
