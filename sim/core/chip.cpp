@@ -595,12 +595,13 @@ inline bool Chip::pick_context(ME& m) {
 
 void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
   m.cur = -1;
+  // the context is the executing one (a swap of no other is possible)
   if (mode == isa::ctx_arb_modes::KILL) {
-    set_state(m, ci, CtxState::Inactive, m.time);
+    set_state_from_executing(m, ci, CtxState::Inactive);
     return;
   }
   if (mode == isa::ctx_arb_modes::VOLUNTARY) {
-    set_state(m, ci, CtxState::Ready, m.time);
+    set_state_from_executing(m, ci, CtxState::Ready);
     return;
   }
   c.wait_any = mode == isa::ctx_arb_modes::ANY;
@@ -611,10 +612,10 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     // sleep of no cycles (no time or trace interval for it; the ME is not idle, it has just
     // run this context), without the detour.
     if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
-    set_state(m, ci, CtxState::Ready, m.time);
+    set_state_from_executing(m, ci, CtxState::Ready);
     return;
   }
-  set_state(m, ci, CtxState::Sleeping, m.time);
+  set_state_from_executing(m, ci, CtxState::Sleeping);
   if (ok) wake_check(m, ci, m.time);  // the frame log records the wake-up
 }
 

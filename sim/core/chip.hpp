@@ -641,6 +641,7 @@ class Chip : public MediaHost {
   template <bool kDebug> std::string run_loop(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
+  inline void set_state_from_executing(ME& m, int ci, CtxState s);
   inline bool pick_context(ME& m);
   template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
@@ -802,6 +803,20 @@ struct ChipSnapshot {
   if (tracing_ && t > c.state_since)
     trace_.push_back(TraceInterval{m.index, ci, c.state, c.state_since, t});
   if (c.state == CtxState::Ready) m.ready_mask &= ~(1u << ci);
+  if (s == CtxState::Ready) m.ready_mask |= 1u << ci;
+  c.state = s;
+  c.state_since = t;
+}
+
+// set_state(m, ci, s, m.time) for the executing context (step_swap): its state is
+// Executing, not Ready, since m.time (the pick's time, which m.time never goes below), so
+// neither test of the general form is needed.
+[[gnu::always_inline]] inline void Chip::set_state_from_executing(ME& m, int ci, CtxState s) {
+  Context& c = m.ctx[ci];
+  const uint64_t t = m.time;
+  c.state_cycles[static_cast<int>(CtxState::Executing)] += t - c.state_since;
+  if (tracing_ && t > c.state_since)
+    trace_.push_back(TraceInterval{m.index, ci, CtxState::Executing, c.state_since, t});
   if (s == CtxState::Ready) m.ready_mask |= 1u << ci;
   c.state = s;
   c.state_since = t;
