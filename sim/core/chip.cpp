@@ -74,6 +74,7 @@ constexpr std::array<Handler, kHandlerCount> make_handlers() {
   t[H_TRACE_POINT] = exec_trace_point;
   for (int k = 0; k < kAluFastCount; ++k) t[H_ALU_FAST + k] = alu::kFastHandlers[k];
   for (size_t k = 0; k < isa::alu_ops::COUNT; ++k) t[H_ALU_LM + k] = alu::kLmHandlers[k];
+  t[H_SAME_ME_SIGNAL] = exec_same_me_signal;
   return t;
 }
 constexpr auto kHandlers = make_handlers();
@@ -485,6 +486,23 @@ void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
   post(ev);
 }
 
+// raise_signal for a SAME_ME_SIGNAL of the running ME (H_SAME_ME_SIGNAL): its at-issue case
+// without the call's tests of the ME (under the quantum schedule q_me_ is the running ME,
+// whose context executes), else the event as before.
+void Chip::same_me_signal(ME& m, uint32_t v) {
+  const int ci = static_cast<int>(v & 7), sig = static_cast<int>((v >> 3) & 0xF);
+  const uint64_t when = m.time + 1;
+  if (q_me_ >= 0 && when < q_end_) {  // raise_signal's same-ME case, argued there
+    seq_++;
+    if (sig > 0) {
+      m.ctx[ci].signals |= static_cast<uint16_t>(1u << sig);
+      wake_check(m, ci, when);
+    }
+    return;
+  }
+  raise_signal(m.index, ci, sig, when);
+}
+
 // The test inline, the wake-up out of line: most calls (a signal for a context that is
 // running or still waits for more) return false, and the wake-up's body (set_state) made
 // every call pay for saving and restoring registers.
@@ -577,12 +595,13 @@ inline bool Chip::pick_context(ME& m) {
 
 void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
   m.cur = -1;
+  // the context is the executing one (a swap of no other is possible)
   if (mode == isa::ctx_arb_modes::KILL) {
-    set_state(m, ci, CtxState::Inactive, m.time);
+    set_state_from_executing(m, ci, CtxState::Inactive);
     return;
   }
   if (mode == isa::ctx_arb_modes::VOLUNTARY) {
-    set_state(m, ci, CtxState::Ready, m.time);
+    set_state_from_executing(m, ci, CtxState::Ready);
     return;
   }
   c.wait_any = mode == isa::ctx_arb_modes::ANY;
@@ -593,10 +612,10 @@ void Chip::step_swap(ME& m, Context& c, int ci, uint8_t mode) {
     // sleep of no cycles (no time or trace interval for it; the ME is not idle, it has just
     // run this context), without the detour.
     if (!c.wait_any) c.signals &= static_cast<uint16_t>(~c.wait_mask);
-    set_state(m, ci, CtxState::Ready, m.time);
+    set_state_from_executing(m, ci, CtxState::Ready);
     return;
   }
-  set_state(m, ci, CtxState::Sleeping, m.time);
+  set_state_from_executing(m, ci, CtxState::Sleeping);
   if (ok) wake_check(m, ci, m.time);  // the frame log records the wake-up
 }
 

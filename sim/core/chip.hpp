@@ -86,7 +86,12 @@ constexpr uint16_t alu_fast_index(int op, bool a_imm, int b_kind) {
 // and otherwise plain ones; the operand classes (kAluClass*) packed in Insn::aux.
 inline constexpr uint16_t H_ALU_LM = H_ALU_FAST + kAluFastCount;
 inline constexpr unsigned kAluClassReg = 0, kAluClassImm = 1, kAluClassLm0 = 2, kAluClassLm1 = 3;
-inline constexpr int kHandlerCount = H_ALU_LM + isa::alu_ops::COUNT;
+// local_csr_wr[SAME_ME_SIGNAL, b] with b a GPR or an immediate (the usual form): the
+// signal raised without the CSR switch and, under the quantum schedule, delivered at issue
+// (exec_same_me_signal, ctx.cpp).  The handlers' table and the lockstep log treat it as
+// OP_LOCAL_CSR otherwise.
+inline constexpr uint16_t H_SAME_ME_SIGNAL = H_ALU_LM + isa::alu_ops::COUNT;
+inline constexpr int kHandlerCount = H_SAME_ME_SIGNAL + 1;
 
 // The register files of an ME in one flat array (ME::regs), in this order, each
 // file_words(cfg, f) long; the last, kSink, only takes the writes of a destination `--`
@@ -565,6 +570,8 @@ class Chip : public MediaHost {
   uint32_t lm_addr(Context& c, int which);
   void set_lm_addr(Context& c, int which, uint32_t v, bool immediate);
   void raise_signal(int me, int ctx, int sig, uint64_t when);
+  // local_csr_wr[SAME_ME_SIGNAL] by the running ME m with the CSR value v (t + 1)
+  void same_me_signal(ME& m, uint32_t v);
   void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
   void post(const Event& ev);  // schedule a completion (copies the header and nwords words)
   bool scratch_ring_full(int r) const;
@@ -634,6 +641,7 @@ class Chip : public MediaHost {
   template <bool kDebug> std::string run_loop(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
+  inline void set_state_from_executing(ME& m, int ci, CtxState s);
   inline bool pick_context(ME& m);
   template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
@@ -800,6 +808,20 @@ struct ChipSnapshot {
   c.state_since = t;
 }
 
+// set_state(m, ci, s, m.time) for the executing context (step_swap): its state is
+// Executing, not Ready, since m.time (the pick's time, which m.time never goes below), so
+// neither test of the general form is needed.
+[[gnu::always_inline]] inline void Chip::set_state_from_executing(ME& m, int ci, CtxState s) {
+  Context& c = m.ctx[ci];
+  const uint64_t t = m.time;
+  c.state_cycles[static_cast<int>(CtxState::Executing)] += t - c.state_since;
+  if (tracing_ && t > c.state_since)
+    trace_.push_back(TraceInterval{m.index, ci, CtxState::Executing, c.state_since, t});
+  if (s == CtxState::Ready) m.ready_mask |= 1u << ci;
+  c.state = s;
+  c.state_since = t;
+}
+
 // ------------------------------------------------------------------ instruction semantics
 // Each returns the outcome; `ci` is the context index.  Files: alu.cpp, branch.cpp,
 // ctx.cpp, units.cpp (cam, crc, mul_step), memory.cpp.
@@ -820,6 +842,7 @@ Outcome exec_br_inp_state(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_jump(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_ctx_arb(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_local_csr(Chip&, ME&, Context&, int, const Insn&);
+Outcome exec_same_me_signal(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_cam(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_crc(Chip&, ME&, Context&, int, const Insn&);
 Outcome exec_hash(Chip&, ME&, Context&, int, const Insn&);

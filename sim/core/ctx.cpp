@@ -104,4 +104,11 @@ Outcome exec_local_csr(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
   return Outcome::Next;
 }
 
+// local_csr_wr[SAME_ME_SIGNAL, b], b a GPR or an immediate (decode.cpp): the CSR switch's
+// SAME_ME_SIGNAL case.
+Outcome exec_same_me_signal(Chip& chip, ME& m, Context& c, int ci, const Insn& in) {
+  chip.same_me_signal(m, chip.read(m, c, ci, in.b));
+  return Outcome::Next;
+}
+
 }  // namespace npkit

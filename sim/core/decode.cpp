@@ -327,6 +327,10 @@ Insn predecode(uint64_t word, int /*me*/, uint32_t /*pc*/, int per_ctx, const Ch
       in.flag = d.f(WRITE);
       in.aux = d.enum_value(CSR, local_csrs::COUNT, local_csrs::NAMES, "local CSR");
       in.b = d.src(SRC);
+      // the usual SAME_ME_SIGNAL write: its own handler (chip.hpp, H_SAME_ME_SIGNAL)
+      if (in.flag && in.aux == local_csrs::SAME_ME_SIGNAL &&
+          (in.b.kind == OpKind::GprA || in.b.kind == OpKind::GprB || in.b.kind == OpKind::Imm))
+        in.handler = H_SAME_ME_SIGNAL;
       break;
     }
     case OP_CAM: {

@@ -80,7 +80,8 @@ void Chip::lockstep_before(const ME& m, int ci, uint32_t pc) {
   if (pc >= m.code.size()) return;
   const Insn& in = m.code[pc];
   const uint16_t op = in.handler == H_TRACE_POINT ? trace_original(m.index, pc) : in.handler;
-  const bool nn_signal = op == isa::OP_LOCAL_CSR && in.flag;  // any local_csr_wr: its value
+  const bool nn_signal =  // any local_csr_wr: its value
+      (op == isa::OP_LOCAL_CSR && in.flag) || op == H_SAME_ME_SIGNAL;
   if (!is_command(op) && !nn_signal) return;
   const Context& c = m.ctx[ci];
   Peek peek{*this, m, ci, {lm_pointer(c, 0), lm_pointer(c, 1)}, m.nn_get};

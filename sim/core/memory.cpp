@@ -61,7 +61,9 @@ struct SavedOut {
 };
 
 // Record the command for the quantum's end, with the n transfer-out words it may read.
-void defer(Chip& chip, const ME& m, int ci, const Insn& in, uint8_t kind, uint32_t a, uint32_t b,
+// Inlined into each command's handler: out of line, its call with nine arguments (saved
+// registers, a stack frame) was ~20 of its ~55 host instructions (callgrind, l2wire).
+[[gnu::always_inline]] inline void defer(Chip& chip, const ME& m, int ci, const Insn& in, uint8_t kind, uint32_t a, uint32_t b,
            std::span<const uint32_t> file, int n) {
   PendingCmd& cmd = chip.defer_command();
   cmd.t = m.time;
