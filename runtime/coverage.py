@@ -98,10 +98,12 @@ class Coverage:
                 mine[line] = mine.get(line, 0) + count
         return out
 
-    def summary(self) -> dict[str, tuple[int, int]]:
-        """Per file: (lines executed, lines with instructions)."""
+    def summary(self, missing_files: bool = False) -> dict[str, tuple[int, int]]:
+        """Per file: (lines executed, lines with instructions); the files `to_lcov` writes
+        (those that no longer exist only with ``missing_files``)."""
         return {f: (sum(1 for c in lines.values() if c), len(lines))
-                for f, lines in sorted(self.lines.items())}
+                for f, lines in sorted(self.lines.items())
+                if missing_files or Path(f).is_file()}
 
     def to_lcov(self, missing_files: bool = False, test_name: str = "npkit") -> str:
         """The lcov tracefile text (geninfo's format: TN, SF, DA, LF, LH, end_of_record)."""

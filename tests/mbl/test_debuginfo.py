@@ -144,12 +144,10 @@ def all_instructions(module):
 @pytest.mark.parametrize("path", ["examples/router/router.mbl", "microblocks/l2_bridge.mbl",
                                   "tests/mbl/programs/ipv4_ttl.mbl"])
 def test_every_instruction_of_real_programs_has_a_location(path):
-    """Only LLVM's merges (phis, the shared ret, their branches), what SimplifyCFG
+    """Only LLVM's merges (phis, the shared ret, their branches) and what SimplifyCFG
     speculates out of a short-circuit `&&` / `||` into the `select` that replaces the branch
-    (LLVM drops a hoisted instruction's location on purpose), and a `select` SimplifyCFG
-    made of two returns of one function (it merges their two lines into LLVM's line 0,
-    e.g. lpm_poptrie.mbl's `lpm_half`) may lose their line; every location points into its
-    file, at a column inside the line."""
+    (LLVM drops a hoisted instruction's location on purpose) may lose their line; every
+    location points into its file, at a column inside the line."""
     program = compile_file(REPO / path)
     module = optimize(lower(program))
     locs = DebugLocations(module)
@@ -162,8 +160,7 @@ def test_every_instruction_of_real_programs_has_a_location(path):
             for k, instr in enumerate(instrs):
                 loc = locs.loc_of(instr)
                 if loc is None:
-                    if not (speculated_into_select(instr, instrs[k + 1:], locs)
-                            or merged_select(instr, locs)):
+                    if not speculated_into_select(instr, instrs[k + 1:], locs):
                         missing.append(instr.opcode)
                     continue
                 lines = program.sources[loc.file].splitlines()
@@ -178,15 +175,6 @@ def speculated_into_select(instr, after, locs) -> bool:
     return bool(name) and any(
         i.opcode == "select" and locs.loc_of(i) is not None
         and re.search(re.escape(name) + r"\b", str(i).split("=", 1)[1]) for i in after)
-
-
-def merged_select(instr, locs) -> bool:
-    """`instr` is a `select` whose location LLVM merged from different lines: line 0 in a
-    scope of ours (not one the lowering left without a location)."""
-    node = locs.dbg.get(instr)
-    kind, fields = locs.nodes.get(node, ("", {})) if node is not None else ("", {})
-    return instr.opcode == "select" and kind == "DILocation" and \
-        fields.get("line") == "0" and "scope" in fields
 
 
 def strip_debug(text: str) -> str:

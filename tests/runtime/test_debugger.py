@@ -16,7 +16,7 @@ from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
 from npkit.link import link
 from npkit.runtime.compiled import CompiledRun
-from npkit.runtime.coverage import parse_lcov
+from npkit.runtime.coverage import Coverage, parse_lcov
 from npkit.runtime.debug_condition import ConditionError
 from npkit.runtime.debugger import DebugError, Debugger
 from npkit.runtime.lpm import RouteTables
@@ -183,6 +183,20 @@ def test_coverage_lcov_marks_executed_and_unexecuted_lines(router, tmp_path) -> 
     assert sum(v6.values()) == 0 and len(v6) > 10
     rx = next(v for f, v in lines.items() if f.endswith("rx_eth.uc"))
     assert max(rx.values()) >= len(FRAMES)
+
+
+def test_coverage_summary_counts_what_the_lcov_file_holds(tmp_path) -> None:
+    """A file that is gone (a linker's temporary body .uc) is in neither the lcov file nor
+    the summary that `npkit run --coverage` and bench/coverage_pos.py print, unless asked."""
+    real = tmp_path / "kept.mbl"
+    real.write_text("a\nb\nc\n")
+    gone = str(tmp_path / "gone" / "body.uc")
+    cov = Coverage({str(real): {1: 4, 2: 0, 3: 1}, gone: {7: 0, 8: 2}})
+    written = {str(Path(f).resolve()): (sum(1 for c in v.values() if c), len(v))
+               for f, v in parse_lcov(cov.to_lcov()).items()}
+    assert written == {str(real.resolve()): (2, 3)}
+    assert {str(Path(f).resolve()): n for f, n in cov.summary().items()} == written
+    assert cov.summary(missing_files=True) == {str(real): (2, 3), gone: (1, 2)}
 
 
 SPIN_AND_FAULT = """\
