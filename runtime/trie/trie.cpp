@@ -269,25 +269,28 @@ void Trie::add_aligned(u128 key, int length, uint32_t next_hop) {
 // depth, so that a later collapse or delete knows what covers the whole ply.  A child ply
 // whose every depth exceeds the new one belongs to longer routes: nothing there changes.
 void Trie::paint_add(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth) {
-  uint8_t* depths = depth_.get();
+  uint8_t* const depths = depth_.get();
+  uint32_t* const words = words_;
   const bool tracing = tracing_;
   counters_.slots_scanned += count;
-  for (uint32_t i = first; i < first + count; ++i) {
-    if (tracing) trace_depth(i);
-    if (depths[i] > depth) continue;  // a longer route's slot (and, if a child, subtree)
+  uint64_t written = 0;  // counted here, added once (see paint_slots)
+  auto paint = [&](uint32_t i) __attribute__((always_inline)) {
     if (tracing) trace_.push_back(i);
-    const uint32_t word = words_[i];
+    const uint32_t word = words[i];
     if (word & kChild) {
       const uint32_t ply = word & kPointerMask;
       if (ply_min(ply) <= depth) {
         paint_add(ply, ply_words_, leaf, depth);
         set_ply_min(ply, depth);  // its slots <= depth now hold it, the rest exceed it
       }
-    } else {
-      write(i, leaf);
+    } else if (word != leaf) {
+      ++written;
+      store(i, leaf);
     }
     depths[i] = depth;
-  }
+  };
+  paint_slots(first, count, depth, paint);  // the slots of depth <= the new one
+  counters_.words_written += written;
 }
 
 uint8_t Trie::ply_min(uint32_t ply) {
@@ -464,14 +467,14 @@ std::pair<uint32_t, uint8_t> Trie::route_leaf(u128 key, int length) const {
 // deleted route (none in a child ply whose every depth exceeds the deleted one).
 void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t depth,
                         uint8_t deleted_depth) {
-  uint8_t* depths = depth_.get();
+  uint8_t* const depths = depth_.get();
+  uint32_t* const words = words_;
   const bool tracing = tracing_;
   counters_.slots_scanned += count;
-  for (uint32_t i = first; i < first + count; ++i) {
-    if (tracing) trace_depth(i);
-    if (depths[i] > deleted_depth) continue;  // a longer route's slot (and subtree)
+  uint64_t written = 0;
+  auto paint = [&](uint32_t i) __attribute__((always_inline)) {
     if (tracing) trace_.push_back(i);
-    const uint32_t word = words_[i];
+    const uint32_t word = words[i];
     if (word & kChild) {
       const uint32_t ply = word & kPointerMask;
       // Every slot under the deleted prefix is at least as deep as its cover (prefixes
@@ -480,11 +483,14 @@ void Trie::paint_delete(uint32_t first, uint32_t count, uint32_t leaf, uint8_t d
         paint_delete(ply, ply_words_, leaf, depth, deleted_depth);
         set_ply_min(ply, depth);
       }
-    } else if (depths[i] == deleted_depth) {
-      write(i, leaf);
+    } else if (depths[i] == deleted_depth && word != leaf) {
+      ++written;
+      store(i, leaf);
     }
     if (depths[i] == deleted_depth) depths[i] = depth;
-  }
+  };
+  paint_slots(first, count, deleted_depth, paint);  // (a longer route's slots: skipped)
+  counters_.words_written += written;
 }
 
 // Replace a ply by its leaf when one route no longer than the ply's parent slot covers all

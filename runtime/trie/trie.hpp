@@ -22,6 +22,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "huge_pages.hpp"
 
 namespace npkit::trie {
@@ -314,6 +318,45 @@ class Trie : public WorkRecord<TrieCounters> {
   [[gnu::noinline]] void log_write(uint32_t index, uint32_t value) {
     log_.indices.push_back(index);
     log_.values.push_back(value);
+  }
+  // write() of a word known to change, its count left to the caller (the paint loops
+  // count their writes in a local: a member's increment after each depth byte store is a
+  // load and a store, as the bytes may alias it).
+  [[gnu::always_inline]] void store(uint32_t index, uint32_t value) {
+    std::atomic_ref<uint32_t>(words_[index]).store(value, std::memory_order_relaxed);
+    if (marks_) marks_->mark(index);
+    if (logging_) log_write(index, value);
+  }
+  // Call paint(i), in order, for every slot i in [first, first + count) whose depth is at
+  // most `limit` (the painting loops' test), tracing every depth read when tracing.  The
+  // depths are compared 16 per SSE2 step: a delete or add of a short prefix skips the
+  // thousands of slots that longer routes own.  paint(i) may change depth i and the
+  // depths of child plies (other slots), not the other slots of the range.
+  template <class Paint>
+  [[gnu::always_inline]] void paint_slots(uint32_t first, uint32_t count, uint8_t limit,
+                                          Paint&& paint) {
+    const uint8_t* const depths = depth_.get();
+    const uint32_t end = first + count;
+    uint32_t i = first;
+    if (tracing_) {
+      for (; i < end; ++i) {
+        trace_depth(i);
+        if (depths[i] <= limit) paint(i);
+      }
+      return;
+    }
+#if defined(__SSE2__)
+    const __m128i most = _mm_set1_epi8(static_cast<char>(limit));
+    for (; i + 16 <= end; i += 16) {
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(depths + i));
+      // d <= limit (unsigned): min(d, limit) == d
+      auto mask =
+          static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, most), d)));
+      for (; mask; mask &= mask - 1) paint(i + static_cast<uint32_t>(__builtin_ctz(mask)));
+    }
+#endif
+    for (; i < end; ++i)
+      if (depths[i] <= limit) paint(i);
   }
   void publish(uint32_t index, uint32_t value);  // a barrier, then the linking write
   void barrier();
