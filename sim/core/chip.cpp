@@ -136,6 +136,7 @@ Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
   rings_.assign(cfg_.rings, Ring{});
   queues_.assign(cfg_.sram_channels, std::vector<QueueDesc>(cfg_.queue_descriptors));
   media_sigs_.assign(cfg_.num_mes(), std::array<uint16_t, 8>{});
+  q_done_.resize(cfg_.num_mes());
   loaded_pos_.assign(cfg_.num_mes(), -1);
   media_ = std::make_unique<Media>(cfg_.media, *this);
 }
@@ -455,6 +456,63 @@ void Chip::post(const Event& ev) {
   }
   shorten_burst(e.time);
   events_.push(e.time, seq_++, slot);
+}
+
+// post() for a deferred command's completion (quantum schedule, units' phase): the same
+// seq and burst bookkeeping, the record filed in its ME's DoneList instead of the pool and
+// the queue.  Its time is at least the quantum's end (issue >= the quantum's start, Q <=
+// every latency), so post_in_quantum never applies; kept exact through post() if it did.
+void Chip::post_completion(const Event& ev) {
+  if (ev.time < q_end_ || !q_active_) [[unlikely]] {
+    post(ev);
+    return;
+  }
+  if (ev.time > kLatestEvent) [[unlikely]] fault("time_limit", "an event beyond 2^57 cycles");
+  DoneList& d = q_done_[static_cast<size_t>(ev.me)];
+  Event& e = d.fresh();
+  e.time = ev.time;
+  e.seq = seq_++;
+  e.me = ev.me;
+  e.ctx = ev.ctx;
+  e.sig = ev.sig;
+  e.file = ev.file;
+  e.xfer = ev.xfer;
+  e.nwords = ev.nwords;
+  e.counts = ev.counts;
+  for (int k = 0; k < ev.nwords; k += 4) std::memcpy(&e.words[k], &ev.words[k], 4 * sizeof(uint32_t));
+  d.insert();
+  q_done_mask_ |= uint64_t{1} << ev.me;
+  shorten_burst(ev.time);
+}
+
+// The default schedule takes every pending delivery from the event queue: the DoneLists'
+// records (a quantum run's, or a snapshot's) join it with their own (time, seq), and the
+// queue is rebuilt in (time, seq) order, so that each wheel bucket stays a sorted FIFO.
+void Chip::done_to_events() {
+  if (q_done_mask_ == 0) return;
+  std::vector<EventKey> keys;
+  while (!events_.empty()) {
+    const uint32_t slot = events_.pop();
+    keys.push_back(EventKey{event_pool_[slot].time, event_pool_[slot].seq, slot});
+  }
+  for (DoneList& d : q_done_) {
+    for (; !d.empty(); d.pop()) {
+      uint32_t slot;
+      if (event_free_.empty()) {
+        slot = static_cast<uint32_t>(event_pool_.size());
+        event_pool_.emplace_back();
+      } else {
+        slot = event_free_.back();
+        event_free_.pop_back();
+      }
+      event_pool_[slot] = d.front();
+      keys.push_back(EventKey{d.front().time, d.front().seq, slot});
+    }
+  }
+  q_done_mask_ = 0;
+  std::sort(keys.begin(), keys.end(), [](const EventKey& x, const EventKey& y) { return EventKeyLater{}(y, x); });
+  events_ = EventQueue{};
+  for (const EventKey& k : keys) events_.push(k.time, k.seq, k.slot);
 }
 
 void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
@@ -831,6 +889,7 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
       throw std::invalid_argument("the debugger's hooks need the default schedule, not \"quantum\"");
     return run_quantum(max_cycles, stop_tx_frames, until_idle);
   }
+  done_to_events();  // completions a quantum run left as records
   if (!debug_.active()) return run_loop<false>(max_cycles, stop_tx_frames, until_idle);
   // the debugger's hooks are set: the scheduler loop with the instrumented dispatch loop
   debug_capture_watches();
@@ -996,9 +1055,12 @@ bool Chip::post_in_quantum(uint32_t slot) {
   return false;
 }
 
-// ME m from its time to `end`: its bursts end only at its own events.
+// ME m from its time to `end`: its bursts end only at its own events -- those of its list
+// (taken from the event queue) and its completion records due before `end`, merged in
+// (time, seq) order, the order the event queue gave when completions were events.
 void Chip::run_quantum_me(ME& m, uint64_t end) {
   auto& l = q_events_[m.index];
+  DoneList& d = q_done_[static_cast<size_t>(m.index)];
   size_t k = 0;
   q_me_ = m.index;
   if (q_ring_dirty_) {  // the previous ME's ring commands: this ME sees none of its own yet
@@ -1008,7 +1070,10 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   q_nn_log_.clear();
   q_nn_puts_ = 0;
   for (;;) {
-    const uint64_t te = k < l.size() ? event_pool_[l[k]].time : end;
+    // the list's events are all due before `end`; a record may be due later
+    const uint64_t tl = k < l.size() ? event_pool_[l[k]].time : end;
+    const uint64_t td = d.top_time();  // UINT64_MAX when there is none
+    const uint64_t te = td < tl ? td : tl;
     const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
     if (can && m.time < te) {
       burst_end_ = te;
@@ -1016,11 +1081,17 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
       run_me<false>(m);
       continue;  // a same-ME signal may have joined the list
     }
-    if (k >= l.size()) break;
+    if (te >= end) break;
+    if (td < tl || (td == tl && d.front().seq < event_pool_[l[k]].seq)) {
+      deliver(d.front());  // deliver files nothing, so the record stays intact meanwhile
+      d.pop();
+      continue;
+    }
     const uint32_t slot = l[k++];
     event_free_.push_back(slot);  // deliver posts nothing
     deliver(event_pool_[slot]);
   }
+  if (d.empty()) q_done_mask_ &= ~(uint64_t{1} << m.index);
   l.clear();
   q_me_ = -1;
   const auto target = static_cast<int16_t>(next_me(m).index);
@@ -1048,10 +1119,12 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
   }
   q_active_ = true;
   q_end_ = end;
-  // In index order, the MEs with an image or an event (at most 64 MEs, config.cpp).  No
-  // other ME's list changes while one runs (post_in_quantum holds an event for another ME
-  // to the quantum's end), so the set is known here.
-  for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
+  // In index order, the MEs with an image, an event or a completion record (at most 64
+  // MEs, config.cpp; an ME with records issued commands, so it has an image: the mask is
+  // for safety).  No other ME's list changes while one runs (post_in_quantum holds an
+  // event for another ME to the quantum's end; records are filed only after the MEs'
+  // phase), so the set is known here.
+  for (uint64_t todo = q_loaded_mask_ | with_events | q_done_mask_; todo != 0; todo &= todo - 1)
     run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
   // is in (ME, issue order) already, so a sort on (cycle, position) gives it
@@ -1099,7 +1172,9 @@ std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool 
     bool runnable = false;
     for (const ME* m : loaded_) runnable |= !m->fifo_stalled && (m->cur >= 0 || m->ready_mask != 0);
     if (!runnable) {  // nothing to run: on to the quantum of the next event
-      const uint64_t t_ext = std::min(next_event_time(), media_->next_event());
+      uint64_t t_ext = std::min(next_event_time(), media_->next_event());
+      for (uint64_t dm = q_done_mask_; dm != 0; dm &= dm - 1)
+        t_ext = std::min(t_ext, q_done_[static_cast<size_t>(__builtin_ctzll(dm))].top_time());
       if (t_ext == UINT64_MAX) {  // quiescent
         for (const ME& m : mes_) now_ = std::max(now_, std::min(m.time, limit));
         if (!waiting_on_media_only()) deadlock("no context is ready and no event is pending");

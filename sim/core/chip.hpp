@@ -353,6 +353,65 @@ class EventQueue {
                                     // is asked on every scheduler step
 };
 
+// The completions of one ME's deferred commands under the quantum schedule (docs/sim-core.md,
+// "How the loop is kept cheap", tenth round): plain records in (time, seq) order, kept
+// apart from the event queue -- no pool slot, no queue push or pop -- and delivered by the
+// ME's own turn in the quantum that holds their cycle.  Each is an outstanding command, so
+// an ME has at most command_fifo_depth of them; the storage grows to that and is reused.
+class DoneList {
+ public:
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  // the earliest record's time, UINT64_MAX when there is none
+  uint64_t top_time() const { return n_ ? ring_[head_].time : UINT64_MAX; }
+  const Event& front() const { return recs_[ring_[head_].slot]; }
+  // A record to fill (time, seq and payload), then filed by insert().
+  Event& fresh() {
+    if (free_.empty()) {
+      free_.push_back(static_cast<uint32_t>(recs_.size()));
+      recs_.emplace_back();
+    }
+    return recs_[free_.back()];
+  }
+  // Files the record fresh() gave after every record due at or before its time: those
+  // have smaller seqs (records are filed in seq order), so the order is (time, seq).  A
+  // completion is usually the latest, so the walk from the back mostly stops at once.
+  void insert() {
+    const uint32_t slot = free_.back();
+    free_.pop_back();
+    const uint64_t t = recs_[slot].time;
+    if (n_ == ring_.size()) grow();
+    const size_t mask = ring_.size() - 1;
+    size_t i = n_++;
+    for (; i > 0; --i) {
+      const Entry& p = ring_[(head_ + i - 1) & mask];
+      if (p.time <= t) break;
+      ring_[(head_ + i) & mask] = p;
+    }
+    ring_[(head_ + i) & mask] = Entry{t, slot};
+  }
+  // Drops the earliest record (after its delivery: the slot is reused by the next fresh()).
+  void pop() {
+    free_.push_back(ring_[head_].slot);
+    head_ = (head_ + 1) & (ring_.size() - 1);
+    --n_;
+  }
+  size_t held_bytes() const { return recs_.size() * sizeof(Event) + ring_.size() * sizeof(Entry); }
+
+ private:
+  struct Entry { uint64_t time; uint32_t slot; };
+  void grow() {
+    std::vector<Entry> r(std::max<size_t>(16, 2 * ring_.size()));  // a power of two
+    for (size_t i = 0; i < n_; ++i) r[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    ring_.swap(r);
+    head_ = 0;
+  }
+  std::vector<Event> recs_;      // payloads, by slot
+  std::vector<uint32_t> free_;   // free slots
+  std::vector<Entry> ring_;      // (time, slot) in (time, seq) order from head_, n_ of them
+  size_t head_ = 0, n_ = 0;
+};
+
 // The scheduler's run queue: one key per loaded ME position k, (local time << kPosBits) | k
 // when the ME can run, else kNone, in a tournament tree whose root is the smallest key --
 // the ME with the smallest local time, the lowest position on a tie, which is the order the
@@ -574,6 +633,9 @@ class Chip : public MediaHost {
   void same_me_signal(ME& m, uint32_t v);
   void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
   void post(const Event& ev);  // schedule a completion (copies the header and nwords words)
+  // A deferred command's completion, filed at the quantum's end (apply_command): a record in
+  // its ME's DoneList instead of an event (post's result, without the queue).
+  void post_completion(const Event& ev);
   bool scratch_ring_full(int r) const;
   bool scratch_ring_empty(int r) const;
   bool nn_empty(const ME& m) const { return m.nn_put == m.nn_get; }
@@ -714,6 +776,12 @@ class Chip : public MediaHost {
   bool q_active_ = false;   // a quantum is being run: posts before q_end_ are routed
   int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
   std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
+  // per ME: the completions of its deferred commands (simulated state), and bit i set
+  // while ME i's list is not empty
+  std::vector<DoneList> q_done_;
+  uint64_t q_done_mask_ = 0;
+  // the records as ordinary events (the default schedule's run takes them from there)
+  void done_to_events();
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
   size_t pending_used_ = 0;                       // ... the first pending_used_ slots
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
@@ -780,7 +848,8 @@ class Chip : public MediaHost {
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
   X(seq_) X(media_sigs_) X(now_) X(burst_end_) X(burst_stop_) X(cut_me_) X(cut_end_)       \
-  X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)
+  X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)      \
+  X(q_done_) X(q_done_mask_)
 
 // An immutable copy of a chip's simulated state (Chip::snapshot).
 struct ChipSnapshot {
