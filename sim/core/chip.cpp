@@ -136,7 +136,7 @@ Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
   rings_.assign(cfg_.rings, Ring{});
   queues_.assign(cfg_.sram_channels, std::vector<QueueDesc>(cfg_.queue_descriptors));
   media_sigs_.assign(cfg_.num_mes(), std::array<uint16_t, 8>{});
-  q_done_.resize(cfg_.num_mes());
+  q_done_.resize(kDoneQuanta);
   loaded_pos_.assign(cfg_.num_mes(), -1);
   media_ = std::make_unique<Media>(cfg_.media, *this);
 }
@@ -459,17 +459,21 @@ void Chip::post(const Event& ev) {
 }
 
 // post() for a deferred command's completion (quantum schedule, units' phase): the same
-// seq and burst bookkeeping, the record filed in its ME's DoneList instead of the pool and
-// the queue.  Its time is at least the quantum's end (issue >= the quantum's start, Q <=
-// every latency), so post_in_quantum never applies; kept exact through post() if it did.
+// seq and burst bookkeeping, the record filed in the bucket of the quantum its time falls
+// in instead of the pool and the event queue.  Its time is at least the quantum's end
+// (issue >= the quantum's start, Q <= every latency), so post_in_quantum never applies; a
+// completion outside the buckets' reach is an event (post), which the quantum's merge of
+// events and records orders exactly the same way.
 void Chip::post_completion(const Event& ev) {
-  if (ev.time < q_end_ || !q_active_) [[unlikely]] {
+  const uint64_t q = quantum_cycles_;
+  if (ev.time < q_end_ || !q_active_ || ev.time > kLatestEvent ||
+      ev.time / q - q_end_ / q >= kDoneQuanta - 1 || q >= (uint64_t{1} << kDoneOffBits)) [[unlikely]] {
     post(ev);
     return;
   }
-  if (ev.time > kLatestEvent) [[unlikely]] fault("time_limit", "an event beyond 2^57 cycles");
-  DoneList& d = q_done_[static_cast<size_t>(ev.me)];
-  Event& e = d.fresh();
+  DoneBucket& b = q_done_[(ev.time / q) & (kDoneQuanta - 1)];
+  if (b.n == b.recs.size()) b.recs.emplace_back();
+  Event& e = b.recs[b.n++];
   e.time = ev.time;
   e.seq = seq_++;
   e.me = ev.me;
@@ -480,23 +484,30 @@ void Chip::post_completion(const Event& ev) {
   e.nwords = ev.nwords;
   e.counts = ev.counts;
   for (int k = 0; k < ev.nwords; k += 4) std::memcpy(&e.words[k], &ev.words[k], 4 * sizeof(uint32_t));
-  d.insert();
-  q_done_mask_ |= uint64_t{1} << ev.me;
+  ++q_done_count_;
   shorten_burst(ev.time);
 }
 
-// The default schedule takes every pending delivery from the event queue: the DoneLists'
+uint64_t Chip::earliest_done() const {
+  uint64_t t = UINT64_MAX;
+  if (q_done_count_ == 0) return t;
+  for (const DoneBucket& b : q_done_)
+    for (uint32_t i = 0; i < b.n; ++i) t = std::min(t, b.recs[i].time);
+  return t;
+}
+
+// The default schedule takes every pending delivery from the event queue: the buckets'
 // records (a quantum run's, or a snapshot's) join it with their own (time, seq), and the
 // queue is rebuilt in (time, seq) order, so that each wheel bucket stays a sorted FIFO.
 void Chip::done_to_events() {
-  if (q_done_mask_ == 0) return;
+  if (q_done_count_ == 0) return;
   std::vector<EventKey> keys;
   while (!events_.empty()) {
     const uint32_t slot = events_.pop();
     keys.push_back(EventKey{event_pool_[slot].time, event_pool_[slot].seq, slot});
   }
-  for (DoneList& d : q_done_) {
-    for (; !d.empty(); d.pop()) {
+  for (DoneBucket& b : q_done_) {
+    for (uint32_t i = 0; i < b.n; ++i) {
       uint32_t slot;
       if (event_free_.empty()) {
         slot = static_cast<uint32_t>(event_pool_.size());
@@ -505,11 +516,12 @@ void Chip::done_to_events() {
         slot = event_free_.back();
         event_free_.pop_back();
       }
-      event_pool_[slot] = d.front();
-      keys.push_back(EventKey{d.front().time, d.front().seq, slot});
+      event_pool_[slot] = b.recs[i];
+      keys.push_back(EventKey{b.recs[i].time, b.recs[i].seq, slot});
     }
+    b.n = 0;
   }
-  q_done_mask_ = 0;
+  q_done_count_ = 0;
   std::sort(keys.begin(), keys.end(), [](const EventKey& x, const EventKey& y) { return EventKeyLater{}(y, x); });
   events_ = EventQueue{};
   for (const EventKey& k : keys) events_.push(k.time, k.seq, k.slot);
@@ -1031,6 +1043,14 @@ void Chip::reset_quantum_state() {
     for (uint32_t slot : l) event_free_.push_back(slot);
     l.clear();
   }
+  if (q_done_cur_ >= 0) {  // a fault in the MEs' phase: the quantum's records, like its events
+    DoneBucket& b = q_done_[static_cast<size_t>(q_done_cur_)];
+    q_done_count_ -= b.n;
+    b.n = 0;
+    q_done_cur_ = -1;
+  }
+  q_done_keys_.clear();
+  q_done_at_ = 0;
   pending_used_ = 0;
   q_nn_log_.clear();
   q_nn_pending_.clear();
@@ -1056,12 +1076,18 @@ bool Chip::post_in_quantum(uint32_t slot) {
 }
 
 // ME m from its time to `end`: its bursts end only at its own events -- those of its list
-// (taken from the event queue) and its completion records due before `end`, merged in
+// (taken from the event queue) and its completion records of the quantum, merged in
 // (time, seq) order, the order the event queue gave when completions were events.
-void Chip::run_quantum_me(ME& m, uint64_t end) {
+void Chip::run_quantum_me(ME& m, uint64_t start, uint64_t end) {
   auto& l = q_events_[m.index];
-  DoneList& d = q_done_[static_cast<size_t>(m.index)];
   size_t k = 0;
+  // this ME's records: the next keys (sorted by ME first; MEs run in index order)
+  const std::vector<Event>* recs = q_done_cur_ >= 0 ? &q_done_[static_cast<size_t>(q_done_cur_)].recs : nullptr;
+  size_t c = q_done_at_, ce = c;
+  while (ce < q_done_keys_.size() && static_cast<int>(q_done_keys_[ce] >> 58) == m.index) ++ce;
+  q_done_at_ = ce;
+  constexpr uint64_t kOffMask = (uint64_t{1} << kDoneOffBits) - 1;
+  constexpr uint64_t kIdxMask = (uint64_t{1} << kDoneIdxBits) - 1;
   q_me_ = m.index;
   if (q_ring_dirty_) {  // the previous ME's ring commands: this ME sees none of its own yet
     std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
@@ -1070,9 +1096,9 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   q_nn_log_.clear();
   q_nn_puts_ = 0;
   for (;;) {
-    // the list's events are all due before `end`; a record may be due later
+    // the list's events and the records are all due before `end`
     const uint64_t tl = k < l.size() ? event_pool_[l[k]].time : end;
-    const uint64_t td = d.top_time();  // UINT64_MAX when there is none
+    const uint64_t td = c < ce ? start + ((q_done_keys_[c] >> kDoneIdxBits) & kOffMask) : end;
     const uint64_t te = td < tl ? td : tl;
     const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
     if (can && m.time < te) {
@@ -1082,16 +1108,14 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
       continue;  // a same-ME signal may have joined the list
     }
     if (te >= end) break;
-    if (td < tl || (td == tl && d.front().seq < event_pool_[l[k]].seq)) {
-      deliver(d.front());  // deliver files nothing, so the record stays intact meanwhile
-      d.pop();
+    if (td < tl || (td == tl && (*recs)[q_done_keys_[c] & kIdxMask].seq < event_pool_[l[k]].seq)) {
+      deliver((*recs)[q_done_keys_[c++] & kIdxMask]);  // deliver files nothing
       continue;
     }
     const uint32_t slot = l[k++];
     event_free_.push_back(slot);  // deliver posts nothing
     deliver(event_pool_[slot]);
   }
-  if (d.empty()) q_done_mask_ &= ~(uint64_t{1} << m.index);
   l.clear();
   q_me_ = -1;
   const auto target = static_cast<int16_t>(next_me(m).index);
@@ -1099,7 +1123,6 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
 }
 
 void Chip::run_one_quantum(uint64_t start, uint64_t end) {
-  (void)start;
   // the media model first: its events before the end, and the autopushes due in the quantum
   // (none can be created for a cycle before the end: Q <= autopush latency)
   if (media_->next_event() < end) {
@@ -1117,15 +1140,42 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
     q_events_[me].push_back(slot);
     with_events |= uint64_t{1} << me;
   }
+  // the completion records due in the quantum, as keys sorted by (ME, time, filing order =
+  // seq): an insertion sort, since a quantum holds a few
+  if (q_done_count_ != 0) {
+    const auto bi = static_cast<int>((start / quantum_cycles_) & (kDoneQuanta - 1));
+    const DoneBucket& b = q_done_[static_cast<size_t>(bi)];
+    if (b.n != 0) {
+      q_done_cur_ = bi;
+      for (uint32_t i = 0; i < b.n; ++i) {
+        const Event& e = b.recs[i];
+        // a record of another quantum can only be left by one a fault ended (restored from
+        // a snapshot taken before the next run cleared it): lost, as that quantum's events
+        if (e.time < start || e.time >= end) [[unlikely]] continue;
+        const uint64_t key = (static_cast<uint64_t>(e.me) << 58) | ((e.time - start) << kDoneIdxBits) | i;
+        q_done_keys_.push_back(key);
+        for (size_t j = q_done_keys_.size() - 1; j > 0 && q_done_keys_[j - 1] > key; --j)
+          std::swap(q_done_keys_[j - 1], q_done_keys_[j]);
+        with_events |= uint64_t{1} << e.me;
+      }
+    }
+  }
   q_active_ = true;
   q_end_ = end;
   // In index order, the MEs with an image, an event or a completion record (at most 64
-  // MEs, config.cpp; an ME with records issued commands, so it has an image: the mask is
-  // for safety).  No other ME's list changes while one runs (post_in_quantum holds an
+  // MEs, config.cpp).  No other ME's list changes while one runs (post_in_quantum holds an
   // event for another ME to the quantum's end; records are filed only after the MEs'
   // phase), so the set is known here.
-  for (uint64_t todo = q_loaded_mask_ | with_events | q_done_mask_; todo != 0; todo &= todo - 1)
-    run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
+  for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
+    run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], start, end);
+  if (q_done_cur_ >= 0) {  // every record of the quantum was delivered
+    DoneBucket& b = q_done_[static_cast<size_t>(q_done_cur_)];
+    q_done_count_ -= b.n;
+    b.n = 0;
+    q_done_cur_ = -1;
+    q_done_keys_.clear();
+    q_done_at_ = 0;
+  }
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
   // is in (ME, issue order) already, so a sort on (cycle, position) gives it
   pending_order_.clear();
@@ -1173,8 +1223,7 @@ std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool 
     for (const ME* m : loaded_) runnable |= !m->fifo_stalled && (m->cur >= 0 || m->ready_mask != 0);
     if (!runnable) {  // nothing to run: on to the quantum of the next event
       uint64_t t_ext = std::min(next_event_time(), media_->next_event());
-      for (uint64_t dm = q_done_mask_; dm != 0; dm &= dm - 1)
-        t_ext = std::min(t_ext, q_done_[static_cast<size_t>(__builtin_ctzll(dm))].top_time());
+      t_ext = std::min(t_ext, earliest_done());
       if (t_ext == UINT64_MAX) {  // quiescent
         for (const ME& m : mes_) now_ = std::max(now_, std::min(m.time, limit));
         if (!waiting_on_media_only()) deadlock("no context is ready and no event is pending");

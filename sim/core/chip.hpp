@@ -353,63 +353,13 @@ class EventQueue {
                                     // is asked on every scheduler step
 };
 
-// The completions of one ME's deferred commands under the quantum schedule (docs/sim-core.md,
-// "How the loop is kept cheap", tenth round): plain records in (time, seq) order, kept
-// apart from the event queue -- no pool slot, no queue push or pop -- and delivered by the
-// ME's own turn in the quantum that holds their cycle.  Each is an outstanding command, so
-// an ME has at most command_fifo_depth of them; the storage grows to that and is reused.
-class DoneList {
- public:
-  bool empty() const { return n_ == 0; }
-  size_t size() const { return n_; }
-  // the earliest record's time, UINT64_MAX when there is none
-  uint64_t top_time() const { return n_ ? ring_[head_].time : UINT64_MAX; }
-  const Event& front() const { return recs_[ring_[head_].slot]; }
-  // A record to fill (time, seq and payload), then filed by insert().
-  Event& fresh() {
-    if (free_.empty()) {
-      free_.push_back(static_cast<uint32_t>(recs_.size()));
-      recs_.emplace_back();
-    }
-    return recs_[free_.back()];
-  }
-  // Files the record fresh() gave after every record due at or before its time: those
-  // have smaller seqs (records are filed in seq order), so the order is (time, seq).  A
-  // completion is usually the latest, so the walk from the back mostly stops at once.
-  void insert() {
-    const uint32_t slot = free_.back();
-    free_.pop_back();
-    const uint64_t t = recs_[slot].time;
-    if (n_ == ring_.size()) grow();
-    const size_t mask = ring_.size() - 1;
-    size_t i = n_++;
-    for (; i > 0; --i) {
-      const Entry& p = ring_[(head_ + i - 1) & mask];
-      if (p.time <= t) break;
-      ring_[(head_ + i) & mask] = p;
-    }
-    ring_[(head_ + i) & mask] = Entry{t, slot};
-  }
-  // Drops the earliest record (after its delivery: the slot is reused by the next fresh()).
-  void pop() {
-    free_.push_back(ring_[head_].slot);
-    head_ = (head_ + 1) & (ring_.size() - 1);
-    --n_;
-  }
-  size_t held_bytes() const { return recs_.size() * sizeof(Event) + ring_.size() * sizeof(Entry); }
-
- private:
-  struct Entry { uint64_t time; uint32_t slot; };
-  void grow() {
-    std::vector<Entry> r(std::max<size_t>(16, 2 * ring_.size()));  // a power of two
-    for (size_t i = 0; i < n_; ++i) r[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(r);
-    head_ = 0;
-  }
-  std::vector<Event> recs_;      // payloads, by slot
-  std::vector<uint32_t> free_;   // free slots
-  std::vector<Entry> ring_;      // (time, slot) in (time, seq) order from head_, n_ of them
-  size_t head_ = 0, n_ = 0;
+// Completions of the quantum schedule's deferred commands (docs/sim-core.md, "How the loop
+// is kept cheap", tenth round): plain records, filed by the quantum whose cycles hold their
+// time, in seq order.  Slots are reused (n counts the live ones), so filing one neither
+// zeroes nor allocates once the bucket has grown.
+struct DoneBucket {
+  std::vector<Event> recs;
+  uint32_t n = 0;
 };
 
 // The scheduler's run queue: one key per loaded ME position k, (local time << kPosBits) | k
@@ -634,7 +584,7 @@ class Chip : public MediaHost {
   void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
   void post(const Event& ev);  // schedule a completion (copies the header and nwords words)
   // A deferred command's completion, filed at the quantum's end (apply_command): a record in
-  // its ME's DoneList instead of an event (post's result, without the queue).
+  // the bucket of the quantum it is due in (q_done_) instead of an event.
   void post_completion(const Event& ev);
   bool scratch_ring_full(int r) const;
   bool scratch_ring_empty(int r) const;
@@ -776,10 +726,20 @@ class Chip : public MediaHost {
   bool q_active_ = false;   // a quantum is being run: posts before q_end_ are routed
   int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
   std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
-  // per ME: the completions of its deferred commands (simulated state), and bit i set
-  // while ME i's list is not empty
-  std::vector<DoneList> q_done_;
-  uint64_t q_done_mask_ = 0;
+  // The completions of deferred commands (simulated state): bucket k % kDoneQuanta holds
+  // those due in quantum k, for the next kDoneQuanta - 1 quanta (a later one, or any with a
+  // quantum too long for the keys below, is an ordinary event); q_done_count_ records in all.
+  static constexpr uint64_t kDoneQuanta = 64;  // a power of two
+  static constexpr int kDoneIdxBits = 24, kDoneOffBits = 34;  // key fields, below the ME's 6
+  std::vector<DoneBucket> q_done_;
+  size_t q_done_count_ = 0;
+  // the running quantum's records, as keys (ME << 58 | time - start << 24 | index) sorted,
+  // so each ME's are together in (time, seq) order; its bucket, -1 when none; the next key
+  // of the MEs' phase.  Empty between quanta.
+  std::vector<uint64_t> q_done_keys_;
+  int q_done_cur_ = -1;
+  size_t q_done_at_ = 0;
+  uint64_t earliest_done() const;  // the earliest record's time, UINT64_MAX when none
   // the records as ordinary events (the default schedule's run takes them from there)
   void done_to_events();
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
@@ -804,7 +764,7 @@ class Chip : public MediaHost {
   std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
   std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void run_one_quantum(uint64_t start, uint64_t end);
-  void run_quantum_me(ME& m, uint64_t end);
+  void run_quantum_me(ME& m, uint64_t start, uint64_t end);
   bool post_in_quantum(uint32_t slot);
   void reset_quantum_state();
 
@@ -849,7 +809,7 @@ class Chip : public MediaHost {
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
   X(seq_) X(media_sigs_) X(now_) X(burst_end_) X(burst_stop_) X(cut_me_) X(cut_end_)       \
   X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)      \
-  X(q_done_) X(q_done_mask_)
+  X(q_done_) X(q_done_count_)
 
 // An immutable copy of a chip's simulated state (Chip::snapshot).
 struct ChipSnapshot {
