@@ -136,7 +136,6 @@ Chip::Chip(ChipConfig cfg, uint64_t seed) : cfg_(std::move(cfg)) {
   rings_.assign(cfg_.rings, Ring{});
   queues_.assign(cfg_.sram_channels, std::vector<QueueDesc>(cfg_.queue_descriptors));
   media_sigs_.assign(cfg_.num_mes(), std::array<uint16_t, 8>{});
-  q_done_.resize(kDoneQuanta);
   loaded_pos_.assign(cfg_.num_mes(), -1);
   media_ = std::make_unique<Media>(cfg_.media, *this);
 }
@@ -456,75 +455,6 @@ void Chip::post(const Event& ev) {
   }
   shorten_burst(e.time);
   events_.push(e.time, seq_++, slot);
-}
-
-// post() for a deferred command's completion (quantum schedule, units' phase): the same
-// seq and burst bookkeeping, the record filed in the bucket of the quantum its time falls
-// in instead of the pool and the event queue.  Its time is at least the quantum's end
-// (issue >= the quantum's start, Q <= every latency), so post_in_quantum never applies; a
-// completion outside the buckets' reach is an event (post), which the quantum's merge of
-// events and records orders exactly the same way.
-void Chip::post_completion(const Event& ev) {
-  const uint64_t q = quantum_cycles_;
-  if (ev.time < q_end_ || !q_active_ || ev.time > kLatestEvent ||
-      ev.time / q - q_end_ / q >= kDoneQuanta - 1 || q >= (uint64_t{1} << kDoneOffBits)) [[unlikely]] {
-    post(ev);
-    return;
-  }
-  DoneBucket& b = q_done_[(ev.time / q) & (kDoneQuanta - 1)];
-  if (b.n == b.recs.size()) b.recs.emplace_back();
-  Event& e = b.recs[b.n++];
-  e.time = ev.time;
-  e.seq = seq_++;
-  e.me = ev.me;
-  e.ctx = ev.ctx;
-  e.sig = ev.sig;
-  e.file = ev.file;
-  e.xfer = ev.xfer;
-  e.nwords = ev.nwords;
-  e.counts = ev.counts;
-  for (int k = 0; k < ev.nwords; k += 4) std::memcpy(&e.words[k], &ev.words[k], 4 * sizeof(uint32_t));
-  ++q_done_count_;
-  shorten_burst(ev.time);
-}
-
-uint64_t Chip::earliest_done() const {
-  uint64_t t = UINT64_MAX;
-  if (q_done_count_ == 0) return t;
-  for (const DoneBucket& b : q_done_)
-    for (uint32_t i = 0; i < b.n; ++i) t = std::min(t, b.recs[i].time);
-  return t;
-}
-
-// The default schedule takes every pending delivery from the event queue: the buckets'
-// records (a quantum run's, or a snapshot's) join it with their own (time, seq), and the
-// queue is rebuilt in (time, seq) order, so that each wheel bucket stays a sorted FIFO.
-void Chip::done_to_events() {
-  if (q_done_count_ == 0) return;
-  std::vector<EventKey> keys;
-  while (!events_.empty()) {
-    const uint32_t slot = events_.pop();
-    keys.push_back(EventKey{event_pool_[slot].time, event_pool_[slot].seq, slot});
-  }
-  for (DoneBucket& b : q_done_) {
-    for (uint32_t i = 0; i < b.n; ++i) {
-      uint32_t slot;
-      if (event_free_.empty()) {
-        slot = static_cast<uint32_t>(event_pool_.size());
-        event_pool_.emplace_back();
-      } else {
-        slot = event_free_.back();
-        event_free_.pop_back();
-      }
-      event_pool_[slot] = b.recs[i];
-      keys.push_back(EventKey{b.recs[i].time, b.recs[i].seq, slot});
-    }
-    b.n = 0;
-  }
-  q_done_count_ = 0;
-  std::sort(keys.begin(), keys.end(), [](const EventKey& x, const EventKey& y) { return EventKeyLater{}(y, x); });
-  events_ = EventQueue{};
-  for (const EventKey& k : keys) events_.push(k.time, k.seq, k.slot);
 }
 
 void Chip::raise_signal(int me_index, int ci, int sig, uint64_t when) {
@@ -901,7 +831,6 @@ std::string Chip::run(uint64_t max_cycles, int64_t stop_tx_frames, bool until_id
       throw std::invalid_argument("the debugger's hooks need the default schedule, not \"quantum\"");
     return run_quantum(max_cycles, stop_tx_frames, until_idle);
   }
-  done_to_events();  // completions a quantum run left as records
   if (!debug_.active()) return run_loop<false>(max_cycles, stop_tx_frames, until_idle);
   // the debugger's hooks are set: the scheduler loop with the instrumented dispatch loop
   debug_capture_watches();
@@ -1043,14 +972,6 @@ void Chip::reset_quantum_state() {
     for (uint32_t slot : l) event_free_.push_back(slot);
     l.clear();
   }
-  if (q_done_cur_ >= 0) {  // a fault in the MEs' phase: the quantum's records, like its events
-    DoneBucket& b = q_done_[static_cast<size_t>(q_done_cur_)];
-    q_done_count_ -= b.n;
-    b.n = 0;
-    q_done_cur_ = -1;
-  }
-  q_done_keys_.clear();
-  q_done_at_ = 0;
   pending_used_ = 0;
   q_nn_log_.clear();
   q_nn_pending_.clear();
@@ -1075,19 +996,10 @@ bool Chip::post_in_quantum(uint32_t slot) {
   return false;
 }
 
-// ME m from its time to `end`: its bursts end only at its own events -- those of its list
-// (taken from the event queue) and its completion records of the quantum, merged in
-// (time, seq) order, the order the event queue gave when completions were events.
-void Chip::run_quantum_me(ME& m, uint64_t start, uint64_t end) {
+// ME m from its time to `end`: its bursts end only at its own events.
+void Chip::run_quantum_me(ME& m, uint64_t end) {
   auto& l = q_events_[m.index];
   size_t k = 0;
-  // this ME's records: the next keys (sorted by ME first; MEs run in index order)
-  const std::vector<Event>* recs = q_done_cur_ >= 0 ? &q_done_[static_cast<size_t>(q_done_cur_)].recs : nullptr;
-  size_t c = q_done_at_, ce = c;
-  while (ce < q_done_keys_.size() && static_cast<int>(q_done_keys_[ce] >> 58) == m.index) ++ce;
-  q_done_at_ = ce;
-  constexpr uint64_t kOffMask = (uint64_t{1} << kDoneOffBits) - 1;
-  constexpr uint64_t kIdxMask = (uint64_t{1} << kDoneIdxBits) - 1;
   q_me_ = m.index;
   if (q_ring_dirty_) {  // the previous ME's ring commands: this ME sees none of its own yet
     std::fill(q_ring_delta_.begin(), q_ring_delta_.end(), 0);
@@ -1096,10 +1008,7 @@ void Chip::run_quantum_me(ME& m, uint64_t start, uint64_t end) {
   q_nn_log_.clear();
   q_nn_puts_ = 0;
   for (;;) {
-    // the list's events and the records are all due before `end`
-    const uint64_t tl = k < l.size() ? event_pool_[l[k]].time : end;
-    const uint64_t td = c < ce ? start + ((q_done_keys_[c] >> kDoneIdxBits) & kOffMask) : end;
-    const uint64_t te = td < tl ? td : tl;
+    const uint64_t te = k < l.size() ? event_pool_[l[k]].time : end;
     const bool can = !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
     if (can && m.time < te) {
       burst_end_ = te;
@@ -1107,11 +1016,7 @@ void Chip::run_quantum_me(ME& m, uint64_t start, uint64_t end) {
       run_me<false>(m);
       continue;  // a same-ME signal may have joined the list
     }
-    if (te >= end) break;
-    if (td < tl || (td == tl && (*recs)[q_done_keys_[c] & kIdxMask].seq < event_pool_[l[k]].seq)) {
-      deliver((*recs)[q_done_keys_[c++] & kIdxMask]);  // deliver files nothing
-      continue;
-    }
+    if (k >= l.size()) break;
     const uint32_t slot = l[k++];
     event_free_.push_back(slot);  // deliver posts nothing
     deliver(event_pool_[slot]);
@@ -1123,6 +1028,7 @@ void Chip::run_quantum_me(ME& m, uint64_t start, uint64_t end) {
 }
 
 void Chip::run_one_quantum(uint64_t start, uint64_t end) {
+  (void)start;
   // the media model first: its events before the end, and the autopushes due in the quantum
   // (none can be created for a cycle before the end: Q <= autopush latency)
   if (media_->next_event() < end) {
@@ -1140,49 +1046,45 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
     q_events_[me].push_back(slot);
     with_events |= uint64_t{1} << me;
   }
-  // the completion records due in the quantum, as keys sorted by (ME, time, filing order =
-  // seq): an insertion sort, since a quantum holds a few
-  if (q_done_count_ != 0) {
-    const auto bi = static_cast<int>((start / quantum_cycles_) & (kDoneQuanta - 1));
-    const DoneBucket& b = q_done_[static_cast<size_t>(bi)];
-    if (b.n != 0) {
-      q_done_cur_ = bi;
-      for (uint32_t i = 0; i < b.n; ++i) {
-        const Event& e = b.recs[i];
-        // a record of another quantum can only be left by one a fault ended (restored from
-        // a snapshot taken before the next run cleared it): lost, as that quantum's events
-        if (e.time < start || e.time >= end) [[unlikely]] continue;
-        const uint64_t key = (static_cast<uint64_t>(e.me) << 58) | ((e.time - start) << kDoneIdxBits) | i;
-        q_done_keys_.push_back(key);
-        for (size_t j = q_done_keys_.size() - 1; j > 0 && q_done_keys_[j - 1] > key; --j)
-          std::swap(q_done_keys_[j - 1], q_done_keys_[j]);
-        with_events |= uint64_t{1} << e.me;
-      }
-    }
-  }
   q_active_ = true;
   q_end_ = end;
-  // In index order, the MEs with an image, an event or a completion record (at most 64
-  // MEs, config.cpp).  No other ME's list changes while one runs (post_in_quantum holds an
-  // event for another ME to the quantum's end; records are filed only after the MEs'
-  // phase), so the set is known here.
+  // In index order, the MEs with an image or an event (at most 64 MEs, config.cpp).  No
+  // other ME's list changes while one runs (post_in_quantum holds an event for another ME
+  // to the quantum's end), so the set is known here.
   for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
-    run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], start, end);
-  if (q_done_cur_ >= 0) {  // every record of the quantum was delivered
-    DoneBucket& b = q_done_[static_cast<size_t>(q_done_cur_)];
-    q_done_count_ -= b.n;
-    b.n = 0;
-    q_done_cur_ = -1;
-    q_done_keys_.clear();
-    q_done_at_ = 0;
-  }
+    run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
-  // is in (ME, issue order) already, so a sort on (cycle, position) gives it
-  pending_order_.clear();
-  for (uint32_t i = 0; i < pending_used_; ++i) pending_order_.emplace_back(pending_[i].t, i);
-  std::sort(pending_order_.begin(), pending_order_.end());
-  for (const auto& [t, i] : pending_order_) {
-    const PendingCmd& cmd = pending_[i];
+  // is in (ME, issue order) already, so a sort on (cycle, position) gives it.  The pair is
+  // one word, cycle << 16 | position, when both fit (always but past 2^48 cycles), and a
+  // quantum's few commands are sorted by insertion: each ME's cycles ascend, so a command
+  // only moves past other MEs' later ones.  Many commands, or a cycle too large: std::sort.
+  constexpr uint32_t kPosBits = 16;
+  uint64_t t_any = 0;  // every issue cycle ORed: below 2^48 when each is
+  for (uint32_t i = 0; i < pending_used_; ++i) t_any |= pending_[i].t;
+  pending_keys_.resize(pending_used_);
+  uint64_t* const keys = pending_keys_.data();
+  uint64_t pos_mask = (uint64_t{1} << kPosBits) - 1;
+  if (t_any < (uint64_t{1} << (64 - kPosBits)) && pending_used_ <= (1u << kPosBits)) [[likely]] {
+    for (uint32_t i = 0; i < pending_used_; ++i) keys[i] = (pending_[i].t << kPosBits) | i;
+    if (pending_used_ <= 32) {
+      for (uint32_t i = 1; i < pending_used_; ++i) {
+        const uint64_t key = keys[i];
+        uint32_t j = i;
+        for (; j > 0 && keys[j - 1] > key; --j) keys[j] = keys[j - 1];
+        keys[j] = key;
+      }
+    } else {
+      std::sort(keys, keys + pending_used_);
+    }
+  } else {  // the pairs themselves; the keys then hold the positions
+    pending_order_.clear();
+    for (uint32_t i = 0; i < pending_used_; ++i) pending_order_.emplace_back(pending_[i].t, i);
+    std::sort(pending_order_.begin(), pending_order_.end());
+    for (uint32_t k = 0; k < pending_used_; ++k) keys[k] = pending_order_[k].second;
+    pos_mask = UINT64_MAX;
+  }
+  for (uint32_t k = 0; k < pending_used_; ++k) {
+    const PendingCmd& cmd = pending_[keys[k] & pos_mask];
     try {
       apply_command(*this, cmd);
     } catch (const LocalFault& f) {
@@ -1222,8 +1124,7 @@ std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool 
     bool runnable = false;
     for (const ME* m : loaded_) runnable |= !m->fifo_stalled && (m->cur >= 0 || m->ready_mask != 0);
     if (!runnable) {  // nothing to run: on to the quantum of the next event
-      uint64_t t_ext = std::min(next_event_time(), media_->next_event());
-      t_ext = std::min(t_ext, earliest_done());
+      const uint64_t t_ext = std::min(next_event_time(), media_->next_event());
       if (t_ext == UINT64_MAX) {  // quiescent
         for (const ME& m : mes_) now_ = std::max(now_, std::min(m.time, limit));
         if (!waiting_on_media_only()) deadlock("no context is ready and no event is pending");

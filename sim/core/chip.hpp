@@ -353,15 +353,6 @@ class EventQueue {
                                     // is asked on every scheduler step
 };
 
-// Completions of the quantum schedule's deferred commands (docs/sim-core.md, "How the loop
-// is kept cheap", tenth round): plain records, filed by the quantum whose cycles hold their
-// time, in seq order.  Slots are reused (n counts the live ones), so filing one neither
-// zeroes nor allocates once the bucket has grown.
-struct DoneBucket {
-  std::vector<Event> recs;
-  uint32_t n = 0;
-};
-
 // The scheduler's run queue: one key per loaded ME position k, (local time << kPosBits) | k
 // when the ME can run, else kNone, in a tournament tree whose root is the smallest key --
 // the ME with the smallest local time, the lowest position on a tie, which is the order the
@@ -583,9 +574,6 @@ class Chip : public MediaHost {
   void same_me_signal(ME& m, uint32_t v);
   void set_ctx_state(ME& m, int ci, CtxState s) { set_state(m, ci, s, m.time); }
   void post(const Event& ev);  // schedule a completion (copies the header and nwords words)
-  // A deferred command's completion, filed at the quantum's end (apply_command): a record in
-  // the bucket of the quantum it is due in (q_done_) instead of an event.
-  void post_completion(const Event& ev);
   bool scratch_ring_full(int r) const;
   bool scratch_ring_empty(int r) const;
   bool nn_empty(const ME& m) const { return m.nn_put == m.nn_get; }
@@ -726,22 +714,6 @@ class Chip : public MediaHost {
   bool q_active_ = false;   // a quantum is being run: posts before q_end_ are routed
   int q_me_ = -1;           // the ME running inside it, -1 outside the MEs' phase
   std::vector<std::vector<uint32_t>> q_events_;  // per ME: the quantum's events (slots)
-  // The completions of deferred commands (simulated state): bucket k % kDoneQuanta holds
-  // those due in quantum k, for the next kDoneQuanta - 1 quanta (a later one, or any with a
-  // quantum too long for the keys below, is an ordinary event); q_done_count_ records in all.
-  static constexpr uint64_t kDoneQuanta = 64;  // a power of two
-  static constexpr int kDoneIdxBits = 24, kDoneOffBits = 34;  // key fields, below the ME's 6
-  std::vector<DoneBucket> q_done_;
-  size_t q_done_count_ = 0;
-  // the running quantum's records, as keys (ME << 58 | time - start << 24 | index) sorted,
-  // so each ME's are together in (time, seq) order; its bucket, -1 when none; the next key
-  // of the MEs' phase.  Empty between quanta.
-  std::vector<uint64_t> q_done_keys_;
-  int q_done_cur_ = -1;
-  size_t q_done_at_ = 0;
-  uint64_t earliest_done() const;  // the earliest record's time, UINT64_MAX when none
-  // the records as ordinary events (the default schedule's run takes them from there)
-  void done_to_events();
   std::vector<PendingCmd> pending_;               // commands issued in the quantum
   size_t pending_used_ = 0;                       // ... the first pending_used_ slots
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
@@ -762,9 +734,10 @@ class Chip : public MediaHost {
   };
   std::vector<NnPending> q_nn_pending_;
   std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
+  std::vector<uint64_t> pending_keys_;  // the units' order as (cycle << 16 | position)
   std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void run_one_quantum(uint64_t start, uint64_t end);
-  void run_quantum_me(ME& m, uint64_t start, uint64_t end);
+  void run_quantum_me(ME& m, uint64_t end);
   bool post_in_quantum(uint32_t slot);
   void reset_quantum_state();
 
@@ -808,8 +781,7 @@ class Chip : public MediaHost {
   X(mes_) X(runq_) X(loaded_pos_) X(sram_) X(dram_) X(scratch_unit_)      \
   X(hash_unit_) X(msf_unit_) X(rings_) X(queues_) X(events_) X(event_pool_) X(event_free_) \
   X(seq_) X(media_sigs_) X(now_) X(burst_end_) X(burst_stop_) X(cut_me_) X(cut_end_)       \
-  X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)      \
-  X(q_done_) X(q_done_count_)
+  X(retired_) X(last_progress_time_) X(last_progress_retired_) X(q_next_)
 
 // An immutable copy of a chip's simulated state (Chip::snapshot).
 struct ChipSnapshot {

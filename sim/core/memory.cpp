@@ -9,7 +9,6 @@
 // transfer-out words it needs (PendingCmd) and applies it at the quantum's end
 // (docs/sim-core.md, "The quantum schedule").
 #include <algorithm>
-#include <type_traits>
 
 #include "operands.hpp"
 
@@ -31,6 +30,11 @@ Event completion(const ME& m, int ci, const Insn& in) {
   return ev;
 }
 
+// The completion at `done`: transfer-in words and signal.
+void post_done(Chip& chip, Event& ev, uint64_t done) {
+  ev.time = done;
+  chip.post(ev);
+}
 
 // The issue's end: one more command outstanding; with ctx_swap the context sleeps until its
 // signal.
@@ -55,18 +59,6 @@ struct SavedOut {
   const uint32_t* words;
   uint32_t operator()(int k) const { return words[k]; }
 };
-
-// The completion at `done`: transfer-in words and signal.  A command the quantum schedule
-// deferred (its words saved at issue) completes as a record of its ME (Chip::post_completion,
-// no event queue); the default schedule's as an event.
-template <class Out>
-void post_done(Chip& chip, Event& ev, uint64_t done) {
-  ev.time = done;
-  if constexpr (std::is_same_v<Out, SavedOut>)
-    chip.post_completion(ev);
-  else
-    chip.post(ev);
-}
 
 // Record the command for the quantum's end, with the n transfer-out words it may read.
 // Inlined into each command's handler: out of line, its call with nine arguments (saved
@@ -189,7 +181,7 @@ void apply_sram(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
     log_command(chip, *log, m, ci, pc, in, log->sram_unit(static_cast<int>(&unit - chip.sram_units().data())),
                 unit, addr, ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out(0)), t, done);
-  post_done<Out>(chip, ev, done);
+  post_done(chip, ev, done);
 }
 
 template <class Out>
@@ -265,7 +257,7 @@ void apply_scratch(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint3
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
     log_command(chip, *log, m, ci, pc, in, kUnitScratch, chip.scratch_u(), addr,
                 ev.nwords ? ev.words[0] : (in.xfer == 0xFF ? 0 : out(0)), t, done);
-  post_done<Out>(chip, ev, done);
+  post_done(chip, ev, done);
 }
 
 // DRAM: bytes map to transfer words big-endian (byte 0 = bits 31..24 of the first word).
@@ -318,7 +310,7 @@ void apply_dram(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
     log_command(chip, *log, m, ci, pc, in, log->dram_unit(static_cast<int>(&unit - chip.dram_units().data())),
                 unit, static_cast<uint32_t>(addr), b, t, done);
-  post_done<Out>(chip, ev, done);
+  post_done(chip, ev, done);
 }
 
 // MSF: forwarded to the media model at issue; the round trip takes msf csr_latency.
@@ -365,7 +357,7 @@ void apply_msf(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint32_t 
     log_command(chip, *log, m, ci, pc, in, kUnitMsf, chip.msf_u(), a + b,
                 in.sub == msf_cmds::READ ? ev.words[0] : (in.sub == msf_cmds::WRITE ? out(0) : b),
                 t, done);
-  post_done<Out>(chip, ev, done);
+  post_done(chip, ev, done);
 }
 
 // hash_48/64/128[$x, n]: n keys from $x (out) hashed into $x (in).
@@ -379,7 +371,7 @@ void apply_hash(Chip& chip, ME& m, int ci, uint32_t pc, const Insn& in, uint64_t
   uint64_t done = chip.hash_u().schedule_cycles(t, chip.config().hash.occupancy * in.count, 4u * in.aux);
   if (FrameLog* log = chip.frame_log()) [[unlikely]]
     log_command(chip, *log, m, ci, pc, in, kUnitHash, chip.hash_u(), 0, ev.words[0], t, done);
-  post_done<Out>(chip, ev, done);
+  post_done(chip, ev, done);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@ size_t ChipSnapshot::held_bytes() const {
   n += dram_mem->held_bytes() + scratch_mem->held_bytes();
   for (const ME& m : mes_) n += m.code.size() * sizeof(Insn) + m.lm.size * sizeof(uint32_t);
   n += event_pool_.size() * sizeof(Event);
-  for (const DoneBucket& b : q_done_) n += b.recs.size() * sizeof(Event);
   return n;
 }
 
