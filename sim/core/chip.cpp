@@ -1054,37 +1054,12 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
   for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
     run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
-  // is in (ME, issue order) already, so a sort on (cycle, position) gives it.  The pair is
-  // one word, cycle << 16 | position, when both fit (always but past 2^48 cycles), and a
-  // quantum's few commands are sorted by insertion: each ME's cycles ascend, so a command
-  // only moves past other MEs' later ones.  Many commands, or a cycle too large: std::sort.
-  constexpr uint32_t kPosBits = 16;
-  uint64_t t_any = 0;  // every issue cycle ORed: below 2^48 when each is
-  for (uint32_t i = 0; i < pending_used_; ++i) t_any |= pending_[i].t;
-  pending_keys_.resize(pending_used_);
-  uint64_t* const keys = pending_keys_.data();
-  uint64_t pos_mask = (uint64_t{1} << kPosBits) - 1;
-  if (t_any < (uint64_t{1} << (64 - kPosBits)) && pending_used_ <= (1u << kPosBits)) [[likely]] {
-    for (uint32_t i = 0; i < pending_used_; ++i) keys[i] = (pending_[i].t << kPosBits) | i;
-    if (pending_used_ <= 32) {
-      for (uint32_t i = 1; i < pending_used_; ++i) {
-        const uint64_t key = keys[i];
-        uint32_t j = i;
-        for (; j > 0 && keys[j - 1] > key; --j) keys[j] = keys[j - 1];
-        keys[j] = key;
-      }
-    } else {
-      std::sort(keys, keys + pending_used_);
-    }
-  } else {  // the pairs themselves; the keys then hold the positions
-    pending_order_.clear();
-    for (uint32_t i = 0; i < pending_used_; ++i) pending_order_.emplace_back(pending_[i].t, i);
-    std::sort(pending_order_.begin(), pending_order_.end());
-    for (uint32_t k = 0; k < pending_used_; ++k) keys[k] = pending_order_[k].second;
-    pos_mask = UINT64_MAX;
-  }
-  for (uint32_t k = 0; k < pending_used_; ++k) {
-    const PendingCmd& cmd = pending_[keys[k] & pos_mask];
+  // is in (ME, issue order) already, so a sort on (cycle, position) gives it
+  pending_order_.clear();
+  for (uint32_t i = 0; i < pending_used_; ++i) pending_order_.emplace_back(pending_[i].t, i);
+  std::sort(pending_order_.begin(), pending_order_.end());
+  for (const auto& [t, i] : pending_order_) {
+    const PendingCmd& cmd = pending_[i];
     try {
       apply_command(*this, cmd);
     } catch (const LocalFault& f) {

@@ -734,7 +734,6 @@ class Chip : public MediaHost {
   };
   std::vector<NnPending> q_nn_pending_;
   std::vector<std::pair<uint64_t, uint32_t>> pending_order_;
-  std::vector<uint64_t> pending_keys_;  // the units' order as (cycle << 16 | position)
   std::string run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool until_idle);
   void run_one_quantum(uint64_t start, uint64_t end);
   void run_quantum_me(ME& m, uint64_t end);
