@@ -13,10 +13,10 @@ It is a model variant, so its results are not compared with the default schedule
   neighbour sees its next-neighbour writes from the next quantum on;
 * the same run twice is the same, and a run sliced into calls of any length equals the run
   in one call (the slicing relation of tests/sim/test_run_slicing.py, on this schedule);
-* a command's completion still pending when the run ends (kept as a record of its ME, not
-  an event: docs/sim-core.md, "How the loop is kept cheap", tenth round) is part of the
-  state: a snapshot holds it (a restored chip runs on as the chip ran on), and a switch to
-  the default schedule delivers it.
+* a command's completion still pending when a run ends is part of the state: a snapshot
+  holds it (a restored chip runs on as the chip ran on), and a switch to the default
+  schedule delivers it (a guard for any other way of keeping completions, such as the
+  records tried in issue 13's tenth round, docs/performance.md).
 """
 
 from __future__ import annotations
