@@ -323,8 +323,8 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
                                            routes.v6 if label == "IPv6" else {})
                 out.append(Subject(f"MBL walker, {label}, {name}, packet probe, {driver}",
                                    probe, batch, "M lookups/s"))
-            for prefetch, driver in KEY_DRIVERS:  # on the last probe's tables
-                function = probe.key_function(WALKER_FUNCTIONS[label], prefetch=prefetch)
+            for options, driver in KEY_DRIVERS:  # on the last probe's tables
+                function = probe.key_function(WALKER_FUNCTIONS[label], **options)
                 keys = function.pack(dst4 if label == "IPv4" else dst6)
                 out.append(KeySubject(f"MBL walker, {label}, {name}, "
                                       f"{WALKER_FUNCTIONS[label]}, {driver}", function, keys))

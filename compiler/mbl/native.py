@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from .lower import (
 from .passes import optimize
 from .sema import Program
 from .slice_guards import KEEP_MARK, drop_prefetch_guards
+from .stages import COLD_READ, stage_text
 from .types import (
     MEDIA_EOP,
     MEDIA_SOP,
@@ -685,6 +687,30 @@ class _PrefetchSliceOps(_HostOps):
                 self.fn(name)[1].ret_void()
 
 
+class _StageSliceOps(_PrefetchSliceOps):
+    """Host bodies for a depth-staged slice (npkit.compiler.mbl.stages): as the prefetch
+    slice's (no packet or memory writes), but a read of a large memory is a call of the
+    opaque stages.COLD_READ, which stages.stage_text later turns into a load, a prefetch or
+    0 by the read's depth; no run-time budget."""
+
+    def memory_ops(self) -> None:
+        cold_read = ir.Function(self.m, ir.FunctionType(I32, [PTR]), COLD_READ)
+        cold_read.attributes.add("nounwind")
+        f, b = self.fn("npu.mem.read")
+        ctx, space, word = f.args
+        ptr = self.word_ptr(b, ctx, space, word)
+        cold, plain = f.append_basic_block("cold"), f.append_basic_block("plain")
+        b.cbranch(self.is_cold(b, space, word), cold, plain)
+        b.position_at_end(cold)
+        b.ret(b.call(cold_read, [ptr]))
+        b.position_at_end(plain)
+        b.ret(b.load(ptr, typ=I32))
+        self.fn("npu.mem.write")[1].ret_void()
+        f, b = self.fn("npu.mem.add")  # counters are small memories: a plain read
+        ctx, space, word, _ = f.args
+        b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
+
+
 COLD_BYTES = 1 << 20  # memories at least this large miss the cache: their reads are paced
 # Slice runs before a packet's block: the dependent misses hidden.  2 covers the IPv4 trie's
 # root and ply (/0-/24); a third run pays for every /17-/24 packet (it only finds the route
@@ -928,6 +954,110 @@ def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
     loop(ir.Constant(I32, 0), middle, checked_step)
     loop(middle, n, step)
     loop(n, b.add(n, lag), checked_step)
+    b.ret_void()
+    return name
+
+
+STAGE_PREFIX = "mbl.stage"  # + k + ".": stage k of a function (_stages_of)
+# The staged key driver (_staged_key_driver, KeyFunction(stages=...)): keys between a key's
+# stages.  Swept on the IPv4 Poptrie walker (docs/performance.md, section 3).
+STAGE_DISTANCE = 16
+
+
+def _stages_of(program: Program, symbol: str, hash_unit: HashUnit | None,
+               count: int) -> llvm.ModuleRef:
+    """Stages 0..count-1 of the function `symbol` (npkit.compiler.mbl.stages), each as
+    `@mbl.stage<k>.<symbol>` (its own symbols renamed, internal but the entry), linked into
+    one module: the function optimized once with its large-memory reads opaque, the depths
+    found on that, then each stage rewritten and optimized again."""
+    module = lower(program, wide=True)
+    _StageSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
+    _inline_blocks(module, keep=symbol)
+    module.get_global(symbol).linkage = ""  # functions are internal: this one is the entry
+    base = str(optimize(module))
+    linked: llvm.ModuleRef | None = None
+    for k in range(count):
+        text = re.sub(r'@("?)mbl\.', rf"@\g<1>{STAGE_PREFIX}{k}.mbl.",
+                      stage_text(base, symbol, k))
+        stage = optimize(text)
+        if linked is None:
+            linked = stage
+        else:
+            linked.link_in(stage)
+    assert linked is not None
+    return linked
+
+
+def _staged_key_driver(module: ir.Module, function: str, stage_fns: list[str],
+                       distance: int) -> str:
+    """`void @mbl.keys.<fn>(...)` as _key_driver's, with depth-staged slices: step i runs
+    stage 0 of key i, stage 1 of key i - distance, ... stage S-1 of key i - (S-1) *
+    distance, then the function of key i - S * distance.  Stage k reads what stage k - 1
+    prefetched (distance keys earlier) and prefetches the next dependent line; the function
+    finds its walk's lines in cache.  No run-time state: every stage of every key runs (a
+    stage whose walk has ended before its prefetch does nothing more than the walk)."""
+    target = module.get_global(function)
+    key_type, = target.function_type.args[1:]
+    result_type = target.function_type.return_type
+    key_bits, result_bits = _words(key_type.width) * 32, _words(result_type.width) * 32
+    name = KEYS_PREFIX + function.removeprefix("mbl.fn.")
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I32, PTR, PTR, PTR, PTR, PTR]),
+                     name)
+    keys, out, n, sram, scratch, local, pkt, meta = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    i64 = ir.IntType(64)
+
+    def new_ctx(meta_record: ir.Value) -> ir.Value:
+        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
+        for k, v in ((CTX_PKT, pkt), (CTX_META, meta_record), (2, sram), (3, scratch),
+                     (4, local)):
+            b.store(v, _slot(b, ctx, k))
+        b.store(ir.Constant(I32, 0), _slot(b, ctx, CTX_LEN))
+        return ctx
+
+    def key(i: ir.Value) -> ir.Value:
+        at = b.gep(keys, [b.mul(b.zext(i, i64), ir.Constant(i64, key_bits // 8))],
+                   source_etype=I8)
+        word = b.load(at, typ=ir.IntType(key_bits), align=4)
+        return b.trunc(word, key_type) if key_type.width < key_bits else word
+
+    ctx = new_ctx(meta)
+    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+    slice_ctx = new_ctx(meta_copy)
+    decls = [ir.Function(module, target.function_type, s) for s in stage_fns]
+    depth = len(stage_fns) * distance
+
+    def run(i: ir.Value) -> None:
+        value = b.call(target, [ctx, key(i)], attrs=("alwaysinline",))
+        if result_type.width < result_bits:
+            value = b.zext(value, ir.IntType(result_bits))
+        at = b.gep(out, [b.mul(b.zext(i, i64), ir.Constant(i64, result_bits // 8))],
+                   source_etype=I8)
+        b.store(value, at, align=4)
+
+    def run_stage(i: ir.Value, stage: int) -> None:
+        b.call(decls[stage], [slice_ctx, key(i)], attrs=("alwaysinline",))
+
+    def checked_step(i: ir.Value) -> None:
+        for stage in range(len(stage_fns) + 1):
+            lag = ir.Constant(I32, stage * distance)
+            j = b.sub(i, lag)
+            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+                if stage < len(stage_fns):
+                    run_stage(j, stage)
+                else:
+                    run(j)
+
+    def step(i: ir.Value) -> None:
+        for stage in range(len(stage_fns)):
+            run_stage(b.sub(i, ir.Constant(I32, stage * distance)), stage)
+        run(b.sub(i, ir.Constant(I32, depth)))
+
+    lag = ir.Constant(I32, depth)
+    middle = b.select(b.icmp_unsigned("<", n, lag), n, lag)  # min(n, depth)
+    _counted_loop(b, fn, ir.Constant(I32, 0), middle, checked_step)
+    _counted_loop(b, fn, middle, n, step)
+    _counted_loop(b, fn, n, b.add(n, lag), checked_step)
     b.ret_void()
     return name
 
@@ -1281,11 +1411,13 @@ class NativeProgram:
 
     def key_function(self, name: str, prefetch: bool = False,
                      budgets: tuple[int, ...] = KEY_BUDGETS,
-                     distance: int = KEY_DISTANCE) -> KeyFunction:
+                     distance: int = KEY_DISTANCE, stages: int = 0,
+                     stage_distance: int = STAGE_DISTANCE) -> KeyFunction:
         """The MBL function `name` compiled for arrays of keys (KeyFunction), on this
         program's memories: e.g. a route walker's `fib4_lookup` over a key array, as
-        rte_lpm_lookup_bulk.  `prefetch`: the key driver's slice pipeline (_key_driver)."""
-        return KeyFunction(self, name, prefetch, budgets, distance)
+        rte_lpm_lookup_bulk.  `prefetch`: the key driver's slice pipeline (_key_driver);
+        `stages`: the depth-staged driver (_staged_key_driver) instead."""
+        return KeyFunction(self, name, prefetch, budgets, distance, stages, stage_distance)
 
     def replica(self) -> NativeProgram:
         """A program sharing this one's JIT code, with its own memories (copies of these now)
@@ -1329,12 +1461,17 @@ class KeyFunction:
 
     def __init__(self, owner: NativeProgram, name: str, prefetch: bool = False,
                  budgets: tuple[int, ...] = KEY_BUDGETS,
-                 distance: int = KEY_DISTANCE) -> None:
+                 distance: int = KEY_DISTANCE, stages: int = 0,
+                 stage_distance: int = STAGE_DISTANCE) -> None:
         if name not in owner.program.functions:
             raise NativeError(f"no function named '{name}'")
         if any(k < 0 for k in budgets) or not 1 <= distance <= 1 << 12:
             raise NativeError(f"key driver budgets {budgets}, distance {distance}: budgets "
                               f">= 0, distance 1..{1 << 12}")
+        if not 0 <= stages <= 8 or not 1 <= stage_distance <= 1 << 12 or \
+                (stages and prefetch):
+            raise NativeError(f"key driver stages {stages}, distance {stage_distance}: "
+                              f"0..8 stages (not with prefetch), distance 1..{1 << 12}")
         self.owner, self.name = owner, name
         symbol = f"mbl.fn.{name}"
         module = lower(owner.program, wide=True)
@@ -1347,11 +1484,16 @@ class KeyFunction:
             raise NativeError(f"function '{name}': a key function takes one integer "
                               f"(at most bit<128>) and returns one")
         self.key_words, self.result_words = _words(params[0].width), _words(result.width)
-        slice_fn = SLICE_PREFIX + symbol if prefetch else None
-        driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)
-        self.ir, self.engine = _jit(
-            module, _slice_of(owner.program, symbol, owner.hash_unit) if prefetch else None,
-            host_o3=True)
+        if stages:
+            driver = _staged_key_driver(
+                module, symbol, [f"{STAGE_PREFIX}{k}.{symbol}" for k in range(stages)],
+                stage_distance)
+            extra = _stages_of(owner.program, symbol, owner.hash_unit, stages)
+        else:
+            slice_fn = SLICE_PREFIX + symbol if prefetch else None
+            driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)
+            extra = _slice_of(owner.program, symbol, owner.hash_unit) if prefetch else None
+        self.ir, self.engine = _jit(module, extra, host_o3=True)
         self._run = KEYS_SIGNATURE(self.engine.get_function_address(driver))
         self._packet = np.zeros(64, dtype=np.uint8)  # a context's packet and record, unused
         self._meta = np.zeros(META_WORDS, dtype=np.uint32)
