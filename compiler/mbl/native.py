@@ -729,7 +729,8 @@ def cold_ranges(program: Program) -> list[tuple[int, int, int]]:
 
 
 def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
-                  passes: int | None = None, distance: int | None = None) -> str:
+                  passes: int | None = None, distance: int | None = None,
+                  stage_fns: list[str] | None = None) -> str:
     """`void @mbl.batch(pkts, stride, lens, metas, n, sram, scratch, local)`.
 
     With a prefetch slice (`slice_fn`, see _PrefetchSliceOps) the batch runs as a software
@@ -779,6 +780,9 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
         set_packet(ctx, i)
         b.call(module.get_global(block), [ctx], attrs=("alwaysinline",))
 
+    if stage_fns:
+        return _staged_steps(module, fn, b, block, stage_fns, distance, new_ctx, set_packet,
+                             run_block)
     if slice_fn is None or passes < 1:
         loop(ir.Constant(I32, 0), n, run_block)
         b.ret_void()
@@ -842,6 +846,39 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
     loop(ir.Constant(I32, 0), b.add(n, ir.Constant(I32, passes * distance)), step)
     b.ret_void()
     return name
+
+
+def _staged_steps(module: ir.Module, fn: ir.Function, b: ir.IRBuilder, block: str,
+                  stage_fns: list[str], distance: int, new_ctx, set_packet,
+                  run_block) -> str:
+    """The batch driver's loop with depth-staged slices (_stages_of): step i runs stage k
+    of packet i - k * distance (k = 0..S-1, each on its own context and a copy of the
+    packet's metadata record), then the block of packet i - S * distance."""
+    _, _, _, _, n, _, _, _ = fn.args
+    i64 = ir.IntType(64)
+    slice_ctx = new_ctx()
+    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+    memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, i64])
+    decls = [ir.Function(module, ir.FunctionType(VOID, [PTR]), s) for s in stage_fns]
+
+    def step(i: ir.Value) -> None:
+        for stage in range(len(stage_fns) + 1):
+            lag = ir.Constant(I32, stage * distance)
+            j = b.sub(i, lag)
+            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+                if stage == len(stage_fns):
+                    run_block(j)
+                    continue
+                meta = set_packet(slice_ctx, j)
+                b.call(memcpy, [meta_copy, meta, ir.Constant(i64, 4 * META_WORDS),
+                                ir.Constant(I1, 0)])
+                b.store(meta_copy, _slot(b, slice_ctx, CTX_META))
+                b.call(decls[stage], [slice_ctx], attrs=("alwaysinline",))
+
+    end = b.add(n, ir.Constant(I32, len(stage_fns) * distance))
+    _counted_loop(b, fn, ir.Constant(I32, 0), end, step)
+    b.ret_void()
+    return fn.name
 
 
 KEYS_PREFIX = "mbl.keys."
@@ -973,12 +1010,18 @@ def _stages_of(program: Program, symbol: str, hash_unit: HashUnit | None,
     module = lower(program, wide=True)
     _StageSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
     _inline_blocks(module, keep=symbol)
-    module.get_global(symbol).linkage = ""  # functions are internal: this one is the entry
+    function = symbol.startswith("mbl.fn.")
+    if function:  # functions are internal: this one is the entry
+        module.get_global(symbol).linkage = ""
     base = str(optimize(module))
     linked: llvm.ModuleRef | None = None
     for k in range(count):
-        text = re.sub(r'@("?)mbl\.', rf"@\g<1>{STAGE_PREFIX}{k}.mbl.",
-                      stage_text(base, symbol, k))
+        if function:
+            text = stage_text(base, symbol, k)
+        else:  # a block's checks before its walk: taken as passed (slice_guards)
+            text = str(optimize(stage_text(base, symbol, k, KEEP_MARK + "i32")))
+            text, _ = drop_prefetch_guards(text, symbol)
+        text = re.sub(r'@("?)mbl\.', rf"@\g<1>{STAGE_PREFIX}{k}.mbl.", text)
         stage = optimize(text)
         if linked is None:
             linked = stage
@@ -1111,7 +1154,8 @@ def _inline_blocks(module: ir.Module, keep: str | None = None) -> None:
 
 def native_module(program: Program, entry: str, hash_unit: HashUnit | None = None,
                   prefetch: bool = False, pool: BufferPool | None = None,
-                  trace: LineTable | None = None) -> tuple[ir.Module, str]:
+                  trace: LineTable | None = None, stages: int = 0,
+                  stage_distance: int = 0) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
     block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
     (prefetch_slice, linked in separately); with `trace`, the line-trace build
@@ -1121,6 +1165,10 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
     _inline_blocks(module)
     kind = "pipeline" if entry in program.pipelines else "block"
     target = f"mbl.{kind}.{entry}"
+    if stages:
+        return module, _batch_driver(
+            module, target, distance=stage_distance,
+            stage_fns=[f"{STAGE_PREFIX}{k}.{target}" for k in range(stages)])
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
 
 
@@ -1193,7 +1241,8 @@ class NativeProgram:
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
                  buffers: BufferPool | None = None, trace: LineTable | None = None,
-                 host_o3: bool = True) -> None:
+                 host_o3: bool = True, stages: int = 0,
+                 stage_distance: int = PREFETCH_DISTANCE) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         self.program = program
@@ -1205,11 +1254,14 @@ class NativeProgram:
         prefetch = prefetch and trace is None and \
             any(m.kind == "array" for m in program.memories.values())
         self.pool = buffers or BufferPool()
-        module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool,
-                                       trace)
-        self.ir, self.engine = _jit(
-            module, prefetch_slice(program, self.block, hash_unit) if prefetch else None,
-            host_o3)
+        stages = stages if trace is None else 0
+        module, driver = native_module(program, self.block, hash_unit,
+                                       prefetch and not stages, self.pool, trace, stages,
+                                       stage_distance)
+        kind = "pipeline" if self.block in program.pipelines else "block"
+        extra = _stages_of(program, f"mbl.{kind}.{self.block}", hash_unit, stages) \
+            if stages else prefetch_slice(program, self.block, hash_unit) if prefetch else None
+        self.ir, self.engine = _jit(module, extra, host_o3)
         self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
         self._setup_buffers()
         self.memory = {space: np.zeros(max(1, self._words(space)), dtype=np.uint32)

@@ -89,15 +89,22 @@ def read_depths(text: str, function: str) -> dict[int, int]:
     return {i: depth_of_line(i) for i in range(first, end) if _CALL.search(lines[i])}
 
 
-def stage_text(text: str, function: str, stage: int) -> str:
+def stage_text(text: str, function: str, stage: int, keep_mark: str | None = None) -> str:
     """The module text with `function`'s COLD_READ calls rewritten for stage `stage` (reads
     of depth <= stage load, depth stage + 1 prefetch, deeper read 0) and the three bodies
-    appended; optimize it again to inline them."""
+    appended; optimize it again to inline them.  `keep_mark` (slice_guards.KEEP_MARK +
+    "i32"): the loaded words pass through it, so that drop_prefetch_guards keeps the
+    branches of the walk (a block's stages: their checks before the walk are dropped)."""
     lines = text.split("\n")
     for i, depth in read_depths(text, function).items():
         target = _LOAD if depth <= stage else _PREFETCH if depth == stage + 1 else _ZERO
         lines[i] = _CALL.sub(f'@"{target}"(', lines[i])
     out = "\n".join(lines) + BODIES
+    if keep_mark:
+        out = out.replace("  ret i32 %v\n}", f'  %k = call i32 @"{keep_mark}"(i32 %v)\n'
+                          "  ret i32 %k\n}", 1)
+        if f'@"{keep_mark}"(' not in text and f"@{keep_mark}(" not in text:
+            out += f'declare i32 @"{keep_mark}"(i32) nounwind memory(none)\n'
     if "@llvm.prefetch.p0(" not in text:
         out += _PREFETCH_DECLARE + "\n"
     return out
