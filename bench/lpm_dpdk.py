@@ -331,10 +331,12 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
     if router:
         frames = Batch.of([udp_frame(d) for d in dst4])
         for name in ("16-8-8", "Poptrie"):     # whichever router_common.mbl imports
-            native = NativeProgram(compile_file(router_with(name, tmp / name)), "router")
-            load_router(native, routes)
-            out.append(Subject(f"forward IPv4, router pipeline, {name}", native, frames,
-                               "Mpps"))
+            program = compile_file(router_with(name, tmp / name))
+            for stages, driver in ((0, "prefetch pipeline"), (3, "staged (3)")):
+                native = NativeProgram(program, "router", stages=stages)
+                load_router(native, routes)
+                out.append(Subject(f"forward IPv4, router pipeline, {name}, {driver}", native,
+                                   frames, "Mpps"))
     return out
 
 
