@@ -1160,7 +1160,8 @@ def native_module(program: Program, entry: str, hash_unit: HashUnit | None = Non
                   stage_distance: int = 0) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
     block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
-    (prefetch_slice, linked in separately); with `trace`, the line-trace build
+    (prefetch_slice, linked in separately); with `stages`, its depth-staged slices
+    (_stages_of, `stage_distance` packets apart); with `trace`, the line-trace build
     (npkit.compiler.mbl.linetrace: hooks before every statement)."""
     module = lower(program, trace=trace, wide=True)
     _HostOps(module, hash_unit or HashUnit(), pool).build()
@@ -1237,8 +1238,10 @@ def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]
 
 class NativeProgram:
     """A compiled block or pipeline with its memories, ready to run packet batches.
-    `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `host_o3`: LLVM's -O3
-    over the module after the fixed pipeline (host_optimize)."""
+    `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `stages` > 0: the
+    depth-staged slices instead (_stages_of, _staged_steps: `stages` stages,
+    `stage_distance` packets apart); `host_o3`: LLVM's -O3 over the module after the fixed
+    pipeline (host_optimize)."""
 
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
@@ -1252,11 +1255,10 @@ class NativeProgram:
         self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))
         if self.block not in program.blocks and self.block not in program.pipelines:
             raise NativeError(f"no block or pipeline named '{self.block}'")
-        # a slice only pays where the program reads memories (arrays: trie walks)
-        prefetch = prefetch and trace is None and \
-            any(m.kind == "array" for m in program.memories.values())
+        # a slice (or stages) only pays where the program reads memories (arrays: walks)
+        walks = trace is None and any(m.kind == "array" for m in program.memories.values())
+        prefetch, stages = prefetch and walks, stages if walks else 0
         self.pool = buffers or BufferPool()
-        stages = stages if trace is None else 0
         module, driver = native_module(program, self.block, hash_unit,
                                        prefetch and not stages, self.pool, trace, stages,
                                        stage_distance)
@@ -1510,8 +1512,10 @@ class KeyFunction:
     integer fits 32 bits, else (n, words) with the least significant word first (pack /
     unpack convert from and to Python ints).  `prefetch`: the slice pipeline (the
     function's prefetch slice run `distance` keys ahead with `budgets`, see _key_driver),
-    else the plain loop; which is faster depends on the walk (docs/performance.md, section
-    3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the slice, Poptrie and IPv6 lose)."""
+    else the plain loop; `stages` > 0: the depth-staged driver (_staged_key_driver,
+    `stage_distance` keys between a key's stages).  Which is faster depends on the walk
+    (docs/performance.md, section 3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the
+    slice, Poptrie and IPv6 lose; IPv4 Poptrie gains 1.3-2.9 x from 3 stages)."""
 
     def __init__(self, owner: NativeProgram, name: str, prefetch: bool = False,
                  budgets: tuple[int, ...] = KEY_BUDGETS,
