@@ -781,7 +781,7 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
         b.call(module.get_global(block), [ctx], attrs=("alwaysinline",))
 
     if stage_fns:
-        return _staged_steps(module, fn, b, block, stage_fns, distance, new_ctx, set_packet,
+        return _staged_steps(module, fn, b, stage_fns, distance, new_ctx, set_packet,
                              run_block)
     if slice_fn is None or passes < 1:
         loop(ir.Constant(I32, 0), n, run_block)
@@ -848,7 +848,7 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
     return name
 
 
-def _staged_steps(module: ir.Module, fn: ir.Function, b: ir.IRBuilder, block: str,
+def _staged_steps(module: ir.Module, fn: ir.Function, b: ir.IRBuilder,
                   stage_fns: list[str], distance: int, new_ctx, set_packet,
                   run_block) -> str:
     """The batch driver's loop with depth-staged slices (_stages_of): step i runs stage k
@@ -1250,6 +1250,9 @@ class NativeProgram:
                  stage_distance: int = PREFETCH_DISTANCE) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
+        if not 0 <= stages <= 8 or not 1 <= stage_distance <= 1 << 12:
+            raise NativeError(f"batch driver stages {stages}, distance {stage_distance}: "
+                              f"0..8 stages, distance 1..{1 << 12}")
         self.program = program
         self.hash_unit = hash_unit or HashUnit()
         self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))

@@ -159,6 +159,8 @@ def test_what_a_key_function_refuses():
         native.key_function("mix", stages=9)
     with pytest.raises(NativeError, match="stages"):
         native.key_function("mix", stages=2, prefetch=True)
+    with pytest.raises(NativeError, match="stages"):
+        NativeProgram(compile_source(WIDE), "b", stages=-1)
     mix = native.key_function("mix")
     with pytest.raises(NativeError, match="uint32"):
         mix(np.zeros((4, 4), dtype=np.int64))
