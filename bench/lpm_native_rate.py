@@ -9,7 +9,8 @@ through, one JIT batch call each (bench/native_fwd.py's driver), median of --run
   tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6,
   with each batch driver (one pass; the prefetch pipeline, NativeProgram(prefetch=True));
   and the walker's function (fib4_lookup, fib6_lookup) over the key array itself, with
-  each key driver (NativeProgram.key_function: plain loop; slice pipeline);
+  each key driver (NativeProgram.key_function: plain loop; slice pipeline; depth-staged,
+  3 stages);
 * forwarding, IPv4, the router pipeline (examples/router/router.mbl) with each: the
   router's sources with both LPM files holding the structure's walker (in a temporary
   copy), so it is the same forwarding code over either structure.
