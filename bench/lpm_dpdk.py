@@ -14,9 +14,10 @@ band: --updates table prefixes, each deleted then added back) go to:
   each as a lookup-only probe (a block whose packet is the key: bench/lpm_native_rate.py's
   driver, both batch drivers) and as the walker's MBL function (`fib4_lookup`,
   `fib6_lookup`) over the key array itself (NativeProgram.key_function: the like-for-like
-  row beside rte_lpm_lookup_bulk, which also takes a key array; plain loop and slice
-  pipeline), and the Poptrie / 16-8-8 updaters on the same samples; with --router also
-  IPv4 forwarding through the MBL router (both structures, 64-byte frames to the same
+  row beside rte_lpm_lookup_bulk, which also takes a key array; plain loop, slice
+  pipeline and depth-staged driver), and the Poptrie / 16-8-8 updaters on the same
+  samples; with --router also IPv4 forwarding through the MBL router (both structures,
+  each with the prefetch pipeline and with 3 depth stages, 64-byte frames to the same
   destinations).
 
 Host time, one thread, the median of --runs for lookups.  A benchmark, not a test.
