@@ -14,9 +14,10 @@ band: --updates table prefixes, each deleted then added back) go to:
   each as a lookup-only probe (a block whose packet is the key: bench/lpm_native_rate.py's
   driver, both batch drivers) and as the walker's MBL function (`fib4_lookup`,
   `fib6_lookup`) over the key array itself (NativeProgram.key_function: the like-for-like
-  row beside rte_lpm_lookup_bulk, which also takes a key array; plain loop and slice
-  pipeline), and the Poptrie / 16-8-8 updaters on the same samples; with --router also
-  IPv4 forwarding through the MBL router (both structures, 64-byte frames to the same
+  row beside rte_lpm_lookup_bulk, which also takes a key array; plain loop, slice
+  pipeline and depth-staged driver), and the Poptrie / 16-8-8 updaters on the same
+  samples; with --router also IPv4 forwarding through the MBL router (both structures,
+  each with the prefetch pipeline and with 3 depth stages, 64-byte frames to the same
   destinations).
 
 Host time, one thread, the median of --runs for lookups.  A benchmark, not a test.
@@ -323,18 +324,20 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
                                            routes.v6 if label == "IPv6" else {})
                 out.append(Subject(f"MBL walker, {label}, {name}, packet probe, {driver}",
                                    probe, batch, "M lookups/s"))
-            for prefetch, driver in KEY_DRIVERS:  # on the last probe's tables
-                function = probe.key_function(WALKER_FUNCTIONS[label], prefetch=prefetch)
+            for options, driver in KEY_DRIVERS:  # on the last probe's tables
+                function = probe.key_function(WALKER_FUNCTIONS[label], **options)
                 keys = function.pack(dst4 if label == "IPv4" else dst6)
                 out.append(KeySubject(f"MBL walker, {label}, {name}, "
                                       f"{WALKER_FUNCTIONS[label]}, {driver}", function, keys))
     if router:
         frames = Batch.of([udp_frame(d) for d in dst4])
         for name in ("16-8-8", "Poptrie"):     # whichever router_common.mbl imports
-            native = NativeProgram(compile_file(router_with(name, tmp / name)), "router")
-            load_router(native, routes)
-            out.append(Subject(f"forward IPv4, router pipeline, {name}", native, frames,
-                               "Mpps"))
+            program = compile_file(router_with(name, tmp / name))
+            for stages, driver in ((0, "prefetch pipeline"), (3, "staged (3)")):
+                native = NativeProgram(program, "router", stages=stages)
+                load_router(native, routes)
+                out.append(Subject(f"forward IPv4, router pipeline, {name}, {driver}", native,
+                                   frames, "Mpps"))
     return out
 
 

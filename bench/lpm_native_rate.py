@@ -9,7 +9,8 @@ through, one JIT batch call each (bench/native_fwd.py's driver), median of --run
   tests/runtime/programs/lpm_poptrie_probe.mbl (microblocks/lpm_poptrie.mbl), IPv4 and IPv6,
   with each batch driver (one pass; the prefetch pipeline, NativeProgram(prefetch=True));
   and the walker's function (fib4_lookup, fib6_lookup) over the key array itself, with
-  each key driver (NativeProgram.key_function: plain loop; slice pipeline);
+  each key driver (NativeProgram.key_function: plain loop; slice pipeline; depth-staged,
+  3 stages);
 * forwarding, IPv4, the router pipeline (examples/router/router.mbl) with each: the
   router's sources with both LPM files holding the structure's walker (in a temporary
   copy), so it is the same forwarding code over either structure.
@@ -46,9 +47,12 @@ PROBES = {"16-8-8": REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl",
 # the two batch drivers (compiler/mbl/native.py): packets one after the other, and the
 # prefetch pipeline (slice runs ahead of each block)
 DRIVERS = ((False, "one pass"), (True, "prefetch pipeline"))
-# the key drivers of a walker's function (NativeProgram.key_function): the plain loop and
-# the slice pipeline
-KEY_DRIVERS = ((False, "key array, plain loop"), (True, "key array, slice pipeline"))
+# the key drivers of a walker's function (NativeProgram.key_function's arguments): the
+# plain loop, the slice pipeline and the depth-staged driver (3 stages: a walk's first
+# three dependent lines prefetched)
+KEY_DRIVERS: tuple[tuple[dict, str], ...] = (
+    ({}, "key array, plain loop"), ({"prefetch": True}, "key array, slice pipeline"),
+    ({"stages": 3}, "key array, staged (3)"))
 WALKER_FUNCTIONS = {"IPv4": "fib4_lookup", "IPv6": "fib6_lookup"}
 
 
@@ -105,8 +109,8 @@ def main(argv: list[str] | None = None) -> None:
                 rate, found = median_rate(probe, batch, args.runs)
                 print(f"lookup only, {label}, {name}, {driver}: {rate / 1e6:.1f} M lookups/s "
                       f"({100 * found:.1f} % found)", flush=True)
-            for prefetch, driver in KEY_DRIVERS:  # on the last probe's tables
-                function = probe.key_function(WALKER_FUNCTIONS[label], prefetch=prefetch)
+            for options, driver in KEY_DRIVERS:  # on the last probe's tables
+                function = probe.key_function(WALKER_FUNCTIONS[label], **options)
                 keys = function.pack(dsts if label == "IPv4" else dsts6)
                 rate = key_rate(function, keys, args.runs)
                 print(f"lookup only, {label}, {name}, {WALKER_FUNCTIONS[label]}, {driver}: "

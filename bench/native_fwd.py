@@ -1,6 +1,7 @@
 """How fast the native target (LLVM JIT on the host) forwards IPv4 with the real table.
 
     python -m npkit.bench.native_fwd [--packets 200000] [--runs 5] [--table PATH] [--cpu-time]
+                                     [--structure 16-8-8|poptrie] [--stages N]
 
 The dual-stack router (examples/router/router.mbl, built with NATIVE_STRUCTURE's walker:
 16-8-8, see below) is loaded with the full real Internet
@@ -194,6 +195,7 @@ class Row:
 
 def measure(table: Path, packets: int, runs: int, seed: int,
             clock: Callable[[], float] = time.perf_counter,
+            structure: str = NATIVE_STRUCTURE, stages: int = 0,
             ) -> tuple[list[Row], tuple[float, float]]:
     print(f"reading {table} ...", flush=True)
     routes = read_routes(table)
@@ -205,11 +207,13 @@ def measure(table: Path, packets: int, runs: int, seed: int,
           f"prefixes (seed {seed})", flush=True)
 
     compile_seconds = timed(compile_router, runs)
-    program = router_program()
+    program = router_program(structure)
+    driver = f"{structure}, " + (f"staged ({stages})" if stages else "prefetch pipeline")
+    print(f"router: {driver}", flush=True)
     rows = []
     for title, block in (("router pipeline (eth_classify -> ipv4_fwd)", "router"),
                          ("ipv4_fwd block alone", "ipv4_fwd")):
-        native = NativeProgram(program, block)
+        native = NativeProgram(program, block, stages=stages)
         load_router(native, routes)
         rate, forwarded = median_rate(native, frames, runs, clock)
         rows.append(Row(f"forward, {title}", rate / 1e6, "Mpps", forwarded))
@@ -261,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-time", action="store_true",
                         help="time batches by the thread's CPU time, not wall time (on a box "
                              "shared with other work)")
+    parser.add_argument("--structure", choices=sorted(LPM_FILES), default=NATIVE_STRUCTURE,
+                        help="the router's route-table walker (default %(default)s)")
+    parser.add_argument("--stages", type=int, default=0,
+                        help="the router's batch driver: 0 the prefetch pipeline (default), "
+                             "N the depth-staged driver with N stages (NativeProgram(stages=N))")
     args = parser.parse_args(argv)
     if args.packets < 1 or args.runs < 1:
         parser.error("--packets and --runs must be at least 1")
@@ -270,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
               f"repository)", file=sys.stderr)
         return 2
     clock = time.thread_time if args.cpu_time else time.perf_counter
-    rows, compile_seconds = measure(args.table, args.packets, args.runs, args.seed, clock)
+    rows, compile_seconds = measure(args.table, args.packets, args.runs, args.seed, clock,
+                                    args.structure, args.stages)
     report(rows, compile_seconds, args.runs)
     if args.cpu_time:
         print("(rates by thread CPU time; compile times are wall time)")

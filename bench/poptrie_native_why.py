@@ -4,10 +4,13 @@ references on the same image and destinations (issue 19, docs/performance.md sec
     python -m npkit.bench.poptrie_native_why [--lookups 300000] [--rounds 5]
 
 * the probe of tests/runtime/programs/lpm_poptrie_probe.mbl over microblocks/lpm_poptrie.mbl
-  (one-pass batch driver), as lpm_native_rate.py runs it;
+  (one-pass batch driver), as lpm_native_rate.py runs it, and the walker's fib4_lookup over
+  the key array (plain loop; depth-staged driver, 3 stages);
 * a plain C walk of the same image (cc -O2 -march=native), keys dense (as rte_lpm's bench
   reads them) and in the batch layout (one packet slot per key, 48 bytes of metadata
-  written), so the cost of the packet batch is seen apart from the walk's code.
+  written), so the cost of the packet batch is seen apart from the walk's code; and the
+  dense walk with 3 prefetch stages 16 keys apart written by hand (what the depth-staged
+  key driver, KeyFunction(stages=3), generates from the walker).
 
 CPU time of the walk (thread time), median of --rounds, the rows taking turns (the box's
 cache is shared: only rows measured in the same minutes compare).  A benchmark, not a test;
@@ -28,7 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from npkit.bench.native_fwd import DEFAULT_TABLE, REPO, Batch, destinations, median_rate
+from npkit.bench.native_fwd import (
+    DEFAULT_TABLE,
+    REPO,
+    Batch,
+    destinations,
+    key_rate,
+    median_rate,
+)
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import NativeProgram
 from npkit.runtime.lpm import RouteTables
@@ -64,6 +74,31 @@ static uint32_t lookup(uint32_t d) {
   w = step(w, (d >> 2) & 63);
   return step(w, (d & 3) << 4);
 }
+/* the depth stages by hand (compiler/mbl/stages.py generates them from the walker):
+   stage 1 reads the direct entry and prefetches the node's half; stage 2 reads both and
+   prefetches the leaf (or the next node's half) */
+enum { D = 16 };
+static uint32_t half_of(uint32_t w, uint32_t v) {
+  uint32_t half = (w & 0x7fffffffu) + ((v >> 3) & 4);
+  return half > 2097148u ? 0 : half;
+}
+static void stage1(uint32_t d) {
+  uint32_t w = T[d >> 14];
+  if (w & 0x80000000u) __builtin_prefetch(T + half_of(w, (d >> 8) & 63));
+}
+static void stage2(uint32_t d) {
+  uint32_t w = T[d >> 14], v = (d >> 8) & 63;
+  if (!(w & 0x80000000u)) return;
+  const uint32_t *n = T + half_of(w, v);
+  uint32_t s = v & 31, vec = n[0], t = vec >> s;
+  if (t & 1) {
+    uint32_t c = n[1] + ((uint32_t)(__builtin_popcount(vec) - __builtin_popcount(t)) << 3);
+    __builtin_prefetch(T + half_of(c, (d >> 2) & 63));
+    return;
+  }
+  uint32_t lv = n[2], runs = __builtin_popcount(lv) - __builtin_popcount((lv >> s) >> 1);
+  __builtin_prefetch(T + ((n[3] + runs - 1) & 2097151u));
+}
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -80,6 +115,8 @@ int main(int argc, char **argv) {
   f = fopen(argv[2], "rb");
   if (fread(keys, 4, n, f) != n) return 1;
   fclose(f);
+  int piped = stride < 0;  /* -1: dense keys, 3 prefetch stages D keys apart */
+  if (piped) stride = 0;
   uint8_t *slots = calloc(n, stride ? stride : 4);
   uint32_t *meta = calloc(n, 48);
   for (size_t i = 0; i < n; i++) {
@@ -89,7 +126,16 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++) {
     uint64_t found = 0;
     double t = now();
-    if (!stride) {
+    if (piped) {
+      for (size_t i = 0; i < n; i++) {
+        if (i + 3 * D < n) __builtin_prefetch(T + (keys[i + 3 * D] >> 14));
+        if (i + 2 * D < n) stage1(keys[i + 2 * D]);
+        if (i + D < n) stage2(keys[i + D]);
+        uint32_t w = lookup(keys[i]);
+        meta[i] = w;
+        found += w >> 30;
+      }
+    } else if (!stride) {
       for (size_t i = 0; i < n; i++) {
         uint32_t w = lookup(keys[i]);
         meta[i] = w;
@@ -158,11 +204,17 @@ def main(argv: list[str] | None = None) -> None:
         routed = int(np.count_nonzero(native.key_function("fib4_lookup")(keys) >> 30))
         command = c_walk(native.region("fib4_poptrie"), keys, tmp)
         c_rows = {"C walk of the same image, dense keys": 0,
+                  "C walk of the same image, dense keys, 3 prefetch stages": -1,
                   "C walk of the same image, batch layout": batch.buf.shape[1]}
         label = "MBL walker (JIT)"
-        rates: dict[str, list[float]] = {name: [] for name in [label, *c_rows]}
+        key_rows = {"MBL fib4_lookup, key array, plain loop": native.key_function("fib4_lookup"),
+                    "MBL fib4_lookup, key array, staged (3)":
+                        native.key_function("fib4_lookup", stages=3)}
+        rates: dict[str, list[float]] = {name: [] for name in [label, *key_rows, *c_rows]}
         for _ in range(args.rounds):  # interleaved: every row sees the same load
             rates[label].append(median_rate(native, batch, 1, clock=time.thread_time)[0])
+            for name, function in key_rows.items():
+                rates[name].append(key_rate(function, keys, 1, time.thread_time))
             for name, stride in c_rows.items():
                 rates[name].append(c_rate(command, len(dsts), stride, routed))
         for name, values in rates.items():

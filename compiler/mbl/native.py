@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from .lower import (
 from .passes import optimize
 from .sema import Program
 from .slice_guards import KEEP_MARK, drop_prefetch_guards
+from .stages import COLD_READ, stage_text
 from .types import (
     MEDIA_EOP,
     MEDIA_SOP,
@@ -685,6 +687,30 @@ class _PrefetchSliceOps(_HostOps):
                 self.fn(name)[1].ret_void()
 
 
+class _StageSliceOps(_PrefetchSliceOps):
+    """Host bodies for a depth-staged slice (npkit.compiler.mbl.stages): as the prefetch
+    slice's (no packet or memory writes), but a read of a large memory is a call of the
+    opaque stages.COLD_READ, which stages.stage_text later turns into a load, a prefetch or
+    0 by the read's depth; no run-time budget."""
+
+    def memory_ops(self) -> None:
+        cold_read = ir.Function(self.m, ir.FunctionType(I32, [PTR]), COLD_READ)
+        cold_read.attributes.add("nounwind")
+        f, b = self.fn("npu.mem.read")
+        ctx, space, word = f.args
+        ptr = self.word_ptr(b, ctx, space, word)
+        cold, plain = f.append_basic_block("cold"), f.append_basic_block("plain")
+        b.cbranch(self.is_cold(b, space, word), cold, plain)
+        b.position_at_end(cold)
+        b.ret(b.call(cold_read, [ptr]))
+        b.position_at_end(plain)
+        b.ret(b.load(ptr, typ=I32))
+        self.fn("npu.mem.write")[1].ret_void()
+        f, b = self.fn("npu.mem.add")  # counters are small memories: a plain read
+        ctx, space, word, _ = f.args
+        b.ret(b.load(self.word_ptr(b, ctx, space, word), typ=I32))
+
+
 COLD_BYTES = 1 << 20  # memories at least this large miss the cache: their reads are paced
 # Slice runs before a packet's block: the dependent misses hidden.  2 covers the IPv4 trie's
 # root and ply (/0-/24); a third run pays for every /17-/24 packet (it only finds the route
@@ -703,7 +729,8 @@ def cold_ranges(program: Program) -> list[tuple[int, int, int]]:
 
 
 def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
-                  passes: int | None = None, distance: int | None = None) -> str:
+                  passes: int | None = None, distance: int | None = None,
+                  stage_fns: list[str] | None = None) -> str:
     """`void @mbl.batch(pkts, stride, lens, metas, n, sram, scratch, local)`.
 
     With a prefetch slice (`slice_fn`, see _PrefetchSliceOps) the batch runs as a software
@@ -753,6 +780,9 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
         set_packet(ctx, i)
         b.call(module.get_global(block), [ctx], attrs=("alwaysinline",))
 
+    if stage_fns:
+        return _staged_steps(module, fn, b, stage_fns, distance, new_ctx, set_packet,
+                             run_block)
     if slice_fn is None or passes < 1:
         loop(ir.Constant(I32, 0), n, run_block)
         b.ret_void()
@@ -816,6 +846,39 @@ def _batch_driver(module: ir.Module, block: str, slice_fn: str | None = None,
     loop(ir.Constant(I32, 0), b.add(n, ir.Constant(I32, passes * distance)), step)
     b.ret_void()
     return name
+
+
+def _staged_steps(module: ir.Module, fn: ir.Function, b: ir.IRBuilder,
+                  stage_fns: list[str], distance: int, new_ctx, set_packet,
+                  run_block) -> str:
+    """The batch driver's loop with depth-staged slices (_stages_of): step i runs stage k
+    of packet i - k * distance (k = 0..S-1, each on its own context and a copy of the
+    packet's metadata record), then the block of packet i - S * distance."""
+    _, _, _, _, n, _, _, _ = fn.args
+    i64 = ir.IntType(64)
+    slice_ctx = new_ctx()
+    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+    memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, i64])
+    decls = [ir.Function(module, ir.FunctionType(VOID, [PTR]), s) for s in stage_fns]
+
+    def step(i: ir.Value) -> None:
+        for stage in range(len(stage_fns) + 1):
+            lag = ir.Constant(I32, stage * distance)
+            j = b.sub(i, lag)
+            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+                if stage == len(stage_fns):
+                    run_block(j)
+                    continue
+                meta = set_packet(slice_ctx, j)
+                b.call(memcpy, [meta_copy, meta, ir.Constant(i64, 4 * META_WORDS),
+                                ir.Constant(I1, 0)])
+                b.store(meta_copy, _slot(b, slice_ctx, CTX_META))
+                b.call(decls[stage], [slice_ctx], attrs=("alwaysinline",))
+
+    end = b.add(n, ir.Constant(I32, len(stage_fns) * distance))
+    _counted_loop(b, fn, ir.Constant(I32, 0), end, step)
+    b.ret_void()
+    return fn.name
 
 
 KEYS_PREFIX = "mbl.keys."
@@ -932,6 +995,118 @@ def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
     return name
 
 
+STAGE_PREFIX = "mbl.stage"  # + k + ".": stage k of a function (_stages_of)
+# The staged key driver (_staged_key_driver, KeyFunction(stages=...)): keys between a key's
+# stages.  IPv4 Poptrie fib4_lookup, 3 stages, medians of 7 paired rounds (docs/performance.md,
+# section 3, fifth round): 8 82.8, 16 89.2, 32 92.7 M/s, the rounds overlapping; the packet
+# driver (NativeProgram(stages=...)) takes PREFETCH_DISTANCE (12) by default.
+STAGE_DISTANCE = 16
+
+
+def _stages_of(program: Program, symbol: str, hash_unit: HashUnit | None,
+               count: int) -> llvm.ModuleRef:
+    """Stages 0..count-1 of the function `symbol` (npkit.compiler.mbl.stages), each as
+    `@mbl.stage<k>.<symbol>` (its own symbols renamed, internal but the entry), linked into
+    one module: the function optimized once with its large-memory reads opaque, the depths
+    found on that, then each stage rewritten and optimized again."""
+    module = lower(program, wide=True)
+    _StageSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
+    _inline_blocks(module, keep=symbol)
+    function = symbol.startswith("mbl.fn.")
+    if function:  # functions are internal: this one is the entry
+        module.get_global(symbol).linkage = ""
+    base = str(optimize(module))
+    linked: llvm.ModuleRef | None = None
+    for k in range(count):
+        if function:
+            text = stage_text(base, symbol, k)
+        else:  # a block's checks before its walk: taken as passed (slice_guards)
+            text = str(optimize(stage_text(base, symbol, k, KEEP_MARK + "i32")))
+            text, _ = drop_prefetch_guards(text, symbol)
+        text = re.sub(r'@("?)mbl\.', rf"@\g<1>{STAGE_PREFIX}{k}.mbl.", text)
+        stage = optimize(text)
+        if linked is None:
+            linked = stage
+        else:
+            linked.link_in(stage)
+    assert linked is not None
+    return linked
+
+
+def _staged_key_driver(module: ir.Module, function: str, stage_fns: list[str],
+                       distance: int) -> str:
+    """`void @mbl.keys.<fn>(...)` as _key_driver's, with depth-staged slices: step i runs
+    stage 0 of key i, stage 1 of key i - distance, ... stage S-1 of key i - (S-1) *
+    distance, then the function of key i - S * distance.  Stage k reads what stage k - 1
+    prefetched (distance keys earlier) and prefetches the next dependent line; the function
+    finds its walk's lines in cache.  No run-time state: every stage of every key runs (a
+    stage whose walk has ended before its prefetch does nothing more than the walk)."""
+    target = module.get_global(function)
+    key_type, = target.function_type.args[1:]
+    result_type = target.function_type.return_type
+    key_bits, result_bits = _words(key_type.width) * 32, _words(result_type.width) * 32
+    name = KEYS_PREFIX + function.removeprefix("mbl.fn.")
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I32, PTR, PTR, PTR, PTR, PTR]),
+                     name)
+    keys, out, n, sram, scratch, local, pkt, meta = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    i64 = ir.IntType(64)
+
+    def new_ctx(meta_record: ir.Value) -> ir.Value:
+        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
+        for k, v in ((CTX_PKT, pkt), (CTX_META, meta_record), (2, sram), (3, scratch),
+                     (4, local)):
+            b.store(v, _slot(b, ctx, k))
+        b.store(ir.Constant(I32, 0), _slot(b, ctx, CTX_LEN))
+        return ctx
+
+    def key(i: ir.Value) -> ir.Value:
+        at = b.gep(keys, [b.mul(b.zext(i, i64), ir.Constant(i64, key_bits // 8))],
+                   source_etype=I8)
+        word = b.load(at, typ=ir.IntType(key_bits), align=4)
+        return b.trunc(word, key_type) if key_type.width < key_bits else word
+
+    ctx = new_ctx(meta)
+    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+    slice_ctx = new_ctx(meta_copy)
+    decls = [ir.Function(module, target.function_type, s) for s in stage_fns]
+    depth = len(stage_fns) * distance
+
+    def run(i: ir.Value) -> None:
+        value = b.call(target, [ctx, key(i)], attrs=("alwaysinline",))
+        if result_type.width < result_bits:
+            value = b.zext(value, ir.IntType(result_bits))
+        at = b.gep(out, [b.mul(b.zext(i, i64), ir.Constant(i64, result_bits // 8))],
+                   source_etype=I8)
+        b.store(value, at, align=4)
+
+    def run_stage(i: ir.Value, stage: int) -> None:
+        b.call(decls[stage], [slice_ctx, key(i)], attrs=("alwaysinline",))
+
+    def checked_step(i: ir.Value) -> None:
+        for stage in range(len(stage_fns) + 1):
+            lag = ir.Constant(I32, stage * distance)
+            j = b.sub(i, lag)
+            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
+                if stage < len(stage_fns):
+                    run_stage(j, stage)
+                else:
+                    run(j)
+
+    def step(i: ir.Value) -> None:
+        for stage in range(len(stage_fns)):
+            run_stage(b.sub(i, ir.Constant(I32, stage * distance)), stage)
+        run(b.sub(i, ir.Constant(I32, depth)))
+
+    lag = ir.Constant(I32, depth)
+    middle = b.select(b.icmp_unsigned("<", n, lag), n, lag)  # min(n, depth)
+    _counted_loop(b, fn, ir.Constant(I32, 0), middle, checked_step)
+    _counted_loop(b, fn, middle, n, step)
+    _counted_loop(b, fn, n, b.add(n, lag), checked_step)
+    b.ret_void()
+    return name
+
+
 def _words(bits: int) -> int:
     return (bits + 31) // 32
 
@@ -981,16 +1156,22 @@ def _inline_blocks(module: ir.Module, keep: str | None = None) -> None:
 
 def native_module(program: Program, entry: str, hash_unit: HashUnit | None = None,
                   prefetch: bool = False, pool: BufferPool | None = None,
-                  trace: LineTable | None = None) -> tuple[ir.Module, str]:
+                  trace: LineTable | None = None, stages: int = 0,
+                  stage_distance: int = 0) -> tuple[ir.Module, str]:
     """Lower the program and give the npu.* functions their host bodies; `entry` names a
     block or a pipeline.  With `prefetch`, the batch driver calls the prefetch slice
-    (prefetch_slice, linked in separately); with `trace`, the line-trace build
+    (prefetch_slice, linked in separately); with `stages`, its depth-staged slices
+    (_stages_of, `stage_distance` packets apart); with `trace`, the line-trace build
     (npkit.compiler.mbl.linetrace: hooks before every statement)."""
     module = lower(program, trace=trace, wide=True)
     _HostOps(module, hash_unit or HashUnit(), pool).build()
     _inline_blocks(module)
     kind = "pipeline" if entry in program.pipelines else "block"
     target = f"mbl.{kind}.{entry}"
+    if stages:
+        return module, _batch_driver(
+            module, target, distance=stage_distance,
+            stage_fns=[f"{STAGE_PREFIX}{k}.{target}" for k in range(stages)])
     return module, _batch_driver(module, target, SLICE_PREFIX + target if prefetch else None)
 
 
@@ -1057,29 +1238,37 @@ def _pack_fields(layout_fields, words: int, values: dict[str, int]) -> list[int]
 
 class NativeProgram:
     """A compiled block or pipeline with its memories, ready to run packet batches.
-    `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `host_o3`: LLVM's -O3
-    over the module after the fixed pipeline (host_optimize)."""
+    `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `stages` > 0: the
+    depth-staged slices instead (_stages_of, _staged_steps: `stages` stages,
+    `stage_distance` packets apart); `host_o3`: LLVM's -O3 over the module after the fixed
+    pipeline (host_optimize)."""
 
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
                  buffers: BufferPool | None = None, trace: LineTable | None = None,
-                 host_o3: bool = True) -> None:
+                 host_o3: bool = True, stages: int = 0,
+                 stage_distance: int = PREFETCH_DISTANCE) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
+        if not 0 <= stages <= 8 or not 1 <= stage_distance <= 1 << 12:
+            raise NativeError(f"batch driver stages {stages}, distance {stage_distance}: "
+                              f"0..8 stages, distance 1..{1 << 12}")
         self.program = program
         self.hash_unit = hash_unit or HashUnit()
         self.block = block or next(iter(program.pipelines), None) or next(iter(program.blocks))
         if self.block not in program.blocks and self.block not in program.pipelines:
             raise NativeError(f"no block or pipeline named '{self.block}'")
-        # a slice only pays where the program reads memories (arrays: trie walks)
-        prefetch = prefetch and trace is None and \
-            any(m.kind == "array" for m in program.memories.values())
+        # a slice (or stages) only pays where the program reads memories (arrays: walks)
+        walks = trace is None and any(m.kind == "array" for m in program.memories.values())
+        prefetch, stages = prefetch and walks, stages if walks else 0
         self.pool = buffers or BufferPool()
-        module, driver = native_module(program, self.block, hash_unit, prefetch, self.pool,
-                                       trace)
-        self.ir, self.engine = _jit(
-            module, prefetch_slice(program, self.block, hash_unit) if prefetch else None,
-            host_o3)
+        module, driver = native_module(program, self.block, hash_unit,
+                                       prefetch and not stages, self.pool, trace, stages,
+                                       stage_distance)
+        kind = "pipeline" if self.block in program.pipelines else "block"
+        extra = _stages_of(program, f"mbl.{kind}.{self.block}", hash_unit, stages) \
+            if stages else prefetch_slice(program, self.block, hash_unit) if prefetch else None
+        self.ir, self.engine = _jit(module, extra, host_o3)
         self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
         self._setup_buffers()
         self.memory = {space: np.zeros(max(1, self._words(space)), dtype=np.uint32)
@@ -1281,11 +1470,13 @@ class NativeProgram:
 
     def key_function(self, name: str, prefetch: bool = False,
                      budgets: tuple[int, ...] = KEY_BUDGETS,
-                     distance: int = KEY_DISTANCE) -> KeyFunction:
+                     distance: int = KEY_DISTANCE, stages: int = 0,
+                     stage_distance: int = STAGE_DISTANCE) -> KeyFunction:
         """The MBL function `name` compiled for arrays of keys (KeyFunction), on this
         program's memories: e.g. a route walker's `fib4_lookup` over a key array, as
-        rte_lpm_lookup_bulk.  `prefetch`: the key driver's slice pipeline (_key_driver)."""
-        return KeyFunction(self, name, prefetch, budgets, distance)
+        rte_lpm_lookup_bulk.  `prefetch`: the key driver's slice pipeline (_key_driver);
+        `stages`: the depth-staged driver (_staged_key_driver) instead."""
+        return KeyFunction(self, name, prefetch, budgets, distance, stages, stage_distance)
 
     def replica(self) -> NativeProgram:
         """A program sharing this one's JIT code, with its own memories (copies of these now)
@@ -1324,17 +1515,24 @@ class KeyFunction:
     integer fits 32 bits, else (n, words) with the least significant word first (pack /
     unpack convert from and to Python ints).  `prefetch`: the slice pipeline (the
     function's prefetch slice run `distance` keys ahead with `budgets`, see _key_driver),
-    else the plain loop; which is faster depends on the walk (docs/performance.md, section
-    3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the slice, Poptrie and IPv6 lose)."""
+    else the plain loop; `stages` > 0: the depth-staged driver (_staged_key_driver,
+    `stage_distance` keys between a key's stages).  Which is faster depends on the walk
+    (docs/performance.md, section 3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the
+    slice, Poptrie and IPv6 lose; IPv4 Poptrie gains 1.3-2.9 x from 3 stages)."""
 
     def __init__(self, owner: NativeProgram, name: str, prefetch: bool = False,
                  budgets: tuple[int, ...] = KEY_BUDGETS,
-                 distance: int = KEY_DISTANCE) -> None:
+                 distance: int = KEY_DISTANCE, stages: int = 0,
+                 stage_distance: int = STAGE_DISTANCE) -> None:
         if name not in owner.program.functions:
             raise NativeError(f"no function named '{name}'")
         if any(k < 0 for k in budgets) or not 1 <= distance <= 1 << 12:
             raise NativeError(f"key driver budgets {budgets}, distance {distance}: budgets "
                               f">= 0, distance 1..{1 << 12}")
+        if not 0 <= stages <= 8 or not 1 <= stage_distance <= 1 << 12 or \
+                (stages and prefetch):
+            raise NativeError(f"key driver stages {stages}, distance {stage_distance}: "
+                              f"0..8 stages (not with prefetch), distance 1..{1 << 12}")
         self.owner, self.name = owner, name
         symbol = f"mbl.fn.{name}"
         module = lower(owner.program, wide=True)
@@ -1347,11 +1545,16 @@ class KeyFunction:
             raise NativeError(f"function '{name}': a key function takes one integer "
                               f"(at most bit<128>) and returns one")
         self.key_words, self.result_words = _words(params[0].width), _words(result.width)
-        slice_fn = SLICE_PREFIX + symbol if prefetch else None
-        driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)
-        self.ir, self.engine = _jit(
-            module, _slice_of(owner.program, symbol, owner.hash_unit) if prefetch else None,
-            host_o3=True)
+        if stages:
+            driver = _staged_key_driver(
+                module, symbol, [f"{STAGE_PREFIX}{k}.{symbol}" for k in range(stages)],
+                stage_distance)
+            extra = _stages_of(owner.program, symbol, owner.hash_unit, stages)
+        else:
+            slice_fn = SLICE_PREFIX + symbol if prefetch else None
+            driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)
+            extra = _slice_of(owner.program, symbol, owner.hash_unit) if prefetch else None
+        self.ir, self.engine = _jit(module, extra, host_o3=True)
         self._run = KEYS_SIGNATURE(self.engine.get_function_address(driver))
         self._packet = np.zeros(64, dtype=np.uint8)  # a context's packet and record, unused
         self._meta = np.zeros(META_WORDS, dtype=np.uint32)

@@ -25,9 +25,14 @@ PROBES = {"16-8-8": PROGRAMS / "lpm_probe.mbl",
           "lpm_poptrie_probe.mbl"}
 ROUTE, NEXT_HOP = 0x40000000, 0xFFFF  # the walkers' leaf word (microblocks/lpm.mbl)
 # key drivers: the plain loop, the default slice pipeline, and a deeper one (two slice runs,
-# the first only prefetching) so that a walk's reads are split across runs
+# the first only prefetching) so that a walk's reads are split across runs; the depth-staged
+# driver as the benches run it, and deeper and shallower ones with short distances (so the
+# hypothesis arrays, tens to hundreds of keys, run its checked ends and its middle)
 DRIVERS = {"plain": {}, "slice": {"prefetch": True},
-           "slice-0-1-2": {"prefetch": True, "budgets": (0, 1, 2), "distance": 3}}
+           "slice-0-1-2": {"prefetch": True, "budgets": (0, 1, 2), "distance": 3},
+           "staged": {"stages": 3},
+           "staged-5-1": {"stages": 5, "stage_distance": 1},
+           "staged-1-7": {"stages": 1, "stage_distance": 7}}
 
 
 @dataclass
@@ -120,6 +125,8 @@ def test_key_array_sees_updates_of_the_program_memories(walkers):
     walker.table.add(0x0A010200, 24, 2)
     assert walker.next_hops("slice", keys) == [2, None]
     assert walker.next_hops("plain", []) == []
+    assert walker.next_hops("staged", []) == []
+    assert walker.next_hops("staged", keys) == [2, None]
 
 
 WIDE = """
@@ -138,6 +145,8 @@ def test_wide_keys_and_results_round_trip():
     packed = mix.pack(keys)
     assert packed.shape == (5, 4) and int(packed[3, 0]) == 0x76543210  # low word first
     assert mix.unpack(mix(packed)) == [(k ^ (k >> 64)) & ((1 << 96) - 1) for k in keys]
+    staged = native.key_function("mix", stages=2, stage_distance=2)  # no memory: no prefetch
+    assert staged.unpack(staged(packed)) == mix.unpack(mix(packed))
 
 
 def test_what_a_key_function_refuses():
@@ -146,6 +155,12 @@ def test_what_a_key_function_refuses():
         native.key_function("nope")
     with pytest.raises(NativeError, match="one integer"):
         native.key_function("pair")
+    with pytest.raises(NativeError, match="stages"):
+        native.key_function("mix", stages=9)
+    with pytest.raises(NativeError, match="stages"):
+        native.key_function("mix", stages=2, prefetch=True)
+    with pytest.raises(NativeError, match="stages"):
+        NativeProgram(compile_source(WIDE), "b", stages=-1)
     mix = native.key_function("mix")
     with pytest.raises(NativeError, match="uint32"):
         mix(np.zeros((4, 4), dtype=np.int64))

@@ -30,9 +30,9 @@ LOCAL4 = ["10.0.0.1"]
 LOCAL6 = ["2001:db8::1"]
 
 
-@pytest.fixture(scope="module")
-def router() -> NativeProgram:
-    native = NativeProgram(compile_file(REPO / "examples" / "router" / "router.mbl"), "router")
+def _router(**options) -> NativeProgram:
+    native = NativeProgram(compile_file(REPO / "examples" / "router" / "router.mbl"), "router",
+                           **options)
     for index, (dmac, smac, port, mtu) in NEXTHOPS.items():
         native.write("nexthops", index, {"dmac": dmac, "smac": smac, "port": port, "mtu": mtu})
     tables = RouteTables.of(native)
@@ -44,6 +44,18 @@ def router() -> NativeProgram:
     for a in LOCAL6:
         native.table_add("local6", int(ipaddress.ip_address(a)), 1)
     return native
+
+
+@pytest.fixture(scope="module")
+def router() -> NativeProgram:
+    return _router()
+
+
+@pytest.fixture(scope="module")
+def staged_router() -> NativeProgram:
+    """The depth-staged batch driver (NativeProgram(stages=3)), 4 packets between a
+    packet's stages, so that 17-40 packets run every stage on packets of the batch."""
+    return _router(stages=3, stage_distance=4)
 
 
 def lpm(routes, addr: str) -> int | None:
@@ -205,6 +217,10 @@ def test_batches_across_prefetch_groups_match_reference_and_count(router, batch)
     """Batches longer than a prefetch group (the driver runs slices of 16 packets ahead of
     their blocks): the same verdicts as the reference, and the forwarded counters (plain adds
     natively) advance by exactly the number of packets forwarded per IP version."""
+    _check_batch(router, batch)
+
+
+def _check_batch(router: NativeProgram, batch: list[bytes]) -> None:
     before = _forwarded_counts(router)
     expected = [reference(f) for f in batch]
     assert outcome(router, batch) == expected
@@ -213,6 +229,14 @@ def test_batches_across_prefetch_groups_match_reference_and_count(router, batch)
     v6 = sum(1 for e in expected if e[0] == "forward") - v4
     after = _forwarded_counts(router)
     assert (after[0] - before[0], after[1] - before[1]) == (v4, v6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(frames(), min_size=1, max_size=40))
+def test_staged_batches_match_reference_and_count(staged_router, batch):
+    """The same with the depth-staged batch driver: its stages change nothing (the
+    counters advance by the packets forwarded, once each)."""
+    _check_batch(staged_router, batch)
 
 
 
