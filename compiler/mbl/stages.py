@@ -20,6 +20,9 @@ its line (a phi's incoming values included: the depth of a value merged from two
 the deeper one's; block labels and arguments are depth 0), plus one for a COLD_READ call.
 A slice changes nothing (its writes are dropped, see _PrefetchSliceOps), so reading 0 for
 a prefetched word only changes which lines it prefetches, never a result.
+
+flatten() then makes a stage branch-free (see its comment block below): native._stages_of
+applies it to each optimized stage unless `flat` is off.
 """
 
 from __future__ import annotations
@@ -125,22 +128,26 @@ def stage_text(text: str, function: str, stage: int, keep_mark: str | None = Non
 #   the memory by the MBL lowering (lpm_half's clamp, `& 2097151`), the packet reads of a
 #   slice are bounded (_PrefetchSliceOps.packet_ops), and a prefetch never faults;
 # * it has no writes (a slice's are dropped), and anything else that could trap or write
-#   (stores, divisions, calls of non-intrinsics, llvm.assume) leaves the stage as it was;
+#   (stores, divisions, atomic or volatile loads, calls of anything but the pure intrinsics
+#   and the prefetch) leaves the stage as it was;
 # * values computed on a path not taken must not be poison (a load at a poison address is
 #   undefined): the flags and attributes that make poison (nuw, nsw, exact, nneg, inbounds,
 #   range(...), noundef, !range...) are dropped from every instruction, and a phi's poison or
 #   undef incoming value becomes 0.
-# A cycle, a switch or `unreachable` also leaves the stage as it was (flatten returns None).
+# A cycle, a switch, `unreachable` or a return of anything but an integer or a pointer also
+# leaves the stage as it was (flatten returns None).
 
 _LABEL = re.compile(rf"^({_NAME}):")
 _TERMINATOR = re.compile(r"^\s+(br|ret|switch|unreachable|indirectbr|resume|callbr)\b")
 _BR = re.compile(rf"^\s+br label %({_NAME})")
 _CBR = re.compile(rf"^\s+br i1 (%{_NAME}|true|false), label %({_NAME}), label %({_NAME})")
-_RET = re.compile(r"^\s+ret (void|(\S+) (.+?))(, !.*)?$")
+_RET = re.compile(r"^\s+ret (void|(i\d+|ptr) (.+?))(, !.*)?$")
 _PHI = re.compile(rf"^\s+%({_NAME}) = phi (?:\w+ )*?(\S+) (\[.*\])(, !.*)?$")
 _INCOMING = re.compile(rf"\[ ([^\[\],]+), %({_NAME}) \]")
 _UNSAFE = re.compile(r"^\s+(?:%\S+ = )?(?:store|fence|atomicrmw|cmpxchg|va_arg|invoke|alloca)\b"
-                     r"|= (?:udiv|sdiv|urem|srem) |call .*@llvm\.assume|call [^@]*@(?!llvm\.)")
+                     r"|= (?:udiv|sdiv|urem|srem) |load (?:atomic|volatile)"
+                     r"|call [^@]*@(?!llvm\.(?:prefetch|ctpop|ctlz|cttz|bswap|bitreverse|fsh[lr]|"
+                     r"[us]m(?:in|ax)|abs|[us](?:add|sub|mul)\.with\.overflow|dbg)\.)")
 _POISON_FLAGS = re.compile(r"(?<![%@\w.\"])(?:nuw|nsw|exact|nneg|disjoint|samesign|inbounds|"
                            r"nusw|noundef|nonnull) ")
 _POISON_ATTRS = re.compile(r"\brange\([^)]*\) |, !(?:range|noundef|nonnull|align|"

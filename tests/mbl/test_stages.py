@@ -157,7 +157,10 @@ def test_flatten_refuses_what_may_not_run_speculatively():
     divide = BRANCHY.replace("%s = add nsw i32 %n, %k", "%s = udiv i32 %k, %n")
     loop = BRANCHY.replace("br i1 %odd, label %deep, label %done",
                            "br i1 %odd, label %node, label %done")
-    for text in (store, divide, loop):
+    clear = "  call void @llvm.memset.p0.i64(ptr %t, i8 0, i64 4, i1 false)\n"
+    memset = BRANCHY.replace("  ret i32 %v\n", clear + "  ret i32 %v\n") + \
+        "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n"
+    for text in (store, divide, loop, memset):
         llvm.parse_assembly(text).verify()
         assert flatten(text, "walk") is None
     straight = "define i32 @walk(ptr %t, i32 %k) {\nentry:\n  ret i32 %k\n}\n"
