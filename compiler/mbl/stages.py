@@ -148,6 +148,8 @@ _UNSAFE = re.compile(r"^\s+(?:%\S+ = )?(?:store|fence|atomicrmw|cmpxchg|va_arg|i
                      r"|= (?:udiv|sdiv|urem|srem) |load (?:atomic|volatile)"
                      r"|call [^@]*@(?!llvm\.(?:prefetch|ctpop|ctlz|cttz|bswap|bitreverse|fsh[lr]|"
                      r"[us]m(?:in|ax)|abs|[us](?:add|sub|mul)\.with\.overflow|dbg)\.)")
+_NUMBERED = re.compile(r"%(\d+)\b")
+_LABEL_NUMBER = re.compile(r"^(\d+):")
 _POISON_FLAGS = re.compile(r"(?<![%@\w.\"])(?:nuw|nsw|exact|nneg|disjoint|samesign|inbounds|"
                            r"nusw|noundef|nonnull) ")
 _POISON_ATTRS = re.compile(r"\brange\([^)]*\) |, !(?:range|noundef|nonnull|align|"
@@ -175,6 +177,8 @@ def flatten(text: str, function: str) -> str | None:
     predicated straight-line code (see above), or None when it cannot be."""
     lines = text.split("\n")
     first, end = _function_span(lines, function)
+    for i in range(first, end):  # numbered values must stay in order: name them
+        lines[i] = _LABEL_NUMBER.sub(r"ifc.v\1:", _NUMBERED.sub(r"%ifc.v\1", lines[i]))
     blocks = _stage_blocks(lines, first, end)
     if not blocks or len(blocks) == 1:
         return None

@@ -187,3 +187,30 @@ def test_poptrie_stages_have_no_branch_when_flat():
         branches[flat] = sum(b.count("br i1") for b in bodies.values())
         assert text.count("@llvm.prefetch.p0(ptr") >= 3
     assert branches[True] == 0 and branches[False] >= 2
+
+
+# blocks written out of their topological order, with numbered values: `late` (its value
+# %1) comes before `early` (%2) in the text but after it in the flattened block
+OUT_OF_ORDER = """
+define i32 @walk(ptr %t, i32 %k) {
+entry:
+  %0 = and i32 %k, 63
+  %c = icmp ult i32 %0, 32
+  br i1 %c, label %early, label %late
+late:
+  %1 = phi i32 [ %0, %entry ], [ %2, %early ]
+  ret i32 %1
+early:
+  %2 = add i32 %0, 100
+  br label %late
+}
+"""
+
+
+def test_flatten_keeps_numbered_values_valid():
+    flat = flatten(OUT_OF_ORDER, "walk")
+    assert flat is not None
+    engine, walk = _jit_walk(flat)
+    for k in range(200):
+        assert walk(0, k) == (k & 63) + (100 if k & 63 < 32 else 0)
+    del engine
