@@ -280,6 +280,13 @@ def npkit_updates(table, routes: dict, picked: dict, family: int) -> None:
               f"{2 * len(keys) / seconds:,.0f}/s (worst {worst * 1e6:.1f} us)")
 
 
+# the router's batch drivers: stages flat (stages.flatten, the default) and branching
+ROUTER_DRIVERS: tuple[tuple[dict, str], ...] = (
+    ({"stages": 0}, "prefetch pipeline"), ({"stages": 3}, "staged (3)"),
+    ({"stages": 3, "flat_stages": False}, "staged (3), branching stages"),
+    ({"stages": 2}, "staged (2)"))
+
+
 @dataclass
 class Subject:
     """One npkit measurement: a loaded program and its batch."""
@@ -333,8 +340,8 @@ def subjects(routes, dst4: list[int], dst6: list[int], router: bool,
         frames = Batch.of([udp_frame(d) for d in dst4])
         for name in ("16-8-8", "Poptrie"):     # whichever router_common.mbl imports
             program = compile_file(router_with(name, tmp / name))
-            for stages, driver in ((0, "prefetch pipeline"), (3, "staged (3)")):
-                native = NativeProgram(program, "router", stages=stages)
+            for options, driver in ROUTER_DRIVERS:
+                native = NativeProgram(program, "router", **options)
                 load_router(native, routes)
                 out.append(Subject(f"forward IPv4, router pipeline, {name}, {driver}", native,
                                    frames, "Mpps"))

@@ -52,7 +52,9 @@ DRIVERS = ((False, "one pass"), (True, "prefetch pipeline"))
 # three dependent lines prefetched)
 KEY_DRIVERS: tuple[tuple[dict, str], ...] = (
     ({}, "key array, plain loop"), ({"prefetch": True}, "key array, slice pipeline"),
-    ({"stages": 3}, "key array, staged (3)"))
+    ({"stages": 3}, "key array, staged (3)"),
+    ({"stages": 3, "flat_stages": False}, "key array, staged (3), branching stages"),
+    ({"stages": 2}, "key array, staged (2)"))
 WALKER_FUNCTIONS = {"IPv4": "fib4_lookup", "IPv6": "fib6_lookup"}
 
 

@@ -2,6 +2,7 @@
 
     python -m npkit.bench.native_fwd [--packets 200000] [--runs 5] [--table PATH] [--cpu-time]
                                      [--structure 16-8-8|poptrie] [--stages N]
+                                     [--branching-stages]
 
 The dual-stack router (examples/router/router.mbl, built with NATIVE_STRUCTURE's walker:
 16-8-8, see below) is loaded with the full real Internet
@@ -195,7 +196,7 @@ class Row:
 
 def measure(table: Path, packets: int, runs: int, seed: int,
             clock: Callable[[], float] = time.perf_counter,
-            structure: str = NATIVE_STRUCTURE, stages: int = 0,
+            structure: str = NATIVE_STRUCTURE, stages: int = 0, flat_stages: bool = True,
             ) -> tuple[list[Row], tuple[float, float]]:
     print(f"reading {table} ...", flush=True)
     routes = read_routes(table)
@@ -208,12 +209,13 @@ def measure(table: Path, packets: int, runs: int, seed: int,
 
     compile_seconds = timed(compile_router, runs)
     program = router_program(structure)
-    driver = f"{structure}, " + (f"staged ({stages})" if stages else "prefetch pipeline")
+    driver = f"{structure}, " + (f"staged ({stages}{'' if flat_stages else ', branching'})"
+                                 if stages else "prefetch pipeline")
     print(f"router: {driver}", flush=True)
     rows = []
     for title, block in (("router pipeline (eth_classify -> ipv4_fwd)", "router"),
                          ("ipv4_fwd block alone", "ipv4_fwd")):
-        native = NativeProgram(program, block, stages=stages)
+        native = NativeProgram(program, block, stages=stages, flat_stages=flat_stages)
         load_router(native, routes)
         rate, forwarded = median_rate(native, frames, runs, clock)
         rows.append(Row(f"forward, {title}", rate / 1e6, "Mpps", forwarded))
@@ -270,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", type=int, default=0,
                         help="the router's batch driver: 0 the prefetch pipeline (default), "
                              "N the depth-staged driver with N stages (NativeProgram(stages=N))")
+    parser.add_argument("--branching-stages", action="store_true",
+                        help="with --stages: each stage with the walk's branches, not "
+                             "flattened (NativeProgram(flat_stages=False))")
     args = parser.parse_args(argv)
     if args.packets < 1 or args.runs < 1:
         parser.error("--packets and --runs must be at least 1")
@@ -280,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     clock = time.thread_time if args.cpu_time else time.perf_counter
     rows, compile_seconds = measure(args.table, args.packets, args.runs, args.seed, clock,
-                                    args.structure, args.stages)
+                                    args.structure, args.stages, not args.branching_stages)
     report(rows, compile_seconds, args.runs)
     if args.cpu_time:
         print("(rates by thread CPU time; compile times are wall time)")

@@ -5,7 +5,8 @@ references on the same image and destinations (issue 19, docs/performance.md sec
 
 * the probe of tests/runtime/programs/lpm_poptrie_probe.mbl over microblocks/lpm_poptrie.mbl
   (one-pass batch driver), as lpm_native_rate.py runs it, and the walker's fib4_lookup over
-  the key array (plain loop; depth-staged driver, 3 stages);
+  the key array (plain loop; depth-staged driver, 3 stages, its stages branching as
+  before 2026-11-28 and flat, stages.flatten);
 * a plain C walk of the same image (cc -O2 -march=native), keys dense (as rte_lpm's bench
   reads them) and in the batch layout (one packet slot per key, 48 bytes of metadata
   written), so the cost of the packet batch is seen apart from the walk's code; and the
@@ -208,7 +209,9 @@ def main(argv: list[str] | None = None) -> None:
                   "C walk of the same image, batch layout": batch.buf.shape[1]}
         label = "MBL walker (JIT)"
         key_rows = {"MBL fib4_lookup, key array, plain loop": native.key_function("fib4_lookup"),
-                    "MBL fib4_lookup, key array, staged (3)":
+                    "MBL fib4_lookup, key array, staged (3), branching stages":
+                        native.key_function("fib4_lookup", stages=3, flat_stages=False),
+                    "MBL fib4_lookup, key array, staged (3), flat stages":
                         native.key_function("fib4_lookup", stages=3)}
         rates: dict[str, list[float]] = {name: [] for name in [label, *key_rows, *c_rows]}
         for _ in range(args.rounds):  # interleaved: every row sees the same load

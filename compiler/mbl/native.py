@@ -39,7 +39,7 @@ from .lower import (
 from .passes import optimize
 from .sema import Program
 from .slice_guards import KEEP_MARK, drop_prefetch_guards
-from .stages import COLD_READ, stage_text
+from .stages import COLD_READ, flatten, stage_text
 from .types import (
     MEDIA_EOP,
     MEDIA_SOP,
@@ -1004,11 +1004,12 @@ STAGE_DISTANCE = 16
 
 
 def _stages_of(program: Program, symbol: str, hash_unit: HashUnit | None,
-               count: int) -> llvm.ModuleRef:
+               count: int, flat: bool = True) -> llvm.ModuleRef:
     """Stages 0..count-1 of the function `symbol` (npkit.compiler.mbl.stages), each as
     `@mbl.stage<k>.<symbol>` (its own symbols renamed, internal but the entry), linked into
     one module: the function optimized once with its large-memory reads opaque, the depths
-    found on that, then each stage rewritten and optimized again."""
+    found on that, then each stage rewritten and optimized again; `flat`: then each
+    flattened into branch-free code (stages.flatten) and optimized once more."""
     module = lower(program, wide=True)
     _StageSliceOps(module, hash_unit or HashUnit(), cold_ranges(program)).build()
     _inline_blocks(module, keep=symbol)
@@ -1025,6 +1026,10 @@ def _stages_of(program: Program, symbol: str, hash_unit: HashUnit | None,
             text, _ = drop_prefetch_guards(text, symbol)
         text = re.sub(r'@("?)mbl\.', rf"@\g<1>{STAGE_PREFIX}{k}.mbl.", text)
         stage = optimize(text)
+        if flat:  # the stage as straight-line code (stages.flatten): no branch on its words
+            flat_text = flatten(str(stage), f"{STAGE_PREFIX}{k}.{symbol}")
+            if flat_text is not None:
+                stage = optimize(flat_text)
         if linked is None:
             linked = stage
         else:
@@ -1240,14 +1245,14 @@ class NativeProgram:
     """A compiled block or pipeline with its memories, ready to run packet batches.
     `prefetch`: the batch driver's prefetch pipeline (_batch_driver); `stages` > 0: the
     depth-staged slices instead (_stages_of, _staged_steps: `stages` stages,
-    `stage_distance` packets apart); `host_o3`: LLVM's -O3 over the module after the fixed
-    pipeline (host_optimize)."""
+    `stage_distance` packets apart; `flat_stages`: each stage branch-free, stages.flatten);
+    `host_o3`: LLVM's -O3 over the module after the fixed pipeline (host_optimize)."""
 
     def __init__(self, program: Program, block: str | None = None,
                  hash_unit: HashUnit | None = None, prefetch: bool = True,
                  buffers: BufferPool | None = None, trace: LineTable | None = None,
                  host_o3: bool = True, stages: int = 0,
-                 stage_distance: int = PREFETCH_DISTANCE) -> None:
+                 stage_distance: int = PREFETCH_DISTANCE, flat_stages: bool = True) -> None:
         if not program.blocks:
             raise NativeError("the program has no block to run")
         if not 0 <= stages <= 8 or not 1 <= stage_distance <= 1 << 12:
@@ -1266,8 +1271,9 @@ class NativeProgram:
                                        prefetch and not stages, self.pool, trace, stages,
                                        stage_distance)
         kind = "pipeline" if self.block in program.pipelines else "block"
-        extra = _stages_of(program, f"mbl.{kind}.{self.block}", hash_unit, stages) \
-            if stages else prefetch_slice(program, self.block, hash_unit) if prefetch else None
+        extra = _stages_of(program, f"mbl.{kind}.{self.block}", hash_unit, stages,
+                           flat_stages) if stages \
+            else prefetch_slice(program, self.block, hash_unit) if prefetch else None
         self.ir, self.engine = _jit(module, extra, host_o3)
         self._run = BATCH_SIGNATURE(self.engine.get_function_address(driver))
         self._setup_buffers()
@@ -1471,12 +1477,15 @@ class NativeProgram:
     def key_function(self, name: str, prefetch: bool = False,
                      budgets: tuple[int, ...] = KEY_BUDGETS,
                      distance: int = KEY_DISTANCE, stages: int = 0,
-                     stage_distance: int = STAGE_DISTANCE) -> KeyFunction:
+                     stage_distance: int = STAGE_DISTANCE,
+                     flat_stages: bool = True) -> KeyFunction:
         """The MBL function `name` compiled for arrays of keys (KeyFunction), on this
         program's memories: e.g. a route walker's `fib4_lookup` over a key array, as
         rte_lpm_lookup_bulk.  `prefetch`: the key driver's slice pipeline (_key_driver);
-        `stages`: the depth-staged driver (_staged_key_driver) instead."""
-        return KeyFunction(self, name, prefetch, budgets, distance, stages, stage_distance)
+        `stages`: the depth-staged driver (_staged_key_driver) instead, its stages
+        branch-free unless not `flat_stages` (stages.flatten)."""
+        return KeyFunction(self, name, prefetch, budgets, distance, stages, stage_distance,
+                           flat_stages)
 
     def replica(self) -> NativeProgram:
         """A program sharing this one's JIT code, with its own memories (copies of these now)
@@ -1516,14 +1525,15 @@ class KeyFunction:
     unpack convert from and to Python ints).  `prefetch`: the slice pipeline (the
     function's prefetch slice run `distance` keys ahead with `budgets`, see _key_driver),
     else the plain loop; `stages` > 0: the depth-staged driver (_staged_key_driver,
-    `stage_distance` keys between a key's stages).  Which is faster depends on the walk
-    (docs/performance.md, section 3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the
-    slice, Poptrie and IPv6 lose; IPv4 Poptrie gains 1.3-2.9 x from 3 stages)."""
+    `stage_distance` keys between a key's stages; `flat_stages`: each stage branch-free,
+    stages.flatten).  Which is faster depends on the walk (docs/performance.md, section
+    3: the IPv4 16-8-8 walker gains 1.3-1.7 x from the slice, Poptrie and IPv6 lose; IPv4
+    Poptrie gains 1.3-2.9 x from 3 stages at load 5-9, flat stages 1.02-1.28 x more)."""
 
     def __init__(self, owner: NativeProgram, name: str, prefetch: bool = False,
                  budgets: tuple[int, ...] = KEY_BUDGETS,
                  distance: int = KEY_DISTANCE, stages: int = 0,
-                 stage_distance: int = STAGE_DISTANCE) -> None:
+                 stage_distance: int = STAGE_DISTANCE, flat_stages: bool = True) -> None:
         if name not in owner.program.functions:
             raise NativeError(f"no function named '{name}'")
         if any(k < 0 for k in budgets) or not 1 <= distance <= 1 << 12:
@@ -1549,7 +1559,7 @@ class KeyFunction:
             driver = _staged_key_driver(
                 module, symbol, [f"{STAGE_PREFIX}{k}.{symbol}" for k in range(stages)],
                 stage_distance)
-            extra = _stages_of(owner.program, symbol, owner.hash_unit, stages)
+            extra = _stages_of(owner.program, symbol, owner.hash_unit, stages, flat_stages)
         else:
             slice_fn = SLICE_PREFIX + symbol if prefetch else None
             driver = _key_driver(module, symbol, slice_fn, tuple(budgets), distance)

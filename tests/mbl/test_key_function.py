@@ -31,6 +31,7 @@ ROUTE, NEXT_HOP = 0x40000000, 0xFFFF  # the walkers' leaf word (microblocks/lpm.
 DRIVERS = {"plain": {}, "slice": {"prefetch": True},
            "slice-0-1-2": {"prefetch": True, "budgets": (0, 1, 2), "distance": 3},
            "staged": {"stages": 3},
+           "staged-branching": {"stages": 3, "flat_stages": False},
            "staged-5-1": {"stages": 5, "stage_distance": 1},
            "staged-1-7": {"stages": 1, "stage_distance": 7}}
 
