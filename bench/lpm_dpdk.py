@@ -46,6 +46,8 @@ from npkit.bench.lpm_native_rate import (
 from npkit.bench.native_fwd import (
     DEFAULT_TABLE,
     Batch,
+    add_cpu_time_option,
+    clock_of,
     key_rate,
     load_router,
     median_rate,
@@ -366,9 +368,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="lookup measurements, DPDK's and npkit's taking turns (the "
                              "tables built once): on a shared box, same-minutes pairs")
-    parser.add_argument("--cpu-time", action="store_true",
-                        help="time lookups by the thread's CPU time, not wall time (on a "
-                             "box shared with other work)")
+    add_cpu_time_option(parser)
     args = parser.parse_args(argv)
     routes = read_routes(args.table)
     rng = random.Random(args.seed)
@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> None:
     dst6 = destinations(routes.v6, 128, args.lookups, rng)
     up4 = samples(routes.v4, 4, args.updates, rng)
     up6 = samples(routes.v6, 6, args.updates, rng)
-    clock = time.thread_time if args.cpu_time else time.perf_counter
+    clock = clock_of(args)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "r4").write_bytes(pack4(routes.v4))

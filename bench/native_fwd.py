@@ -96,6 +96,17 @@ class Batch:
         return Batch(self.buf.copy(), self.lens, self.metas.copy())
 
 
+def add_cpu_time_option(parser: argparse.ArgumentParser) -> None:
+    """--cpu-time: the benchmarks' clock (clock_of) for a box shared with other work."""
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by the thread's CPU time, not wall time (on a box shared "
+                             "with other work)")
+
+
+def clock_of(args: argparse.Namespace) -> Callable[[], float]:
+    return time.thread_time if args.cpu_time else time.perf_counter
+
+
 def run_batch(native: NativeProgram, batch: Batch,
               clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
     """One JIT batch call on a fresh copy: (seconds by `clock`, wall time unless given,
@@ -264,9 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--table", type=Path, default=DEFAULT_TABLE, help="route file")
     parser.add_argument("--seed", type=int, default=1, help="destination seed")
-    parser.add_argument("--cpu-time", action="store_true",
-                        help="time batches by the thread's CPU time, not wall time (on a box "
-                             "shared with other work)")
+    add_cpu_time_option(parser)
     parser.add_argument("--structure", choices=sorted(LPM_FILES), default=NATIVE_STRUCTURE,
                         help="the router's route-table walker (default %(default)s)")
     parser.add_argument("--stages", type=int, default=0,
@@ -283,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
               f"table is ../shared/data/routes/full-table-2024.txt.gz next to the "
               f"repository)", file=sys.stderr)
         return 2
-    clock = time.thread_time if args.cpu_time else time.perf_counter
+    clock = clock_of(args)
     rows, compile_seconds = measure(args.table, args.packets, args.runs, args.seed, clock,
                                     args.structure, args.stages, not args.branching_stages)
     report(rows, compile_seconds, args.runs)

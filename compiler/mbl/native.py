@@ -891,6 +891,99 @@ KEY_BUDGETS = (1,)
 KEY_DISTANCE = 64
 
 
+@dataclass
+class _KeyDriverBuilder:
+    """What a key driver's IR is built from: `void @mbl.keys.<fn>(keys, out, n, sram,
+    scratch, local, pkt, meta)` around the MBL function `function`, with the helpers both
+    drivers (_key_driver, _staged_key_driver) use."""
+
+    module: ir.Module
+    function: str
+
+    def __post_init__(self) -> None:
+        self.target = self.module.get_global(self.function)
+        self.key_type, = self.target.function_type.args[1:]
+        self.result_type = self.target.function_type.return_type
+        self.key_bits = _words(self.key_type.width) * 32
+        self.result_bits = _words(self.result_type.width) * 32
+        name = KEYS_PREFIX + self.function.removeprefix("mbl.fn.")
+        self.fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * 2 + [I32] + [PTR] * 5),
+                              name)
+        (self.keys, self.out, self.n, self.sram, self.scratch, self.local, self.pkt,
+         self.meta) = self.fn.args
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.ctx = self.new_ctx(self.meta)
+
+    def new_ctx(self, meta_record: ir.Value) -> ir.Value:
+        b, i64 = self.b, ir.IntType(64)
+        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
+        for k, v in ((CTX_PKT, self.pkt), (CTX_META, meta_record), (2, self.sram),
+                     (3, self.scratch), (4, self.local)):
+            b.store(v, _slot(b, ctx, k))
+        b.store(ir.Constant(I32, 0), _slot(b, ctx, CTX_LEN))
+        return ctx
+
+    def scratch_ctx(self) -> ir.Value:
+        """A context for slice or stage runs, with its own metadata record."""
+        b, i64 = self.b, ir.IntType(64)
+        meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
+        return self.new_ctx(meta_copy)
+
+    def key(self, i: ir.Value) -> ir.Value:
+        b, i64 = self.b, ir.IntType(64)
+        at = b.gep(self.keys, [b.mul(b.zext(i, i64), ir.Constant(i64, self.key_bits // 8))],
+                   source_etype=I8)
+        word = b.load(at, typ=ir.IntType(self.key_bits), align=4)
+        return b.trunc(word, self.key_type) if self.key_type.width < self.key_bits else word
+
+    def run(self, i: ir.Value) -> None:
+        """out[i] = fn(keys[i])."""
+        b, i64 = self.b, ir.IntType(64)
+        value = b.call(self.target, [self.ctx, self.key(i)], attrs=("alwaysinline",))
+        if self.result_type.width < self.result_bits:
+            value = b.zext(value, ir.IntType(self.result_bits))
+        at = b.gep(self.out, [b.mul(b.zext(i, i64), ir.Constant(i64, self.result_bits // 8))],
+                   source_etype=I8)
+        b.store(value, at, align=4)
+
+    def loop(self, first: ir.Value, end: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        _counted_loop(self.b, self.fn, first, end, body)
+
+    def pipeline(self, stages: int, distance: int,
+                 run_stage: Callable[[ir.Value, int], None]) -> str:
+        """Step i runs stage k of key i - k * distance for k < stages, then the function of
+        key i - stages * distance; bounds-checked steps at both ends of the array, unchecked
+        ones in the middle.  Ends the function; its name."""
+        b, n = self.b, self.n
+        depth = stages * distance
+
+        def checked_step(i: ir.Value) -> None:
+            """Step i at the ends of the array, where some of its keys are outside it."""
+            for stage in range(stages + 1):
+                lag = ir.Constant(I32, stage * distance)
+                j = b.sub(i, lag)
+                with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag),
+                                      b.icmp_unsigned("<", j, n))):
+                    if stage < stages:
+                        run_stage(j, stage)
+                    else:
+                        self.run(j)
+
+        def step(i: ir.Value) -> None:
+            """Step i in the middle, every key of it inside: no bounds checks."""
+            for stage in range(stages):
+                run_stage(b.sub(i, ir.Constant(I32, stage * distance)), stage)
+            self.run(b.sub(i, ir.Constant(I32, depth)))
+
+        lag = ir.Constant(I32, depth)
+        middle = b.select(b.icmp_unsigned("<", n, lag), n, lag)  # min(n, depth)
+        self.loop(ir.Constant(I32, 0), middle, checked_step)
+        self.loop(middle, n, step)
+        self.loop(n, b.add(n, lag), checked_step)
+        b.ret_void()
+        return self.fn.name
+
+
 def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
                 budgets: tuple[int, ...], distance: int) -> str:
     """`void @mbl.keys.<fn>(keys, out, n, sram, scratch, local, pkt, meta)`: out[i] =
@@ -908,53 +1001,16 @@ def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
     cached anyway, as a trie's root usually is: budgets (1,) read the root and prefetch the
     next level) and prefetches the next line; after a run that finished without stopping
     at a prefetch the key gets no further runs.  Without a slice, one plain loop."""
-    target = module.get_global(function)
-    key_type, = target.function_type.args[1:]
-    result_type = target.function_type.return_type
-    key_bits, result_bits = _words(key_type.width) * 32, _words(result_type.width) * 32
-    name = KEYS_PREFIX + function.removeprefix("mbl.fn.")
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I32, PTR, PTR, PTR, PTR, PTR]),
-                     name)
-    keys, out, n, sram, scratch, local, pkt, meta = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    i64 = ir.IntType(64)
-
-    def new_ctx(meta_record: ir.Value) -> ir.Value:
-        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
-        for k, v in ((CTX_PKT, pkt), (CTX_META, meta_record), (2, sram), (3, scratch),
-                     (4, local)):
-            b.store(v, _slot(b, ctx, k))
-        b.store(ir.Constant(I32, 0), _slot(b, ctx, CTX_LEN))
-        return ctx
-
-    def key(i: ir.Value) -> ir.Value:
-        at = b.gep(keys, [b.mul(b.zext(i, i64), ir.Constant(i64, key_bits // 8))],
-                   source_etype=I8)
-        word = b.load(at, typ=ir.IntType(key_bits), align=4)
-        return b.trunc(word, key_type) if key_type.width < key_bits else word
-
-    def loop(first: ir.Value, end: ir.Value, body: Callable[[ir.Value], None]) -> None:
-        _counted_loop(b, fn, first, end, body)
-
-    ctx = new_ctx(meta)
-
-    def run(i: ir.Value) -> None:
-        value = b.call(target, [ctx, key(i)], attrs=("alwaysinline",))
-        if result_type.width < result_bits:
-            value = b.zext(value, ir.IntType(result_bits))
-        at = b.gep(out, [b.mul(b.zext(i, i64), ir.Constant(i64, result_bits // 8))],
-                   source_etype=I8)
-        b.store(value, at, align=4)
-
+    d = _KeyDriverBuilder(module, function)
+    b = d.b
     if slice_fn is None or not budgets:
-        loop(ir.Constant(I32, 0), n, run)
+        d.loop(ir.Constant(I32, 0), d.n, d.run)
         b.ret_void()
-        return name
-    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
-    slice_ctx = new_ctx(meta_copy)
-    slice_decl = ir.Function(module, target.function_type, slice_fn)
-    depth = len(budgets) * distance
-    ring = 1 << max(1, depth.bit_length())
+        return d.fn.name
+    slice_ctx = d.scratch_ctx()
+    slice_decl = ir.Function(module, d.target.function_type, slice_fn)
+    ring = 1 << max(1, (len(budgets) * distance).bit_length())
+    i64 = ir.IntType(64)
     pending = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I8, ring)), i64), PTR)
 
     def run_slice(i: ir.Value, stage: int) -> None:
@@ -964,35 +1020,12 @@ def _key_driver(module: ir.Module, function: str, slice_fn: str | None,
         with b.if_then(go):
             b.store(ir.Constant(I32, budgets[stage]), _slot(b, slice_ctx, CTX_READS))
             b.store(ir.Constant(i64, -1), _slot(b, slice_ctx, CTX_LINE))
-            b.call(slice_decl, [slice_ctx, key(i)], attrs=("alwaysinline",))
+            b.call(slice_decl, [slice_ctx, d.key(i)], attrs=("alwaysinline",))
             stopped = b.icmp_signed("<", b.load(_slot(b, slice_ctx, CTX_READS), typ=I32),
                                     ir.Constant(I32, 0))
             b.store(b.zext(stopped, I8), flag)
 
-    def checked_step(i: ir.Value) -> None:
-        """Step i at the ends of the array, where some of its keys are outside it."""
-        for stage in range(len(budgets) + 1):
-            lag = ir.Constant(I32, stage * distance)
-            j = b.sub(i, lag)
-            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
-                if stage < len(budgets):
-                    run_slice(j, stage)
-                else:
-                    run(j)
-
-    def step(i: ir.Value) -> None:
-        """Step i in the middle, every key of it inside: no bounds checks."""
-        for stage in range(len(budgets)):
-            run_slice(b.sub(i, ir.Constant(I32, stage * distance)), stage)
-        run(b.sub(i, ir.Constant(I32, depth)))
-
-    lag = ir.Constant(I32, depth)
-    middle = b.select(b.icmp_unsigned("<", n, lag), n, lag)  # min(n, depth)
-    loop(ir.Constant(I32, 0), middle, checked_step)
-    loop(middle, n, step)
-    loop(n, b.add(n, lag), checked_step)
-    b.ret_void()
-    return name
+    return d.pipeline(len(budgets), distance, run_slice)
 
 
 STAGE_PREFIX = "mbl.stage"  # + k + ".": stage k of a function (_stages_of)
@@ -1046,70 +1079,14 @@ def _staged_key_driver(module: ir.Module, function: str, stage_fns: list[str],
     prefetched (distance keys earlier) and prefetches the next dependent line; the function
     finds its walk's lines in cache.  No run-time state: every stage of every key runs (a
     stage whose walk has ended before its prefetch does nothing more than the walk)."""
-    target = module.get_global(function)
-    key_type, = target.function_type.args[1:]
-    result_type = target.function_type.return_type
-    key_bits, result_bits = _words(key_type.width) * 32, _words(result_type.width) * 32
-    name = KEYS_PREFIX + function.removeprefix("mbl.fn.")
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I32, PTR, PTR, PTR, PTR, PTR]),
-                     name)
-    keys, out, n, sram, scratch, local, pkt, meta = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    i64 = ir.IntType(64)
-
-    def new_ctx(meta_record: ir.Value) -> ir.Value:
-        ctx = b.inttoptr(b.ptrtoint(b.alloca(CTX), i64), PTR)
-        for k, v in ((CTX_PKT, pkt), (CTX_META, meta_record), (2, sram), (3, scratch),
-                     (4, local)):
-            b.store(v, _slot(b, ctx, k))
-        b.store(ir.Constant(I32, 0), _slot(b, ctx, CTX_LEN))
-        return ctx
-
-    def key(i: ir.Value) -> ir.Value:
-        at = b.gep(keys, [b.mul(b.zext(i, i64), ir.Constant(i64, key_bits // 8))],
-                   source_etype=I8)
-        word = b.load(at, typ=ir.IntType(key_bits), align=4)
-        return b.trunc(word, key_type) if key_type.width < key_bits else word
-
-    ctx = new_ctx(meta)
-    meta_copy = b.inttoptr(b.ptrtoint(b.alloca(ir.ArrayType(I32, META_WORDS)), i64), PTR)
-    slice_ctx = new_ctx(meta_copy)
-    decls = [ir.Function(module, target.function_type, s) for s in stage_fns]
-    depth = len(stage_fns) * distance
-
-    def run(i: ir.Value) -> None:
-        value = b.call(target, [ctx, key(i)], attrs=("alwaysinline",))
-        if result_type.width < result_bits:
-            value = b.zext(value, ir.IntType(result_bits))
-        at = b.gep(out, [b.mul(b.zext(i, i64), ir.Constant(i64, result_bits // 8))],
-                   source_etype=I8)
-        b.store(value, at, align=4)
+    d = _KeyDriverBuilder(module, function)
+    slice_ctx = d.scratch_ctx()
+    decls = [ir.Function(module, d.target.function_type, s) for s in stage_fns]
 
     def run_stage(i: ir.Value, stage: int) -> None:
-        b.call(decls[stage], [slice_ctx, key(i)], attrs=("alwaysinline",))
+        d.b.call(decls[stage], [slice_ctx, d.key(i)], attrs=("alwaysinline",))
 
-    def checked_step(i: ir.Value) -> None:
-        for stage in range(len(stage_fns) + 1):
-            lag = ir.Constant(I32, stage * distance)
-            j = b.sub(i, lag)
-            with b.if_then(b.and_(b.icmp_unsigned(">=", i, lag), b.icmp_unsigned("<", j, n))):
-                if stage < len(stage_fns):
-                    run_stage(j, stage)
-                else:
-                    run(j)
-
-    def step(i: ir.Value) -> None:
-        for stage in range(len(stage_fns)):
-            run_stage(b.sub(i, ir.Constant(I32, stage * distance)), stage)
-        run(b.sub(i, ir.Constant(I32, depth)))
-
-    lag = ir.Constant(I32, depth)
-    middle = b.select(b.icmp_unsigned("<", n, lag), n, lag)  # min(n, depth)
-    _counted_loop(b, fn, ir.Constant(I32, 0), middle, checked_step)
-    _counted_loop(b, fn, middle, n, step)
-    _counted_loop(b, fn, n, b.add(n, lag), checked_step)
-    b.ret_void()
-    return name
+    return d.pipeline(len(stage_fns), distance, run_stage)
 
 
 def _words(bits: int) -> int:

@@ -50,11 +50,12 @@ class _Block:
     prefetches: bool = False
 
 
-def _unquote(name: str) -> str:
+def unquote(name: str) -> str:
+    """A value or label name of IR text without its quotes."""
     return name[1:-1] if name.startswith('"') else name
 
 
-def _function_lines(lines: list[str], function: str) -> tuple[int, int]:
+def function_lines(lines: list[str], function: str) -> tuple[int, int]:
     """(first body line, closing line) of `define ... @function(`."""
     heads = (f"@{function}(", f'@"{function}"(')
     for i, line in enumerate(lines):
@@ -71,13 +72,13 @@ def _blocks(lines: list[str], first: int, end: int) -> dict[str, _Block]:
         line = lines[i]
         label = _LABEL.match(line)
         if label:
-            name = _unquote(label.group(1))
+            name = unquote(label.group(1))
             current = blocks.setdefault(name, _Block(name))
             continue
         if not line.strip() or line.lstrip().startswith(";"):
             continue
         current.lines.append(i)
-        current.successors += [_unquote(s) for s in _SUCCESSOR.findall(line)]
+        current.successors += [unquote(s) for s in _SUCCESSOR.findall(line)]
         current.prefetches |= _PREFETCH in line
     return blocks
 
@@ -141,16 +142,16 @@ def _decisions(lines: list[str], blocks: dict[str, _Block]) -> dict[str, _Decisi
         for i in block.lines:
             branch = _CONDITIONAL.match(lines[i])
             if branch:
-                out[block.name] = _Decision(i, _unquote(branch.group(2)), (
-                    _unquote(branch.group(4)), _unquote(branch.group(5))))
+                out[block.name] = _Decision(i, unquote(branch.group(2)), (
+                    unquote(branch.group(4)), unquote(branch.group(5))))
                 break
             switch = _SWITCH.match(lines[i])
             if switch:
                 cases = [_CASE.match(lines[k]) for k in block.lines if k > i]
                 cases = [c for c in cases if c]
                 out[block.name] = _Decision(
-                    i, _unquote(switch.group(3)),
-                    (_unquote(switch.group(5)), *(_unquote(c.group(2)) for c in cases)),
+                    i, unquote(switch.group(3)),
+                    (unquote(switch.group(5)), *(unquote(c.group(2)) for c in cases)),
                     tuple(int(c.group(1)) for c in cases), int(switch.group(2)))
                 break
     return out
@@ -167,8 +168,8 @@ def _kept(lines: list[str], blocks: dict[str, _Block],
         for i in block.lines:
             m = _DEF.match(lines[i])
             if m:
-                name, rhs = _unquote(m.group(1)), m.group(2)
-                operands = [_unquote(v) for v in _VALUE.findall(rhs)]
+                name, rhs = unquote(m.group(1)), m.group(2)
+                operands = [unquote(v) for v in _VALUE.findall(rhs)]
                 defs[name] = (operands, bool(_MARK_CALL.search(rhs)))
                 if rhs.startswith("phi "):
                     phis[name] = [v for v in operands if v in blocks]
@@ -211,7 +212,7 @@ def drop_prefetch_guards(text: str, function: str) -> tuple[str, int]:
     (`br i1` or `switch`) were fixed.  A switch is fixed only when exactly one of its
     targets can reach a prefetch (a dispatch to two walks stays)."""
     lines = text.split("\n")
-    first, end = _function_lines(lines, function)
+    first, end = function_lines(lines, function)
     blocks = _blocks(lines, first, end)
     useful = _reaching(blocks, {b.name for b in blocks.values() if b.prefetches})
     decisions = _decisions(lines, blocks)

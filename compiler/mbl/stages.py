@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from .slice_guards import function_lines, unquote
+
 COLD_READ = "mbl.cold.read"  # i32 (ptr): a read of a large memory, before the rewrite
 _LOAD, _PREFETCH, _ZERO = "mbl.cold.load", "mbl.cold.prefetch", "mbl.cold.zero"
 
@@ -55,27 +57,15 @@ define internal i32 @"{_ZERO}"(ptr %p) alwaysinline {{
 _PREFETCH_DECLARE = "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)"
 
 
-def _unquote(name: str) -> str:
-    return name[1:-1] if name.startswith('"') else name
-
-
-def _function_span(lines: list[str], function: str) -> tuple[int, int]:
-    heads = (f"@{function}(", f'@"{function}"(')
-    for i, line in enumerate(lines):
-        if line.startswith("define") and any(h in line for h in heads):
-            return i + 1, lines.index("}", i)
-    raise ValueError(f"no definition of @{function}")
-
-
 def read_depths(text: str, function: str) -> dict[int, int]:
     """{line number: depth} of every COLD_READ call in `function` (module text)."""
     lines = text.split("\n")
-    first, end = _function_span(lines, function)
+    first, end = function_lines(lines, function)
     defs: dict[str, int] = {}  # value name -> its line
     for i in range(first, end):
         m = _DEF.match(lines[i])
         if m:
-            defs[_unquote(m.group(1))] = i
+            defs[unquote(m.group(1))] = i
     memo: dict[int, int] = {}
 
     def depth_of_line(i: int) -> int:
@@ -84,7 +74,7 @@ def read_depths(text: str, function: str) -> dict[int, int]:
         memo[i] = 0  # a cycle (a loop's phi) adds nothing while it is being resolved
         m = _DEF.match(lines[i])
         body = m.group(2) if m else lines[i]
-        deepest = max((depth_of_line(defs[name]) for name in map(_unquote, _VALUE.findall(body))
+        deepest = max((depth_of_line(defs[name]) for name in map(unquote, _VALUE.findall(body))
                        if name in defs), default=0)
         memo[i] = deepest + (1 if _CALL.search(body) else 0)
         return memo[i]
@@ -162,7 +152,7 @@ def _stage_blocks(lines: list[str], first: int, end: int) -> dict[str, list[int]
     for i in range(first, end):
         label = _LABEL.match(lines[i])
         if label:
-            current = blocks.setdefault(_unquote(label.group(1)), [])
+            current = blocks.setdefault(unquote(label.group(1)), [])
             continue
         if not lines[i].strip() or lines[i].lstrip().startswith(";"):
             continue
@@ -176,7 +166,7 @@ def flatten(text: str, function: str) -> str | None:
     """The module text with `function` (acyclic, no switch) turned into one block of
     predicated straight-line code (see above), or None when it cannot be."""
     lines = text.split("\n")
-    first, end = _function_span(lines, function)
+    first, end = function_lines(lines, function)
     for i in range(first, end):  # numbered values must stay in order: name them
         lines[i] = _LABEL_NUMBER.sub(r"ifc.v\1:", _NUMBERED.sub(r"%ifc.v\1", lines[i]))
     blocks = _stage_blocks(lines, first, end)
@@ -192,10 +182,10 @@ def flatten(text: str, function: str) -> str | None:
         if any(_UNSAFE.search(lines[i]) for i in body[:-1]):
             return None
         if m := _BR.match(last):
-            successors[name] = [(_unquote(m.group(1)), None)]
+            successors[name] = [(unquote(m.group(1)), None)]
         elif m := _CBR.match(last):
             c = m.group(1)
-            successors[name] = [(_unquote(m.group(2)), c), (_unquote(m.group(3)), "!" + c)]
+            successors[name] = [(unquote(m.group(2)), c), (unquote(m.group(3)), "!" + c)]
         elif m := _RET.match(last):
             successors[name] = []
             rets.append((name, m.group(2), m.group(3)))
@@ -263,7 +253,7 @@ def flatten(text: str, function: str) -> str | None:
             choices = []
             for value, block in pairs:
                 value = "0" if value in ("poison", "undef") else value
-                choices.append((emit_or(edges[_unquote(block), name]), value))
+                choices.append((emit_or(edges[unquote(block), name]), value))
             value = chain(choices, ty)
             if choices[1:]:  # rename the last select to the phi's name
                 last = out.pop()
