@@ -36,7 +36,7 @@ from .lower import (
     wide_load_name,
     wide_store_name,
 )
-from .passes import optimize
+from .passes import HOST_UNROLL_THRESHOLD, optimize, set_unroll_threshold
 from .sema import Program
 from .slice_guards import KEEP_MARK, drop_prefetch_guards
 from .stages import COLD_READ, flatten, stage_text
@@ -1173,6 +1173,7 @@ def host_optimize(module: llvm.ModuleRef) -> None:
     (passes.optimize) made: host code only, so it may use what the ME has not (loop
     unrolling of a walk's levels, vector moves); the program's results do not change, the
     ME backend never sees this module."""
+    set_unroll_threshold(HOST_UNROLL_THRESHOLD)
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True

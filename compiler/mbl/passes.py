@@ -19,6 +19,19 @@ def new_target_machine() -> llvm.TargetMachine:
     return llvm.Target.from_default_triple().create_target_machine(opt=2, jit=True)
 
 
+# LLVM's own full-unroll size limit at -O3 (`unroll-threshold-aggressive`, LoopUnrollPass.cpp).
+HOST_UNROLL_THRESHOLD = 300
+
+
+def set_unroll_threshold(threshold: int) -> None:
+    """Set LLVM's `-unroll-threshold` before a pipeline that unrolls loops.  The option is
+    process-wide and, once given, overrides every later pipeline's own limit, so each
+    unrolling pipeline sets its own (the ME back end's unroll: 4000; the host's -O3:
+    HOST_UNROLL_THRESHOLD); otherwise a native build after an ME compile in the same process
+    would unroll with the ME's limit: other code, and up to 100 x the compile time."""
+    llvm.set_option("", f"-unroll-threshold={threshold}")
+
+
 @cache
 def target_machine() -> llvm.TargetMachine:
     """The machine the optimization pipeline is tuned for (never handed to a JIT)."""

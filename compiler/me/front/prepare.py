@@ -16,15 +16,15 @@ from npkit.base.diagnostics import SourceLocation
 from npkit.compiler.mbl import ast as A
 from npkit.compiler.mbl.debuginfo import DebugLocations, VarValue, scope_ends
 from npkit.compiler.mbl.lower import lower
-from npkit.compiler.mbl.passes import optimize, target_machine
+from npkit.compiler.mbl.passes import optimize, set_unroll_threshold, target_machine
 from npkit.compiler.mbl.sema import Program
 
 from .. import wir
 from .errors import FrontError, unsupported
 from .intrinsics import RX_TURN_DONE
 
-# LLVM's full-unroll size limit (its default, 300 at -O2, leaves the 14-step IPv6 trie walk
-# rolled).  A process-wide LLVM option; only loop-unroll passes read it.
+# LLVM's full-unroll size limit for the ME (its default, 150 at -O2, leaves the 14-step IPv6
+# trie walk rolled); passes.set_unroll_threshold.
 UNROLL_THRESHOLD = 4000
 POST_UNROLL = ("instcombine", "sccp", "gvn", "simplifycfg", "jump-threading", "instcombine",
                "dce", "simplifycfg")
@@ -83,7 +83,7 @@ def _pass(mpm, name: str) -> None:
 
 def unroll(ref: llvm.ModuleRef) -> None:
     """Fully unroll constant-trip loops, clean up, and name every value and block."""
-    llvm.set_option("", f"-unroll-threshold={UNROLL_THRESHOLD}")
+    set_unroll_threshold(UNROLL_THRESHOLD)
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
     pto.loop_vectorization = False
     pto.slp_vectorization = False
