@@ -1,22 +1,31 @@
 """Why the native Poptrie IPv4 walk is slower than rte_lpm: the JIT walker beside two
 references on the same image and destinations (issue 19, docs/performance.md section 3).
 
-    python -m npkit.bench.poptrie_native_why [--lookups 300000] [--rounds 5]
+    python -m npkit.bench.poptrie_native_why [--lookups 300000] [--rounds 5] [--dpdk]
+                                             [--stage-sweep]
 
 * the probe of tests/runtime/programs/lpm_poptrie_probe.mbl over microblocks/lpm_poptrie.mbl
   (one-pass batch driver), as lpm_native_rate.py runs it, and the walker's fib4_lookup over
   the key array (plain loop; depth-staged driver, 3 stages, its stages branching as
-  before 2026-11-28 and flat, stages.flatten);
+  before 2026-11-28 and flat, stages.flatten; with --stage-sweep also 1, 2 and 3 flat
+  stages 8, 16 and 32 keys apart);
 * a plain C walk of the same image (cc -O2 -march=native), keys dense (as rte_lpm's bench
   reads them) and in the batch layout (one packet slot per key, 48 bytes of metadata
-  written), so the cost of the packet batch is seen apart from the walk's code; and the
+  written), so the cost of the packet batch is seen apart from the walk's code; the
   dense walk with 3 prefetch stages 16 keys apart written by hand (what the depth-staged
-  key driver, KeyFunction(stages=3), generates from the walker).
+  key driver, KeyFunction(stages=3), generates from the walker: each stage re-walks from
+  the root); and the hand-written ceiling: groups of 16 keys, each key's state carried
+  forward from stage to stage (one dependent read a key a stage, no re-walk);
+* with --dpdk, rte_lpm_lookup_bulk (64 keys a call, as lpm_dpdk.py) on the same table and
+  keys, in the C walks' process (built with DPDK; rte_lpm's build takes minutes).
 
 CPU time of the walk (thread time), median of --rounds, the rows taking turns (the box's
-cache is shared: only rows measured in the same minutes compare).  A benchmark, not a test;
-its C walk assumes the walker's 8-word node (per 32-bit half: vector, base1, leafvec, base0)
-and stops with a message if the walker file no longer describes that layout.  (The 6-word
+cache is shared: only rows measured in the same minutes compare); the C walks run in one
+process started once, a round of all of them per round of the rows.  A benchmark, not a
+test (tests/bench/test_poptrie_native_why.py checks the C walks against a brute-force LPM);
+its C walk assumes the walker's 8-word node (per 32-bit half: vector, base1, leafvec,
+base0), stops with a message if the walker file no longer describes that layout, and
+checks every dense C walk's answers against the MBL walker's, key for key.  (The 6-word
 node's version of this script also ran the walker with each 64-bit bitmap as one bit<64>;
 with a node read one half at a time that variant has nothing left to compare.)
 """
