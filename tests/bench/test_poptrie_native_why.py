@@ -1,5 +1,5 @@
-"""bench/poptrie_native_why.py's C walks (the plain walk, the re-walking prefetch stages and
-the group walk that carries each key's state forward) over images the MBL Poptrie updater
+"""bench/poptrie_native_why.py's C walks (the plain walk, the re-walking prefetch stages, and
+the group and rolling walks that carry each key's state forward) over images the MBL Poptrie updater
 built from random tables: every answer against a brute-force longest-prefix match."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.runtime.lpm import RouteTables
 
 ROUTE, NEXT_HOP = 0x40000000, 0xFFFF  # the walkers' leaf word (microblocks/lpm.mbl)
-MODES = (0, -1, -2)  # dense, 3 re-walking prefetch stages, groups with state carried forward
+MODES = (0, -1, -2, -4)  # dense, re-walking stages, state carried forward: groups, rolling
 LENGTHS = [0, 1, 8, 15, 16, 17, 18, 19, 20, 23, 24, 25, 26, 29, 30, 31, 32]
 
 
@@ -52,7 +52,7 @@ def test_c_walks_match_brute_force(tmp_path, seed):
     native = NativeProgram(compile_file(PROBE), "probe4", prefetch=False)
     RouteTables.of(native).load(table, {})
     keys = keys_for(table, rng)
-    keys += keys[:37]  # not a whole number of groups (16) or stage distances
+    keys += keys[:37]  # not a whole number of groups (16) or stage distances (32)
     key_array = np.array(keys, dtype=np.uint32)
     expected = [brute_force(table, 32, k) for k in keys]
     walker = native.key_function("fib4_lookup")(key_array)  # the bench's answers file
