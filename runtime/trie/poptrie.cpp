@@ -170,10 +170,10 @@ void PoptrieImage::touch_path(u128 key, int length) const {
     }
     if (!(host & kChild) && !(entry & kChild)) break;
   }
-  if (node != 0)  // the last node's leaves, compared when its row changes
-    prefetch_leaves(words_[node + kBase0Lo],
-                    static_cast<uint32_t>(__builtin_popcount(words_[node + kLeafvecLo]) +
-                                          __builtin_popcount(words_[node + kLeafvecHi])));
+  if (node != 0) {  // the last node's leaves, compared when its row changes
+    const uint32_t base0 = words_[node + kBase0Lo];
+    if (base0 < size_) __builtin_prefetch(&words_[base0]);
+  }
 }
 
 void PoptrieImage::build() {
@@ -427,8 +427,7 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
     ++counters_.nodes_visited;
     ++counters_.host_words_read;  // the row's mark
   } else {
-    // compared below, after the scan
-    prefetch_leaves(old_base0, static_cast<uint32_t>(__builtin_popcountll(old_leafvec)));
+    __builtin_prefetch(&words_[old_base0]);  // compared below, after the scan
     count = scan(ply, vector, leafvec, leaves);
   }
   const int kids = __builtin_popcountll(vector);

@@ -118,14 +118,6 @@ class PoptrieImage : public WorkRecord<UpdateCounters> {
   // loop the two chains overlap, where the update itself walks the host trie first and the
   // image after it.  Reads only (bounds-checked), counts and traces nothing: a hint.
   void touch_path(u128 key, int length) const;
-  // Start loading a leaf block's lines (up to 64 words: four lines, the first and last of
-  // them possibly partial); a hint, any offset is safe.
-  void prefetch_leaves(uint32_t base0, uint32_t count) const {
-    if (count == 0 || size_t{base0} + count > size_) return;
-    const uint32_t* leaves = words_ + base0;
-    for (uint32_t k = 0; k < count; k += 16) __builtin_prefetch(leaves + k);
-    __builtin_prefetch(leaves + count - 1);
-  }
   // For an update a batch will make later: start loading its two direct entries (no
   // load, so a miss here does not hold up the update being made meanwhile).
   void prefetch_entries(u128 key) const {

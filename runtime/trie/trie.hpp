@@ -129,13 +129,9 @@ class RouteMap {
   size_t size() const { return size_; }
   size_t find(u128 key, int length) const;
   // Start loading a key's home slot while the trie walk runs (both are cache misses).
-  // An entry is 24 bytes, so a probe of the home slot and the next two (about what a
-  // lookup at load <= 1/2 makes) often crosses into the next line: both lines.
   void prefetch(u128 key, int length) const {
-    const size_t slot =
-        home(static_cast<uint64_t>(key >> 64), static_cast<uint64_t>(key), length);
-    __builtin_prefetch(&entries_[slot]);
-    __builtin_prefetch(&entries_[(slot + 2) & mask_]);
+    __builtin_prefetch(&entries_[home(static_cast<uint64_t>(key >> 64),
+                                      static_cast<uint64_t>(key), length)]);
   }
   const Entry& entry(size_t slot) const { return entries_[slot]; }
   bool insert_or_assign(u128 key, int length, uint16_t next_hop);  // true: inserted
