@@ -434,6 +434,41 @@ class PyPoptrie {
   }
 };
 
+// A batch of RouteUpdate-like objects (op, family, network, length, next_hop), applied in
+// order: check(family) first, then add(family, network, length, next_hop) or
+// remove(family, network, length).  Returns how many were applied; on an error the updates
+// before the failing one stay (TrieError naming it).  Tables' and PoptrieTables' apply.
+template <class Check, class Add, class Remove>
+size_t apply_updates(py::iterable updates, Check&& check, Add&& add, Remove&& remove) {
+  const py::str op_name("op"), family_name("family"), network_name("network"),
+      length_name("length"), next_hop_name("next_hop");
+  size_t applied = 0;
+  for (py::handle update : updates) {
+    try {
+      const py::object op = update.attr(op_name);
+      const py::object family = update.attr(family_name);
+      check(family);
+      const py::object network = update.attr(network_name);
+      const py::object length = update.attr(length_name);
+      if (PyUnicode_Check(op.ptr()) && PyUnicode_CompareWithASCIIString(op.ptr(), "add") == 0) {
+        const py::object next_hop = update.attr(next_hop_name);
+        if (next_hop.is_none()) throw TrieError("an add needs a next hop");
+        add(family, network, length, next_hop);
+      } else if (PyUnicode_Check(op.ptr()) &&
+                 PyUnicode_CompareWithASCIIString(op.ptr(), "delete") == 0) {
+        remove(family, network, length);
+      } else {
+        throw TrieError("op " + py::repr(op).cast<std::string>() + " is not 'add' or 'delete'");
+      }
+    } catch (const TrieError& e) {
+      throw TrieError("update " + std::to_string(applied) + " of the batch: " + e.what() +
+                      " (the " + std::to_string(applied) + " update(s) before it stay applied)");
+    }
+    ++applied;
+  }
+  return applied;
+}
+
 // The IPv4 and IPv6 Poptries of a route manager (either may be None), with the cheap
 // calls dispatched here as in Tables, and one numbering of the updates of both families:
 // each Poptrie numbers its own updates (its retired blocks carry those numbers), so per
@@ -502,36 +537,10 @@ class PoptrieTables {
   }
 
   size_t apply(py::iterable updates) {
-    const py::str op_name("op"), family_name("family"), network_name("network"),
-        length_name("length"), next_hop_name("next_hop");
-    size_t applied = 0;
-    for (py::handle update : updates) {
-      try {
-        const py::object op = update.attr(op_name);
-        const py::object family = update.attr(family_name);
-        slot(family);
-        const py::object network = update.attr(network_name);
-        const py::object length = update.attr(length_name);
-        if (PyUnicode_Check(op.ptr()) &&
-            PyUnicode_CompareWithASCIIString(op.ptr(), "add") == 0) {
-          const py::object next_hop = update.attr(next_hop_name);
-          if (next_hop.is_none()) throw TrieError("an add needs a next hop");
-          add(family, network, length, next_hop);
-        } else if (PyUnicode_Check(op.ptr()) &&
-                   PyUnicode_CompareWithASCIIString(op.ptr(), "delete") == 0) {
-          remove(family, network, length);
-        } else {
-          throw TrieError("op " + py::repr(op).cast<std::string>() +
-                          " is not 'add' or 'delete'");
-        }
-      } catch (const TrieError& e) {
-        throw TrieError("update " + std::to_string(applied) + " of the batch: " + e.what() +
-                        " (the " + std::to_string(applied) +
-                        " update(s) before it stay applied)");
-      }
-      ++applied;
-    }
-    return applied;
+    return apply_updates(
+        updates, [&](py::handle family) { slot(family); },
+        [&](py::handle f, py::handle n, py::handle l, py::handle h) { add(f, n, l, h); },
+        [&](py::handle f, py::handle n, py::handle l) { remove(f, n, l); });
   }
 
   // A batch as columns, applied in order in one call, with no Python object per update:
@@ -644,35 +653,10 @@ class Tables {
   // A batch of RouteUpdate-like objects (op, family, network, length, next_hop), in order.
   // Returns how many were applied; on an error, the updates before the failing one stay.
   size_t apply(py::iterable updates) {
-    const py::str op_name("op"), family_name("family"), network_name("network"),
-        length_name("length"), next_hop_name("next_hop");
-    size_t applied = 0;
-    for (py::handle update : updates) {
-      try {
-        const py::object op = update.attr(op_name);
-        PyTrie& trie = table(update.attr(family_name));
-        const py::object network = update.attr(network_name);
-        const py::object length = update.attr(length_name);
-        if (PyUnicode_Check(op.ptr()) &&
-            PyUnicode_CompareWithASCIIString(op.ptr(), "add") == 0) {
-          const py::object next_hop = update.attr(next_hop_name);
-          if (next_hop.is_none()) throw TrieError("an add needs a next hop");
-          trie.add(network, length, next_hop);
-        } else if (PyUnicode_Check(op.ptr()) &&
-                   PyUnicode_CompareWithASCIIString(op.ptr(), "delete") == 0) {
-          trie.remove(network, length);
-        } else {
-          throw TrieError("op " + py::repr(op).cast<std::string>() +
-                          " is not 'add' or 'delete'");
-        }
-      } catch (const TrieError& e) {
-        throw TrieError("update " + std::to_string(applied) + " of the batch: " + e.what() +
-                        " (the " + std::to_string(applied) +
-                        " update(s) before it stay applied)");
-      }
-      ++applied;
-    }
-    return applied;
+    return apply_updates(
+        updates, [&](py::handle family) { table(family); },
+        [&](py::handle f, py::handle n, py::handle l, py::handle h) { table(f).add(n, l, h); },
+        [&](py::handle f, py::handle n, py::handle l) { table(f).remove(n, l); });
   }
 
  private:

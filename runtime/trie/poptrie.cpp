@@ -47,6 +47,10 @@ uint32_t PoptrieImage::alloc(uint32_t size, Pending& p) {
   if (!spare.empty()) {
     offset = spare.back();
     spare.pop_back();
+    // A reused block was retired at least one update ago: its lines are likely cold, and
+    // the update writes it (compare, then store) only after scanning the host row.
+    __builtin_prefetch(&words_[offset], 1);
+    if (size > 16) __builtin_prefetch(&words_[offset + size - 1], 1);
   } else if (size_t{next_free_} + size <= size_) {
     offset = next_free_;
     next_free_ += size;
@@ -138,6 +142,9 @@ void PoptrieImage::touch_path(u128 key, int length) const {
   uint32_t host = host_[index];
   uint32_t entry = words_[index];
   uint32_t node = 0;
+  // The host trie's update compares the root slot's depth byte (its first slot, painted or
+  // grown under).
+  if (host_trie_) host_trie_->prefetch_depth(index);
   for (int used = direct_bits_; used < length; used += kStride) {
     const auto v = static_cast<uint32_t>(key >> (128 - used - kStride)) & 63;
     if (host & kChild) {

@@ -298,8 +298,7 @@ uint8_t Trie::ply_min(uint32_t ply) {
   if (low == kUnknownMin) {
     counters_.slots_scanned += ply_words_;
     trace_depths(ply, ply_words_);
-    const uint8_t* depths = depth_.get() + ply;
-    low = *std::min_element(depths, depths + ply_words_);
+    low = min_depth(depth_.get() + ply, ply_words_);
   }
   return low;
 }
