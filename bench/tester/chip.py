@@ -86,15 +86,12 @@ def received(frames: Iterable[TxFrame], clock_hz: float) -> list[RxRecord]:
 
 def cycles_to_ps(cycles: Iterable[int], clock_hz: float) -> list[int]:
     """``received``'s exact picosecond of each cycle (round half to even), in integers."""
+    cycles = list(cycles)
+    times = _cycles_to_ps_array(cycles, clock_hz)
+    if times is not None:
+        return times.tolist()
     ratio = PS_PER_S / Fraction(clock_hz)
     p, q = ratio.numerator, ratio.denominator
-    cycles = list(cycles)
-    if cycles and p < 2**31 and q < 2**31 and 0 <= min(cycles) and max(cycles) < 2**31:
-        # the same integer arithmetic in numpy: c * p < 2**62 fits int64
-        c = np.asarray(cycles, dtype=np.int64)
-        whole, rest = np.divmod(c * p, q)
-        up = (2 * rest > q) | ((2 * rest == q) & (whole & 1 == 1))
-        return (whole + up).tolist()
     out = []
     for c in cycles:
         whole, rest = divmod(c * p, q)
@@ -102,6 +99,21 @@ def cycles_to_ps(cycles: Iterable[int], clock_hz: float) -> list[int]:
             whole += 1
         out.append(whole)
     return out
+
+
+def _cycles_to_ps_array(cycles: list[int], clock_hz: float) -> np.ndarray | None:
+    """``cycles_to_ps`` as an int64 array, when the integer arithmetic fits int64 (the
+    ratio's terms and every cycle below 2**31, so that c * p < 2**62); else None."""
+    ratio = PS_PER_S / Fraction(clock_hz)
+    p, q = ratio.numerator, ratio.denominator
+    if not (cycles and p < 2**31 and q < 2**31):
+        return None
+    c = np.asarray(cycles, dtype=np.int64)
+    if int(c.min()) < 0 or int(c.max()) >= 2**31:
+        return None
+    whole, rest = np.divmod(c * p, q)
+    up = (2 * rest > q) | ((2 * rest == q) & (whole & 1 == 1))
+    return whole + up
 
 
 # --------------------------------------------------------------------------- streaming
@@ -267,7 +279,7 @@ class AnalysisSink:
 
     def flush(self, now_cycle: int | None = None) -> int:
         """Analyse the frames out before ``now_cycle`` (None: all); how many."""
-        ports: list[int] = []
+        runs: list[tuple[int, int]] = []  # (port, frames): the ports' runs, sorted by port
         lasts: list[int] = []
         datas: list[bytes] = []
         for port in sorted(self._waiting):  # by port, each in arrival order
@@ -292,25 +304,36 @@ class AnalysisSink:
                     self._unordered.discard(port)
             if not port_lasts:
                 continue
-            ports += [port] * len(port_lasts)
+            runs.append((port, len(port_lasts)))
             lasts += port_lasts
             datas += port_datas
-        if not ports:
+        if not runs:
             return 0
-        times = cycles_to_ps(lasts, self.clock_hz)
-        self.analysis.received(ports, times, datas)
+        # numpy columns to the analysis and the tally (no list of ints each, converted back
+        # element by element), unless the picoseconds need Python's integers
+        times: Any = _cycles_to_ps_array(lasts, self.clock_hz)
+        if times is not None:
+            ports = np.repeat(np.array([p for p, _ in runs], dtype=np.int32),
+                              [n for _, n in runs])
+            self.analysis.received_arrays(ports, times, datas)
+        else:
+            ports = [p for p, n in runs for _ in range(n)]
+            times = cycles_to_ps(lasts, self.clock_hz)
+            self.analysis.received(ports, times, datas)
         start = 0
-        while start < len(ports):  # one slice per port (sorted), no Python per frame
-            port = ports[start]
-            end = bisect.bisect_right(ports, port, lo=start)
-            self.frames[port] = self.frames.get(port, 0) + end - start
+        for port, count in runs:  # one slice per port, no Python per frame
+            end = start + count
+            self.frames[port] = self.frames.get(port, 0) + count
             self.bytes[port] = self.bytes.get(port, 0) + sum(map(len, datas[start:end]))
             if self.tally is not None:
                 self.tally.add_received(port, times[start:end], datas[start:end])
             start = end
         if self.keep:
-            self.kept += [RxRecord(p, t, d) for p, t, d in zip(ports, times, datas, strict=True)]
-        return len(ports)
+            self.kept += [RxRecord(p, t, d) for p, t, d in
+                          zip(ports.tolist() if isinstance(ports, np.ndarray) else ports,
+                              times.tolist() if isinstance(times, np.ndarray) else times,
+                              datas, strict=True)]
+        return len(datas)
 
 
 def _before(lasts: list[int], now_cycle: int | None) -> int | list[int]:

@@ -102,13 +102,17 @@ class FastAnalysis:
         held records would."""
         import numpy as np
 
-        ids, first = np.unique(streams, return_index=True)
+        streams = np.asarray(streams)
         offset = self._taken.get(port, 0)
-        for stream, index in zip(ids.tolist(), first.tolist(), strict=True):
-            self._first.setdefault(stream, (port, offset + index))
+        if len(streams) and (streams == streams[0]).all():  # one stream (the usual batch)
+            self._first.setdefault(int(streams[0]), (port, offset))
+        else:  # each stream's first frame in the batch
+            ids, first = np.unique(streams, return_index=True)
+            for stream, index in zip(ids.tolist(), first.tolist(), strict=True):
+                self._first.setdefault(stream, (port, offset + index))
         self._taken[port] = offset + len(datas)
-        self.sent([port] * len(datas), times_ps.tolist(), datas, streams.tolist(),
-                  seqs.tolist())
+        # the columns as they are (no list per column): the same frames in the same order
+        self._analysis.add_sent_batch(port, times_ps, datas, streams, seqs)
 
     def sent(self, ports: list[int], times_ps: list[int], datas: list[bytes],
              streams: list[int], seqs: list[int]) -> None:
@@ -122,6 +126,11 @@ class FastAnalysis:
 
     def received(self, ports: list[int], times_ps: list[int], datas: list[bytes]) -> None:
         self._analysis.add_received(ports, times_ps, datas)
+
+    def received_arrays(self, ports: Any, times_ps: Any, datas: list[bytes]) -> None:
+        """``received`` with numpy columns (ports int32, times int64): no conversion of a
+        list element by element."""
+        self._analysis.add_received_arrays(ports, times_ps, datas)
 
     def received_records(self, records: Iterable[RxRecord]) -> None:
         records = list(records)

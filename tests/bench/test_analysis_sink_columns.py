@@ -20,6 +20,9 @@ class Recorder:
     def received(self, ports, times, datas) -> None:
         self.calls.append((list(ports), list(times), list(datas)))
 
+    def received_arrays(self, ports, times, datas) -> None:  # FastAnalysis's numpy columns
+        self.received([int(p) for p in ports], [int(t) for t in times], datas)
+
 
 def _frames(seed: int, ordered: bool | str) -> list[TxFrame]:
     """``ordered``: every port's last bits in order, none, or "one": in order but for

@@ -351,6 +351,9 @@ struct PyReference {
 
 class PyAnalysis {
  public:
+  using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  using Int32s = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
   PyAnalysis(std::vector<int> pos, const py::list& per_byte, const py::list& fixed,
              const py::int_& denominator, int64_t bin_ps, const PyReference& reference) {
     std::vector<u128> pb, fx;
@@ -371,21 +374,54 @@ class PyAnalysis {
                       seqs[i]);
   }
 
+  // add_sent for one port's batch as the generator gives it (numpy columns: times int64,
+  // streams int32, seqs int64): the same calls in the same order, without a Python list
+  // per column and its conversion element by element
+  void add_sent_batch(int port, const Int64s& times, const py::list& datas,
+                      const Int32s& streams, const Int64s& seqs) {
+    size_t n = static_cast<size_t>(py::len(datas));
+    if (static_cast<size_t>(times.size()) != n || static_cast<size_t>(streams.size()) != n ||
+        static_cast<size_t>(seqs.size()) != n)
+      throw std::invalid_argument("add_sent_batch: as many times, streams and seqs as frames");
+    auto frames = frame_buffers(datas, n);
+    const int64_t* t = times.data();
+    const int32_t* st = streams.data();
+    const int64_t* sq = seqs.data();
+    py::gil_scoped_release released;
+    std::lock_guard<std::mutex> hold(busy_);
+    for (size_t i = 0; i < n; i++)
+      analysis_->sent(port, t[i], frames[i].first, frames[i].second, st[i], sq[i]);
+  }
+
   // received frames, analysed in order of (time, port, position in the batch)
   void add_received(const std::vector<int>& ports, const std::vector<int64_t>& times,
                     const py::list& datas) {
-    std::vector<size_t> order(ports.size());
+    received_in_order(ports.data(), times.data(), ports.size(), datas);
+  }
+
+  // add_received with numpy columns (ports int32, times int64)
+  void add_received_arrays(const Int32s& ports, const Int64s& times, const py::list& datas) {
+    if (times.size() != ports.size())
+      throw std::invalid_argument("add_received_arrays: as many times as ports");
+    received_in_order(ports.data(), times.data(), static_cast<size_t>(ports.size()), datas);
+  }
+
+ private:
+  void received_in_order(const int* ports, const int64_t* times, size_t n,
+                         const py::list& datas) {
+    std::vector<size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return times[a] != times[b] ? times[a] < times[b] : ports[a] < ports[b];
     });
-    auto frames = frame_buffers(datas, ports.size());
+    auto frames = frame_buffers(datas, n);
     py::gil_scoped_release released;  // another thread's Python runs meanwhile
     std::lock_guard<std::mutex> hold(busy_);
     for (size_t i : order)
       analysis_->received(ports[i], times[i], frames[i].first, frames[i].second);
   }
 
+ public:
   py::dict summary() const {
     std::lock_guard<std::mutex> hold(busy_);
     py::list streams;
@@ -439,6 +475,8 @@ void bind_analysis(py::module_& m) {
                     int64_t, const PyReference&>())
       .def("add_sent", &PyAnalysis::add_sent)
       .def("add_received", &PyAnalysis::add_received)
+      .def("add_sent_batch", &PyAnalysis::add_sent_batch)
+      .def("add_received_arrays", &PyAnalysis::add_received_arrays)
       .def("summary", &PyAnalysis::summary);
   m.def("rational_to_double", [](const py::int_& num, const py::int_& den) {
     bool negative = py::int_(num).cast<py::object>() < py::int_(0);
