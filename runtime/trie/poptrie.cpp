@@ -263,14 +263,18 @@ void PoptrieImage::copy_words(uint32_t to, uint32_t from, uint32_t count) {
   // links it (after a barrier), so plain stores do; an unchanged word is stored again but,
   // as write() does, counted only if it changes.  With the write log on, word by word.
   if (!logging_) {
+    // (The count and the base in locals: the 16-byte stores may alias the members.)
+    uint32_t* const words = words_;
+    uint64_t written = 0;
     for (; j + 4 <= count; j += 4) {
-      const __m128i value = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words_ + from + j));
-      auto* const dest = reinterpret_cast<__m128i*>(words_ + to + j);
+      const __m128i value = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + from + j));
+      auto* const dest = reinterpret_cast<__m128i*>(words + to + j);
       const int same =
           _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(value, _mm_loadu_si128(dest))));
-      counters_.words_written += 4 - static_cast<uint64_t>(__builtin_popcount(same));
+      written += 4 - static_cast<uint64_t>(__builtin_popcount(same));
       _mm_storeu_si128(dest, value);
     }
+    counters_.words_written += written;
   }
 #endif
   for (; j < count; ++j) write(to + j, words_[from + j]);
@@ -434,10 +438,17 @@ PoptrieImage::Change PoptrieImage::update_node(uint32_t ply, u128 start, int use
   // Children the update reaches: their new headers, if they change.
   uint32_t changed[64][kNodeWords];
   uint64_t changed_mask = 0, reshaped_mask = 0;  // children with new headers, new bitmaps
-  for (uint64_t v = vector & old_vector; v; v &= v - 1) {
+  // The slots whose keys meet [low, last] are one run, k_low..k_high: a mask, not two
+  // 128-bit compares per child (a short prefix's node has dozens of children outside).
+  uint64_t reach = 0;
+  if (last >= start && low <= node_last) {
+    const int k_low = low <= start ? 0 : static_cast<int>((low - start) >> below);
+    const int k_high = last >= node_last ? 63 : static_cast<int>((last - start) >> below);
+    reach = rank_mask(k_high) & (~uint64_t{0} << k_low);
+  }
+  for (uint64_t v = vector & old_vector & reach; v; v &= v - 1) {
     const int k = __builtin_ctzll(v);
     const u128 first = start | (u128(k) << below);
-    if ((first | span) < low || first > last) continue;
     if (unchanged(row[k] & kPointerMask)) continue;
     if (clean) {  // the child slot's word, not read by a scan
       ++counters_.host_words_read;
