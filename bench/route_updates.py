@@ -4,7 +4,7 @@
                                         [--table PATH] [--seed 2024]
                                         [--structure poptrie|16-8-8|both]
                                         [--bands [--band-updates 2000] [--no-dpdk]]
-                                        [--worst]
+                                        [--worst] [--family 4|6]
 
 For IPv4 and IPv6 separately: the full real table (../shared/data/routes/
 full-table-2024.txt.gz by default, next hops by the documented rule of npkit.runtime.routes)
@@ -40,6 +40,7 @@ the modelled chip keeps the preset's 8 MB SRAM channels), through PoptrieRouteMa
 maximum, which only they need); `both`, each.
 `--bands` instead runs bench/update_bands.py: updates/s per prefix-length band beside
 DPDK's rte_lpm / rte_lpm6 on the same prefixes; `--worst` the slowest single updates.
+`--family 4` or `6` measures that family's table only (the other is not loaded).
 """
 
 from __future__ import annotations
@@ -417,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worst", action="store_true",
                         help="the slowest single updates: every short table prefix (IPv4 up "
                              "to /12, IPv6 to /20) deleted and added back, min of 3 tries")
+    parser.add_argument("--family", type=int, choices=(4, 6), default=None,
+                        help="one family's table only (default: both)")
     args = parser.parse_args(argv)
     if args.batch is None:
         args.batch = BAND_BATCH if args.bands else MIX_BATCH
@@ -427,15 +430,17 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --updates, --batch and --runs must be at least 1", file=sys.stderr)
         return 1
     routes = read_routes(args.table)
+    v4 = routes.v4 if args.family in (None, 4) else {}
+    v6 = routes.v6 if args.family in (None, 6) else {}
     structures = STRUCTURES if args.structure == "both" else (args.structure,)
     if args.bands:
-        return bands(routes.v4, routes.v6, structures, args)
+        return bands(v4, v6, structures, args)
     if args.worst:
-        return worst(routes.v4, routes.v6, structures)
+        return worst(v4, v6, structures)
     results = [measure(family, table, args.updates, args.batch, args.runs, args.seed,
                        structure)
                for structure in structures
-               for family, table in ((4, routes.v4), (6, routes.v6)) if table]
+               for family, table in ((4, v4), (6, v6)) if table]
     report(results, args.table, args.batch, args.runs)
     return 0 if all(r.check.startswith("ok") for r in results) else 1
 
