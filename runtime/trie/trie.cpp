@@ -344,10 +344,9 @@ void Trie::grow(int level, uint32_t slot, u128 key, int length, uint32_t leaf, u
       value = leaf;
       value_depth = depth;
     }
-    // The words, then the depth bytes in three runs: a byte store may alias a member, so
-    // one loop doing both reloaded and stored the write count per slot (write()), a
-    // tenth of an IPv6 /0-/31 update's instructions.  The ply is unreachable until
-    // publish(): the order of its writes does not matter.  Counted as write() does.
+    // The words (in order, counted as write() does), then the depth bytes in three runs:
+    // a byte store may alias a member, so one loop doing both reloaded and stored the
+    // write count per slot (write()): 6 % of an IPv6 /0-/31 update's instructions.
     uint32_t* const words = words_;
     uint64_t written = 0;
     for (uint32_t j = 0; j < ply_words_; ++j) {
