@@ -26,6 +26,7 @@ rate a port's packet arrives every 57.3 ME cycles, so N forwarding MEs per port 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -42,11 +43,16 @@ from npkit.link import Manifest, link
 from npkit.runtime.compiled import CompiledResult, CompiledRun
 from npkit.runtime.loader import chip_config_for
 from npkit.runtime.lpm import RouteTables
-from npkit.runtime.routes import RouteSet, read_routes
+from npkit.runtime.routes import (
+    REAL_TABLE,
+    ROUTES_DIR_ENV,
+    RouteFileError,
+    RouteSet,
+    read_routes,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 POS_ROUTER = REPO / "examples" / "pos_router" / "pos_router.mbl"
-REAL_TABLE = REPO.parent / "shared" / "data" / "routes" / "full-table-2024.txt.gz"
 SEED, NEXT_HOPS = 2024, 16
 POS_KINDS = ("oc192pos", "oc192pos")
 IP_BYTES = 40
@@ -283,7 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     program, entry = pos_program()
     print(f"program: {POS_ROUTER.relative_to(REPO)}, pipeline {entry}")
     start = time.perf_counter()
-    routes = read_routes(REAL_TABLE, SEED, NEXT_HOPS)
+    try:
+        routes = read_routes(REAL_TABLE, SEED, NEXT_HOPS)
+    except RouteFileError as exc:
+        print(f"compiled_pos: {exc}; set {ROUTES_DIR_ENV} to the folder that holds "
+              f"{REAL_TABLE.name}", file=sys.stderr)
+        return 2
     read_s = time.perf_counter() - start
     start = time.perf_counter()
     native = load_tables(program, routes)

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from npkit.bench.lpm_native_rate import poptrie_router
-from npkit.bench.native_fwd import DEFAULT_TABLE, udp_frame
+from npkit.bench.native_fwd import udp_frame
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.me import compile_me
 from npkit.link import link
@@ -29,7 +29,7 @@ from npkit.link.plan import memory_map
 from npkit.link.sram import CHANNEL_SHIFT
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.lpm import RouteTables
-from npkit.runtime.routes import default_next_hop, read_routes
+from npkit.runtime.routes import REAL_TABLE, default_next_hop, read_routes
 from npkit.sim.config import ChipConfig
 
 PORTS = 2
@@ -46,7 +46,7 @@ def v6_frame(dst: int) -> bytes:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument("--table", default=str(REAL_TABLE))
     parser.add_argument("--frames", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=2024)
     args = parser.parse_args(argv)

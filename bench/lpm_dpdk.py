@@ -44,7 +44,6 @@ from npkit.bench.lpm_native_rate import (
     router_with,
 )
 from npkit.bench.native_fwd import (
-    DEFAULT_TABLE,
     Batch,
     add_cpu_time_option,
     clock_of,
@@ -57,7 +56,7 @@ from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import KeyFunction, NativeProgram
 from npkit.runtime.lpm import IPV4, IPV6, MultibitTrie, RouteTables
 from npkit.runtime.poptrie import POPTRIE4, POPTRIE6, Poptrie
-from npkit.runtime.routes import read_routes
+from npkit.runtime.routes import REAL_TABLE, read_routes
 
 BANDS = {4: [(0, 15), (16, 24), (25, 32)], 6: [(0, 31), (32, 48), (49, 128)]}
 
@@ -357,7 +356,7 @@ def measure(items: list[Subject | KeySubject], runs: int, clock) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument("--table", default=str(REAL_TABLE))
     parser.add_argument("--lookups", type=int, default=1_000_000)
     parser.add_argument("--updates", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)

@@ -27,7 +27,6 @@ import tempfile
 from pathlib import Path
 
 from npkit.bench.native_fwd import (
-    DEFAULT_TABLE,
     REPO,
     ROUTER,
     Batch,
@@ -40,7 +39,7 @@ from npkit.bench.native_fwd import (
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import NativeProgram
 from npkit.runtime.lpm import RouteTables
-from npkit.runtime.routes import read_routes
+from npkit.runtime.routes import REAL_TABLE, read_routes
 
 PROBES = {"16-8-8": REPO / "tests" / "mbl" / "programs" / "lpm_probe.mbl",
           "Poptrie": REPO / "tests" / "runtime" / "programs" / "lpm_poptrie_probe.mbl"}
@@ -89,7 +88,7 @@ def v6_destinations(routes, count: int, seed: int) -> list[int]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument("--table", default=str(REAL_TABLE))
     parser.add_argument("--packets", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)

@@ -54,10 +54,9 @@ from npkit.compiler.mbl.native import HEADROOM, KeyFunction, NativeProgram
 from npkit.compiler.mbl.sema import Program
 from npkit.compiler.mbl.types import META_FIELDS, META_VERDICT, META_WORDS, VERDICT_FORWARD
 from npkit.runtime.lpm import RouteTables
-from npkit.runtime.routes import RouteSet, default_next_hop, read_routes
+from npkit.runtime.routes import REAL_TABLE, RouteSet, default_next_hop, read_routes
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TABLE = REPO.parent / "shared" / "data" / "routes" / "full-table-2024.txt.gz"
 ROUTER = REPO / "examples" / "router" / "router.mbl"
 # The structure the native figures forward with (module docstring), and each structure's
 # walker file (the router imports its walker through router_common.mbl).
@@ -273,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--packets", type=int, default=200_000, help="packets per batch")
     parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
-    parser.add_argument("--table", type=Path, default=DEFAULT_TABLE, help="route file")
+    parser.add_argument("--table", type=Path, default=REAL_TABLE, help="route file")
     parser.add_argument("--seed", type=int, default=1, help="destination seed")
     add_cpu_time_option(parser)
     parser.add_argument("--structure", choices=sorted(LPM_FILES), default=NATIVE_STRUCTURE,

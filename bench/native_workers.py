@@ -51,7 +51,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npkit.bench.native_fwd import (
-    DEFAULT_TABLE,
     compile_router,
     cpu_model,
     destinations,
@@ -60,7 +59,7 @@ from npkit.bench.native_fwd import (
 )
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.compiler.mbl.workers import NativeWorkers, Plan, WorkerTiming, steer
-from npkit.runtime.routes import read_routes
+from npkit.runtime.routes import REAL_TABLE, read_routes
 from npkit.runtime.rss import MICROSOFT_KEY, program_rss, spread_reta
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--packets", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=15, help="pairs of runs (median)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--table", type=Path, default=DEFAULT_TABLE, help="route file")
+    parser.add_argument("--table", type=Path, default=REAL_TABLE, help="route file")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-share", action="store_true",
                         help="a copy of every memory per worker (tables too)")

@@ -44,7 +44,6 @@ import numpy as np
 
 from npkit.bench.lpm_dpdk import pack4
 from npkit.bench.native_fwd import (
-    DEFAULT_TABLE,
     REPO,
     Batch,
     destinations,
@@ -54,7 +53,7 @@ from npkit.bench.native_fwd import (
 from npkit.compiler.mbl import compile_file
 from npkit.compiler.mbl.native import NativeProgram
 from npkit.runtime.lpm import RouteTables
-from npkit.runtime.routes import read_routes
+from npkit.runtime.routes import REAL_TABLE, read_routes
 
 PROBE = REPO / "tests" / "runtime" / "programs" / "lpm_poptrie_probe.mbl"
 WALKER = REPO / "microblocks" / "lpm_poptrie.mbl"
@@ -413,7 +412,7 @@ class CWalk:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", default=str(DEFAULT_TABLE))
+    parser.add_argument("--table", default=str(REAL_TABLE))
     parser.add_argument("--lookups", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)

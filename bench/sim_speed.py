@@ -54,6 +54,7 @@ import os
 import platform
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -67,7 +68,7 @@ from npkit.bench.lab.npf import SampledRoutes, chip_device, make_trials, preset
 from npkit.bench.tester import Sizes
 from npkit.runtime.compiled import CompiledRun
 from npkit.runtime.loader import chip_config_for, load_manifest
-from npkit.runtime.routes import read_routes
+from npkit.runtime.routes import REAL_TABLE, ROUTES_DIR_ENV, read_routes, real_table_path
 from npkit.sim.chip import SCHEDULE_ENV, SCHEDULES, default_schedule
 from npkit.sim.packets import ListSource, RxFrame, TxFrame
 
@@ -187,7 +188,7 @@ class PosSetup:
 
 def pos_setup(frames_per_port: int) -> PosSetup:
     program, entry = compiled_pos.pos_program()
-    routes = read_routes(compiled_pos.REAL_TABLE, compiled_pos.SEED, compiled_pos.NEXT_HOPS)
+    routes = read_routes(REAL_TABLE, compiled_pos.SEED, compiled_pos.NEXT_HOPS)
     native = compiled_pos.load_tables(program, routes)
     linked = compiled_pos.compile_pos(program, entry, per_port=4)
     return PosSetup(linked, native, compiled_pos.pos_frames(routes, 2000, frames_per_port))
@@ -215,6 +216,7 @@ class SystemSetup:
     trial: Trial
     cores: dict[str, TimedCore]  # per chip, the timed C++ core of the device's chips
     clock_hz: float
+    tables: str  # where the route tables come from (the real table, or generated without it)
 
 
 def system_setup(frames_per_port: int, threads: int, clock: Clock = time.perf_counter,
@@ -240,7 +242,7 @@ def system_setup(frames_per_port: int, threads: int, clock: Clock = time.perf_co
     for name, chip in system.chips.items():
         cores[name] = TimedCore(chip._core, core_clock)
         chip._core = cores[name]
-    return SystemSetup(device, trial, cores, system.clock_hz)
+    return SystemSetup(device, trial, cores, system.clock_hz, npf.routes.origin())
 
 
 @dataclass(frozen=True)
@@ -392,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"host: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, {platform.system()}")
     chosen = [*WORKLOADS, "pos", "system"] if args.workload == "all" else [args.workload]
+    if "pos" in chosen and real_table_path() is None:
+        print(f"sim_speed: the pos workload routes over the real table, not found at "
+              f"{REAL_TABLE}; set {ROUTES_DIR_ENV} to the folder that holds it",
+              file=sys.stderr)
+        return 2
     clock = load_manifest(manifest_path()).chip.config.clock_hz
     for key in chosen:
         if key == "system":
@@ -401,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                 report_system(f"compiled POS router, 40-byte IPv4 on 2 x OC-192 POS, "
                               f"two-chip system ({system.device.spec.name}, "
                               f"{system.device.data_path}), {threads} host "
-                              f"thread{'s' if threads > 1 else ''}", runs, system.clock_hz)
+                              f"thread{'s' if threads > 1 else ''}, route tables "
+                              f"{system.tables}", runs, system.clock_hz)
                 if args.profile:
                     profile_system(system, f"{args.profile}.t{threads}", clock_fn)
             continue

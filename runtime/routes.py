@@ -7,15 +7,16 @@ is reproducible from (file, seed, next-hop count) alone.
 
 Route sources (issue 5, item 3): `load_routes` reads text files and Debian python3-pyasn's
 RouteViews tables (`;` comment lines, then `prefix<TAB>asn`, usually gzip); `real_table_path`
-finds the real table in ../shared/data/routes/; `generate_routes` makes a seeded table whose
-prefix-length distribution follows the real table's (`reference_histogram`: computed from
-the real table when present, else the committed runtime/data/prefix_lengths.json).
+finds the real table in $NPKIT_ROUTES_DIR or ../shared/data/routes/; `generate_routes` makes a
+seeded table whose prefix-length distribution follows the real table's (`reference_histogram`:
+computed from the real table when present, else the committed runtime/data/prefix_lengths.json).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 import socket
 import zlib
@@ -164,7 +165,20 @@ def load_routes(path: str | Path, fmt: RouteFormat | None = None, seed: int = DE
 
 # ---- where the real tables are ----
 REPO = Path(__file__).resolve().parents[1]
-REAL_TABLE = REPO.parent / "shared" / "data" / "routes" / "full-table-2024.txt.gz"
+ROUTES_DIR_ENV = "NPKIT_ROUTES_DIR"
+REAL_TABLE_NAME = "full-table-2024.txt.gz"
+
+
+def real_table_folder() -> Path:
+    """Where the real table is looked for: $NPKIT_ROUTES_DIR, else ../shared/data/routes/
+    next to the checkout (a copy of the tree elsewhere has no ../shared: set the variable)."""
+    configured = os.environ.get(ROUTES_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return REPO.parent / "shared" / "data" / "routes"
+
+
+REAL_TABLE = real_table_folder() / REAL_TABLE_NAME
 PYASN_DATA = Path("/usr/lib/python3/dist-packages/data")
 HISTOGRAM_FILE = Path(__file__).resolve().parent / "data" / "prefix_lengths.json"
 

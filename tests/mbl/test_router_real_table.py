@@ -21,10 +21,9 @@ from scapy.all import ICMP, IP, TCP, UDP, Ether, IPv6, IPv6ExtHdrHopByHop, raw
 
 from npkit.compiler.mbl import NativeProgram, compile_file
 from npkit.runtime.lpm import RouteTables
-from npkit.runtime.routes import read_routes
+from npkit.runtime.routes import REAL_TABLE, read_routes
 
 REPO = Path(__file__).resolve().parents[2]
-REAL_TABLE = REPO.parent / "shared" / "data" / "routes" / "full-table-2024.txt.gz"
 SEED, NEXT_HOP_COUNT = 2024, 16
 # next hop i: port i % 4, MTU 1500, except two narrow links to exercise frag / too big
 NEXTHOPS = {i: (0x02AA_0000_0000 | i, 0x02BB_0000_0000 | i, i % 4,

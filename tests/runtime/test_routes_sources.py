@@ -7,7 +7,10 @@ from __future__ import annotations
 import gzip
 import ipaddress
 import math
+import os
 import random
+import subprocess
+import sys
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -129,6 +132,27 @@ def test_locations(tmp_path: Path) -> None:
     for name in ("ipasn_1.dat.gz", "ipasn6_2.dat.gz", "rib.x_firstMB.bz2"):
         (tmp_path / name).write_bytes(b"")
     assert [p.name for p in pyasn_tables(tmp_path)] == ["ipasn6_2.dat.gz", "ipasn_1.dat.gz"]
+
+
+def test_the_routes_folder_variable_finds_a_table_anywhere(tmp_path: Path) -> None:
+    """A checkout without ../shared (a copy under /tmp) finds the table through
+    $NPKIT_ROUTES_DIR; without it, the lab says its tables are generated, not sampled."""
+    write_routes(tmp_path / "full-table-2024.txt.gz", {(0x0A000000, 8): 1}, 4)
+    probe = ("from npkit.runtime.routes import REAL_TABLE, real_table_path\n"
+             "from npkit.bench.lab.npf import SampledRoutes\n"
+             "print(REAL_TABLE); print(real_table_path()); print(SampledRoutes().origin())")
+
+    def run(folder: Path) -> list[str]:
+        env = {**os.environ, "NPKIT_ROUTES_DIR": str(folder)}
+        done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                              text=True, check=True)
+        return done.stdout.splitlines()
+
+    table = str(tmp_path / "full-table-2024.txt.gz")
+    assert run(tmp_path) == [table, table, "sampled from full-table-2024.txt.gz"]
+    absent = str(tmp_path / "absent" / "full-table-2024.txt.gz")
+    assert run(tmp_path / "absent") == [absent, "None",
+                                        "generated (full-table-2024.txt.gz not found)"]
 
 
 def test_installed_pyasn_tables_load() -> None:
