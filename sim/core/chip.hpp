@@ -718,7 +718,17 @@ class Chip : public MediaHost {
   size_t pending_used_ = 0;                       // ... the first pending_used_ slots
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
   bool q_ring_dirty_ = false;          // q_ring_delta_ holds a non-zero entry (cleared lazily)
-  uint64_t q_loaded_mask_ = 0;         // bit i: ME i has an image (set at run_quantum's entry)
+  // bit i: ME i has an image and can run (not stalled on its command FIFO, a context
+  // executing or Ready).  Set for every ME at run_quantum's entry (the host may have changed
+  // MEs between runs) and after each ME's turn: only the ME's own turn changes what the bit
+  // depends on (its events, instructions and same-ME signals; an event for another ME is
+  // held to the quantum's end and makes that ME visited in a later quantum), so an ME whose
+  // bit is clear and which has no event in the quantum would do nothing in its turn and is
+  // passed over.  Derived state (recomputed at each run's entry), not part of a snapshot.
+  uint64_t q_run_mask_ = 0;
+  static bool can_run(const ME& m) {
+    return m.contexts != 0 && !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
+  }
   // next-neighbour writes of the running ME (to ME + 1), applied at the ME's phase end
   // into a per-quantum list the neighbour sees from the next quantum on
   struct NnWrite {
