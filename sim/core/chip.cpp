@@ -587,7 +587,7 @@ inline bool Chip::pick_context(ME& m) {
   const uint32_t rot = ((m.ready_mask >> start) | (m.ready_mask << (n - start))) & all;
   int ci = start + __builtin_ctz(rot);
   if (ci >= n) ci -= n;
-  set_state(m, ci, CtxState::Executing, m.time);
+  set_state_ready_to_executing(m, ci);
   m.cur = ci;
   m.last = ci;
   return true;

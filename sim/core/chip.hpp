@@ -642,6 +642,7 @@ class Chip : public MediaHost {
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline void set_state_from_executing(ME& m, int ci, CtxState s);
+  inline void set_state_ready_to_executing(ME& m, int ci);
   inline bool pick_context(ME& m);
   template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
@@ -815,6 +816,21 @@ struct ChipSnapshot {
   if (c.state == CtxState::Ready) m.ready_mask &= ~(1u << ci);
   if (s == CtxState::Ready) m.ready_mask |= 1u << ci;
   c.state = s;
+  c.state_since = t;
+}
+
+// set_state(m, ci, Executing, m.time) for a Ready context (pick_context: the arbiter picks
+// from ready_mask, whose bit ci is set exactly while context ci is Ready), without the
+// general form's tests of the old and new state.
+[[gnu::always_inline]] inline void Chip::set_state_ready_to_executing(ME& m, int ci) {
+  Context& c = m.ctx[ci];
+  uint64_t t = m.time;
+  if (t < c.state_since) t = c.state_since;
+  c.state_cycles[static_cast<int>(CtxState::Ready)] += t - c.state_since;
+  if (tracing_ && t > c.state_since)
+    trace_.push_back(TraceInterval{m.index, ci, CtxState::Ready, c.state_since, t});
+  m.ready_mask &= ~(1u << ci);
+  c.state = CtxState::Executing;
   c.state_since = t;
 }
 
