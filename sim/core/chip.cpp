@@ -587,7 +587,7 @@ inline bool Chip::pick_context(ME& m) {
   const uint32_t rot = ((m.ready_mask >> start) | (m.ready_mask << (n - start))) & all;
   int ci = start + __builtin_ctz(rot);
   if (ci >= n) ci -= n;
-  set_state(m, ci, CtxState::Executing, m.time);
+  set_state_ready_to_executing(m, ci);
   m.cur = ci;
   m.last = ci;
   return true;
@@ -1023,6 +1023,8 @@ void Chip::run_quantum_me(ME& m, uint64_t end) {
   }
   l.clear();
   q_me_ = -1;
+  const uint64_t bit = uint64_t{1} << m.index;
+  q_run_mask_ = can_run(m) ? q_run_mask_ | bit : q_run_mask_ & ~bit;
   const auto target = static_cast<int16_t>(next_me(m).index);
   for (const NnWrite& w : q_nn_log_) q_nn_pending_.push_back(NnPending{target, w});
 }
@@ -1048,10 +1050,11 @@ void Chip::run_one_quantum(uint64_t start, uint64_t end) {
   }
   q_active_ = true;
   q_end_ = end;
-  // In index order, the MEs with an image or an event (at most 64 MEs, config.cpp).  No
-  // other ME's list changes while one runs (post_in_quantum holds an event for another ME
-  // to the quantum's end), so the set is known here.
-  for (uint64_t todo = q_loaded_mask_ | with_events; todo != 0; todo &= todo - 1)
+  // In index order, the MEs that can run or have an event (at most 64 MEs, config.cpp);
+  // any other would do nothing in its turn (q_run_mask_).  No other ME's list changes
+  // while one runs (post_in_quantum holds an event for another ME to the quantum's end),
+  // so the set is known here.
+  for (uint64_t todo = q_run_mask_ | with_events; todo != 0; todo &= todo - 1)
     run_quantum_me(mes_[static_cast<size_t>(__builtin_ctzll(todo))], end);
   // the units take the quantum's commands in (issue cycle, ME, issue order) order: pending_
   // is in (ME, issue order) already, so a sort on (cycle, position) gives it
@@ -1088,17 +1091,15 @@ std::string Chip::run_quantum(uint64_t max_cycles, int64_t stop_tx_frames, bool 
   const uint64_t tx_start = media_->tx_frames_total();
   const uint64_t q = quantum_cycles_;
   reset_quantum_state();
-  q_loaded_mask_ = 0;  // the host may have loaded MEs between runs
+  q_run_mask_ = 0;  // the host may have loaded or changed MEs between runs
   for (const ME* m : loaded_) {
     if (m->time > kLatestEvent) fault("time_limit", "simulated time beyond 2^57 cycles");
-    if (m->contexts != 0) q_loaded_mask_ |= uint64_t{1} << m->index;
+    if (can_run(*m)) q_run_mask_ |= uint64_t{1} << m->index;
   }
   std::string result;
   for (;;) {
     uint64_t start = q_next_;
-    bool runnable = false;
-    for (const ME* m : loaded_) runnable |= !m->fifo_stalled && (m->cur >= 0 || m->ready_mask != 0);
-    if (!runnable) {  // nothing to run: on to the quantum of the next event
+    if (q_run_mask_ == 0) {  // nothing to run: on to the quantum of the next event
       const uint64_t t_ext = std::min(next_event_time(), media_->next_event());
       if (t_ext == UINT64_MAX) {  // quiescent
         for (const ME& m : mes_) now_ = std::max(now_, std::min(m.time, limit));

@@ -642,6 +642,7 @@ class Chip : public MediaHost {
   void step_swap(ME& m, Context& c, int ci, uint8_t mode);
   inline void set_state(ME& m, int ci, CtxState s, uint64_t t);
   inline void set_state_from_executing(ME& m, int ci, CtxState s);
+  inline void set_state_ready_to_executing(ME& m, int ci);
   inline bool pick_context(ME& m);
   template <bool kDebug> void process_events_until(uint64_t t);
   void deliver(const Event& ev);
@@ -718,7 +719,17 @@ class Chip : public MediaHost {
   size_t pending_used_ = 0;                       // ... the first pending_used_ slots
   std::vector<int32_t> q_ring_delta_;  // per scratch ring: the running ME's puts - gets
   bool q_ring_dirty_ = false;          // q_ring_delta_ holds a non-zero entry (cleared lazily)
-  uint64_t q_loaded_mask_ = 0;         // bit i: ME i has an image (set at run_quantum's entry)
+  // bit i: ME i has an image and can run (not stalled on its command FIFO, a context
+  // executing or Ready).  Set for every ME at run_quantum's entry (the host may have changed
+  // MEs between runs) and after each ME's turn: only the ME's own turn changes what the bit
+  // depends on (its events, instructions and same-ME signals; an event for another ME is
+  // held to the quantum's end and makes that ME visited in a later quantum), so an ME whose
+  // bit is clear and which has no event in the quantum would do nothing in its turn and is
+  // passed over.  Derived state (recomputed at each run's entry), not part of a snapshot.
+  uint64_t q_run_mask_ = 0;
+  static bool can_run(const ME& m) {
+    return m.contexts != 0 && !m.fifo_stalled && (m.cur >= 0 || m.ready_mask != 0);
+  }
   // next-neighbour writes of the running ME (to ME + 1), applied at the ME's phase end
   // into a per-quantum list the neighbour sees from the next quantum on
   struct NnWrite {
@@ -805,6 +816,21 @@ struct ChipSnapshot {
   if (c.state == CtxState::Ready) m.ready_mask &= ~(1u << ci);
   if (s == CtxState::Ready) m.ready_mask |= 1u << ci;
   c.state = s;
+  c.state_since = t;
+}
+
+// set_state(m, ci, Executing, m.time) for a Ready context (pick_context: the arbiter picks
+// from ready_mask, whose bit ci is set exactly while context ci is Ready), without the
+// general form's tests of the old and new state.
+[[gnu::always_inline]] inline void Chip::set_state_ready_to_executing(ME& m, int ci) {
+  Context& c = m.ctx[ci];
+  uint64_t t = m.time;
+  if (t < c.state_since) t = c.state_since;
+  c.state_cycles[static_cast<int>(CtxState::Ready)] += t - c.state_since;
+  if (tracing_ && t > c.state_since)
+    trace_.push_back(TraceInterval{m.index, ci, CtxState::Ready, c.state_since, t});
+  m.ready_mask &= ~(1u << ci);
+  c.state = CtxState::Executing;
   c.state_since = t;
 }
 

@@ -149,6 +149,29 @@ def test_a_next_neighbour_write_is_seen_from_the_next_quantum_on() -> None:
     assert core.read_reg(1, 0, a(2)) == 0xC0FFEE
 
 
+def test_an_me_passed_over_runs_when_a_signal_or_the_host_makes_it_runnable() -> None:
+    """An ME that cannot run and has no event in a quantum is passed over (issue 13,
+    twelfth round).  ME 1's only context sleeps on signal 2 while ME 0 runs 3 quanta of
+    nops and then raises it with NEXT_NEIGHBOR_SIGNAL: ME 1 must wake and run on (by hand:
+    a1 = 0x600D, and it was idle at least while ME 0's nops ran).  Then the host loads ME 2
+    between runs: the next run must run it (a1 = 0xCAFE)."""
+    core = coreprog.make_core()
+    core.set_schedule("quantum")
+    q = core.quantum_cycles
+    a = coreprog.A
+    signal_me1 = 0 | 2 << 3  # context 0, signal 2
+    core.load(0, coreprog.single_context(
+        [coreprog.nop()] * (3 * q)
+        + [coreprog.immed(a(0), signal_me1), coreprog.csr_wr("NEXT_NEIGHBOR_SIGNAL", a(0))]))
+    core.load(1, coreprog.single_context([coreprog.ctx_arb(2), coreprog.immed(a(1), 0x600D)]))
+    assert core.run(100_000, until_idle=True) == "idle"
+    assert core.read_reg(1, 0, a(1)) == 0x600D
+    assert core.counters()["mes"][1]["idle_cycles"] >= 2 * q
+    core.load(2, coreprog.single_context([coreprog.immed(a(1), 0xCAFE)]))
+    assert core.run(100_000, until_idle=True) == "idle"
+    assert core.read_reg(2, 0, a(1)) == 0xCAFE
+
+
 # --------------------------------------------------------------------------- determinism
 def test_the_same_run_twice_is_the_same(quantum: None) -> None:
     make = slicing.l2wire(None)
