@@ -3,7 +3,8 @@
     python -m npkit.bench.route_updates [--updates 30000] [--batch 1000 (--bands: 100)] [--runs 5]
                                         [--table PATH] [--seed 2024]
                                         [--structure poptrie|16-8-8|both]
-                                        [--bands [--band-updates 2000] [--no-dpdk]]
+                                        [--bands [--band-updates 2000] [--band-runs 3]
+                                                 [--no-dpdk]]
                                         [--worst] [--family 4|6]
 
 For IPv4 and IPv6 separately: the full real table (../shared/data/routes/
@@ -39,7 +40,9 @@ the modelled chip keeps the preset's 8 MB SRAM channels), through PoptrieRouteMa
 `--structure 16-8-8` lpm.mbl's tries (their modelled chip on 64 MB channels, the HRM's
 maximum, which only they need); `both`, each.
 `--bands` instead runs bench/update_bands.py: updates/s per prefix-length band beside
-DPDK's rte_lpm / rte_lpm6 on the same prefixes; `--worst` the slowest single updates.
+DPDK's rte_lpm / rte_lpm6 on the same prefixes, each side and family in a fresh process of
+its own, --band-runs times, medians and ranges (`fair_bands`); `--worst` the slowest
+single updates.
 `--family 4` or `6` measures that family's table only (the other is not loaded).
 """
 
@@ -47,11 +50,17 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
+import functools
 import ipaddress
+import json
+import pickle
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +69,7 @@ from typing import Any
 
 import numpy as np
 
+from npkit.bench.lpm_dpdk import BANDS
 from npkit.bench.update_bands import (
     WORST_UP_TO,
     BandResult,
@@ -68,7 +78,6 @@ from npkit.bench.update_bands import (
     dpdk_bands,
     npkit_bands,
     percentiles,
-    report_bands,
     worst_updates,
 )
 from npkit.runtime.lpm import IPV4, IPV6
@@ -415,19 +424,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--band-updates", type=int, default=2_000,
                         help="table prefixes per band, each deleted and added back")
     parser.add_argument("--no-dpdk", action="store_true", help="--bands without DPDK")
+    parser.add_argument("--band-runs", type=int, default=3,
+                        help="--bands: runs, each side and family in a fresh process "
+                             "(default 3; medians and the range are reported)")
+    parser.add_argument("--band-worker", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worst", action="store_true",
                         help="the slowest single updates: every short table prefix (IPv4 up "
                              "to /12, IPv6 to /20) deleted and added back, min of 3 tries")
     parser.add_argument("--family", type=int, choices=(4, 6), default=None,
                         help="one family's table only (default: both)")
     args = parser.parse_args(argv)
+    if args.band_worker is not None:  # one side of --bands, started by fair_bands
+        return band_worker(args.band_worker)
     if args.batch is None:
         args.batch = BAND_BATCH if args.bands else MIX_BATCH
     if not args.table.is_file():
         print(f"error: no route table at {args.table} (pass --table)", file=sys.stderr)
         return 1
-    if min(args.updates, args.batch, args.runs) < 1:
-        print("error: --updates, --batch and --runs must be at least 1", file=sys.stderr)
+    if min(args.updates, args.batch, args.runs, args.band_runs) < 1:
+        print("error: --updates, --batch, --runs and --band-runs must be at least 1",
+              file=sys.stderr)
         return 1
     routes = read_routes(args.table)
     v4 = routes.v4 if args.family in (None, 4) else {}
@@ -468,26 +484,129 @@ def prefix_text(family: int, prefix: Prefix) -> str:
 
 def bands(v4: dict[Prefix, int], v6: dict[Prefix, int], structures: tuple[str, ...],
           args: argparse.Namespace) -> int:
-    """The per-band comparison (bench/update_bands.py): DPDK first, then each structure."""
+    """The per-band comparison (bench/update_bands.py), each side and family in fresh
+    processes (`fair_bands`), then the medians over the runs (`report_band_runs`)."""
     picked = {4: band_samples(v4, 4, args.band_updates, args.seed),
               6: band_samples(v6, 6, args.band_updates, args.seed + 1)}
-    results: list[BandResult] = []
-    builds: dict[int, float] = {}
-    if not args.no_dpdk:
-        results, builds = dpdk_bands(v4, v6, picked[4], picked[6])
-    for structure in structures:
-        for family, table in ((4, v4), (6, v6)):
-            if not table:
-                continue
-            mgr, _ = load(family, table, log=False, structure=structure)
-            results += npkit_bands(mgr, structure, table, family, picked[family], args.batch)
-            if mgr.routes(family) != table:  # type: ignore[arg-type]
-                print(f"error: the {structure} IPv{family} table differs after the bands",
-                      file=sys.stderr)
-                return 1
-            del mgr
-    report_bands(results, builds, args.batch)
+    tables = {family: table for family, table in ((4, v4), (6, v6)) if table}
+    results, builds = fair_bands(tables, picked, structures, args.batch, args.band_runs,
+                                 not args.no_dpdk)
+    report_band_runs(results, builds, args.batch, args.band_runs)
     return 0
+
+
+def fair_bands(tables: dict[int, dict[Prefix, int]], picked: dict[int, dict[Prefix, int]],
+               structures: tuple[str, ...], batch: int, runs: int, dpdk: bool = True
+               ) -> tuple[list[BandResult], dict[int, list[float]]]:
+    """`runs` rounds; in each, per family, DPDK (its C program on that family's table only)
+    and each structure's manager (`band_worker`: a new Python process that loads only that
+    family's table) measure the same sampled prefixes in the same order, each in a process
+    of its own, so no figure depends on what another measurement built before it.  The
+    sides take turns going first from round to round.  Returns every row (`run` set) and
+    DPDK's build seconds per family."""
+    results: list[BandResult] = []
+    builds: dict[int, list[float]] = {}
+    for run in range(runs):
+        for family, table in tables.items():
+            sides: list[Callable[[], list[BandResult]]] = [
+                functools.partial(_worker_rows, family, table, picked[family], s, batch)
+                for s in structures]
+            if dpdk:
+                sides.insert(0, functools.partial(_dpdk_rows, family, table, picked[family],
+                                                  builds))
+            if run % 2:
+                sides.reverse()
+            for side in sides:
+                results += [dataclasses.replace(r, run=run) for r in side()]
+    return results, builds
+
+
+def _dpdk_rows(family: int, table: dict[Prefix, int], picked: dict[Prefix, int],
+               builds: dict[int, list[float]]) -> list[BandResult]:
+    rows, built = (dpdk_bands(table, {}, picked, {}) if family == 4
+                   else dpdk_bands({}, table, {}, picked))
+    builds.setdefault(family, []).append(built[family])
+    return rows
+
+
+def _worker_rows(family: int, table: dict[Prefix, int], picked: dict[Prefix, int],
+                 structure: str, batch: int) -> list[BandResult]:
+    """One `band_worker` process's rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.pickle"
+        job.write_bytes(pickle.dumps((family, table, picked, structure, batch)))
+        run = subprocess.run([sys.executable, "-m", "npkit.bench.route_updates",
+                              "--band-worker", str(job)], capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"the IPv{family} {structure} band worker failed "
+                           f"(exit {run.returncode}): {run.stderr.strip()}")
+    return [BandResult(**json.loads(line[len("ROW "):]))
+            for line in run.stdout.splitlines() if line.startswith("ROW ")]
+
+
+def band_worker(job: Path) -> int:
+    """The process `fair_bands` starts per structure and family: load that family's table
+    into a new manager, measure the bands (npkit_bands), print one `ROW {json}` per band."""
+    family, table, picked, structure, batch = pickle.loads(job.read_bytes())
+    mgr, _ = load(family, table, log=False, structure=structure)
+    rows = npkit_bands(mgr, structure, table, family, picked, batch)
+    if mgr.routes(family) != table:
+        print(f"error: the {structure} IPv{family} table differs after the bands",
+              file=sys.stderr)
+        return 1
+    for row in rows:
+        print("ROW " + json.dumps(dataclasses.asdict(row)))
+    return 0
+
+
+def report_band_runs(results: list[BandResult], builds: dict[int, list[float]], batch: int,
+                     runs: int) -> None:
+    """Per band and side the median over the runs (and the lowest and highest run) of the
+    CPU-time rates; beside DPDK the median of the runs' ratios (each run's npkit figure over
+    the same run's DPDK figure) and their range."""
+    print("route updates per prefix-length band: each sampled table prefix deleted, then "
+          "added back (2 updates), the same prefixes in the same order on every side")
+    print(f"each side and family measured in a fresh process of its own, {runs} runs "
+          "(sides alternate which goes first); figures are medians over the runs "
+          "[lowest-highest run]; rates per CPU second of the process (wall in brackets); "
+          f"batched = mgr.apply (Poptrie: apply_columns) of {batch:,}; latency of one "
+          "update, wall time, us (medians over the runs)")
+    for family, seconds in sorted(builds.items()):
+        print(f"  (DPDK full-table build, IPv{family}: "
+              f"{', '.join(f'{s:.1f}' for s in seconds)} s)")
+    median = statistics.median
+    groups: dict[tuple[int, int, str], list[BandResult]] = {}
+    for r in results:
+        groups.setdefault((r.family, r.band, r.side), []).append(r)
+    print(f"{'band':<13} {'side':<9} {'runs':>4} {'per call /s':>27} {'(wall /s)':>11} "
+          f"{'batched /s':>27} {'vs DPDK, per call':>25} {'batched':>20} {'p50':>6} "
+          f"{'p99':>6} {'max':>7}")
+
+    def spread(values: list[float]) -> str:
+        return f"{median(values):,.0f} [{min(values):,.0f}-{max(values):,.0f}]"
+
+    def ratios(values: list[float]) -> str:
+        return f"{median(values):.2f}x [{min(values):.2f}-{max(values):.2f}]"
+
+    def dpdk_side(family: int) -> str:
+        return "rte_lpm" if family == 4 else "rte_lpm6"
+
+    for (family, band, side), rows in sorted(
+            groups.items(), key=lambda kv: (*kv[0][:2], kv[0][2] != dpdk_side(kv[0][0]))):
+        low, high = BANDS[family][band]
+        dpdk = {r.run: r for r in groups.get((family, band, dpdk_side(family)), [])}
+        paired = [(r, dpdk[r.run]) for r in rows if r.run in dpdk and r.side != dpdk[r.run].side]
+        vs_call = ratios([r.cpu_rate / d.cpu_rate for r, d in paired]) if paired else ""
+        vs_batch = (ratios([r.batched_cpu_rate / d.cpu_rate for r, d in paired])
+                    if paired else "")
+        print(f"{f'IPv{family} /{low}-/{high}':<13} {side:<9} {len(rows):>4} "
+              f"{spread([r.cpu_rate for r in rows]):>27} "
+              f"{f'({median([r.wall_rate for r in rows]):,.0f})':>11} "
+              f"{spread([r.batched_cpu_rate for r in rows]):>27} {vs_call:>25} "
+              f"{vs_batch:>20} {median([r.p50_us for r in rows]):>6.2f} "
+              f"{median([r.p99_us for r in rows]):>6.1f} "
+              f"{median([r.max_us for r in rows]):>7.1f}")
+    print("DPDK has no batch call: its batched column repeats its per-call rate")
 
 
 if __name__ == "__main__":

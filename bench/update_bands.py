@@ -1,7 +1,8 @@
 """Route updates per prefix-length band, npkit beside DPDK's rte_lpm / rte_lpm6 (issue 19).
 
     python -m npkit.bench.route_updates --bands [--band-updates 2000] [--batch 1000]
-                                        [--structure 16-8-8|poptrie|both] [--no-dpdk]
+                                        [--structure 16-8-8|poptrie|both] [--band-runs 3]
+                                        [--no-dpdk]
 
 Per family, up to --band-updates prefixes of the real table are sampled per band (IPv4
 /0-/15, /16-/24, /25-/32; IPv6 /0-/31, /32-/48, /49-/128; bench/lpm_dpdk.py's BANDS), and
@@ -26,12 +27,25 @@ clock calls; and from a second pass, each update timed on its own, the single-up
 latency distribution (median, p99, p99.9, max of wall time).  On a loaded
 box the tail is mostly the scheduler: a time slice taken away in the middle of one update
 shows up as that update's time (Linux CFS slices are a few ms).  DPDK has no batch call,
-so its "batched" column repeats the per-call rate.  A benchmark, not a test.
+so its "batched" column repeats the per-call rate.  Each row also carries a digest of the
+prefixes it measured, in order (`prefix_digest`; the DPDK program computes the same over
+its records), and the process id that measured it.
+
+How it is run (route_updates.fair_bands, since 2026-11-28): every side and family in a
+fresh process of its own -- DPDK's program given one family's table, and per structure a
+new Python process (`route_updates.py --band-worker`) that loads only that family's table
+-- repeated --band-runs times (the sides taking turns going first), and the medians over
+the runs reported with the lowest and highest run and the per-run ratio to DPDK.  Before,
+one process measured the IPv4 bands and then the IPv6 ones on both sides, and the IPv6
+figures moved with what the IPv4 runs had built (rte_lpm's 64 MB table, the 900 K-route
+trie): 0.88-0.91x rte_lpm6 in the full run against 1.63-1.71x with IPv6 alone (09:31-09:34
+UTC on 28 Nov, docs/performance.md).  A benchmark, not a test.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import random
 import subprocess
 import tempfile
@@ -47,6 +61,7 @@ from npkit.runtime.route_manager import RouteUpdate, update_columns
 Prefix = tuple[int, int]
 
 C_SOURCE = C_HEADERS + r"""
+#include <unistd.h>
 
 static double clock_of(clockid_t id) {
   struct timespec t;
@@ -59,13 +74,36 @@ static void check(int status, const char *what) {
   if (status < 0) { fprintf(stderr, "%s failed\n", what); exit(1); }
 }
 """ + C_FILES_AND_RECORDS + r"""
-/* One line per band: BAND family band count cpu_seconds wall_seconds p50 p99 p999 max (us) */
-static void report(int family, int band, double *t, size_t n, double c, double w) {
+/* FNV-1a (64 bit) over the band's prefixes in the order measured: per prefix its address
+   bytes, most significant first, then its length (update_bands.prefix_digest). */
+static uint64_t fnv(uint64_t h, uint8_t byte) { return (h ^ byte) * 0x100000001b3ULL; }
+static uint64_t digest4(const struct r4 *u, size_t n, int band) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) {
+    if (u[i].band != band) continue;
+    for (int s = 24; s >= 0; s -= 8) h = fnv(h, (uint8_t)(u[i].ip >> s));
+    h = fnv(h, u[i].len);
+  }
+  return h;
+}
+static uint64_t digest6(const struct r6 *u, size_t n, int band) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) {
+    if (u[i].band != band) continue;
+    for (int b = 0; b < 16; b++) h = fnv(h, u[i].ip[b]);
+    h = fnv(h, u[i].len);
+  }
+  return h;
+}
+/* One line per band: BAND family band count cpu_seconds wall_seconds p50 p99 p999 max (us)
+   digest pid */
+static void report(int family, int band, double *t, size_t n, double c, double w,
+                   uint64_t digest) {
   if (!n) return;
   qsort(t, n, sizeof *t, cmp);
-  printf("BAND %d %d %zu %.6f %.6f %.3f %.3f %.3f %.3f\n", family, band, n, c, w,
+  printf("BAND %d %d %zu %.6f %.6f %.3f %.3f %.3f %.3f %016llx %ld\n", family, band, n, c, w,
          t[n / 2] * 1e6, t[(size_t)(n * 0.99)] * 1e6, t[(size_t)(n * 0.999)] * 1e6,
-         t[n - 1] * 1e6);
+         t[n - 1] * 1e6, (unsigned long long)digest, (long)getpid());
   fflush(stdout);
 }
 
@@ -110,7 +148,7 @@ int main(int argc, char **argv) {
         t[n++] = m - a;
         t[n++] = e - m;
       }
-      report(4, band, t, n, c, w);
+      report(4, band, t, n, c, w, digest4(upd4, u4, band));
     }
     rte_lpm_free(lpm);
   }
@@ -143,7 +181,7 @@ int main(int argc, char **argv) {
         t[n++] = m - a;
         t[n++] = e - m;
       }
-      report(6, band, t, n, c, w);
+      report(6, band, t, n, c, w, digest6(upd6, u6, band));
     }
   }
   return 0;
@@ -166,6 +204,23 @@ class BandResult:
     p99_us: float
     p999_us: float
     max_us: float
+    digest: str = ""  # prefix_digest of the band's prefixes as this side measured them
+    pid: int = 0  # the process that measured them
+    run: int = 0  # which of the fresh-process runs (fair_bands)
+
+
+FNV_OFFSET, FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+
+
+def prefix_digest(family: int, prefixes: list[Prefix]) -> str:
+    """FNV-1a (64 bit) over the prefixes in order: per prefix its address bytes, most
+    significant first, then its length -- what the DPDK program computes over the records it
+    measured (digest4 / digest6), so the two sides' rows can be compared."""
+    h = FNV_OFFSET
+    for value, length in prefixes:
+        for byte in value.to_bytes(4 if family == 4 else 16, "big") + bytes([length]):
+            h = ((h ^ byte) * FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def batches(mgr: Any, updates: list[RouteUpdate], batch: int) -> list[Callable[[], int]]:
@@ -234,7 +289,8 @@ def npkit_bands(mgr, side: str, table: dict[Prefix, int], family: int,
             reclaim()
         batched = time.process_time() - c0
         out.append(BandResult(side, family, band, len(times), len(times) / cpu,
-                              len(times) / wall, 2 * len(keys) / batched, *percentiles(times)))
+                              len(times) / wall, 2 * len(keys) / batched, *percentiles(times),
+                              prefix_digest(family, keys), os.getpid()))
     return out
 
 
@@ -268,7 +324,7 @@ def dpdk_bands(v4: dict[Prefix, int], v6: dict[Prefix, int], up4: dict[Prefix, i
             p50, p99, p999, worst = map(float, words[6:10])
             side = "rte_lpm" if family == 4 else "rte_lpm6"
             results.append(BandResult(side, family, band, n, n / cpu, n / wall, n / cpu,
-                                      p50, p99, p999, worst))
+                                      p50, p99, p999, worst, words[10], int(words[11])))
     return results, builds
 
 
@@ -304,20 +360,3 @@ def worst_updates(mgr, table: dict[Prefix, int], family: int, tries: int = 3,
                     mgr.reclaim()
             out.append((best / 1e3, op, (value, length)))
     return sorted(out)[-show:]
-
-
-def report_bands(results: list[BandResult], builds: dict[int, float], batch: int) -> None:
-    print("route updates per prefix-length band: each sampled table prefix deleted, then "
-          "added back (2 updates); rates per CPU second of the process (wall in brackets); "
-          f"batched = mgr.apply (Poptrie: apply_columns) of {batch:,}, same order; latency "
-          "of one update, wall time, us")
-    for family, seconds in sorted(builds.items()):
-        print(f"  (DPDK full-table build, IPv{family}: {seconds:.1f} s)")
-    print(f"{'band':<13} {'side':<16} {'updates':>7} {'per call /s':>12} {'(wall /s)':>11} "
-          f"{'batched /s':>11} {'p50':>7} {'p99':>7} {'p99.9':>8} {'max':>9}")
-    order = {r.side: i for i, r in enumerate(results)}
-    for r in sorted(results, key=lambda r: (r.family, r.band, order[r.side])):
-        low, high = BANDS[r.family][r.band]
-        print(f"IPv{r.family} /{low}-/{high:<5} {r.side:<16} {r.updates:>7,} "
-              f"{r.cpu_rate:>12,.0f} {f'({r.wall_rate:,.0f})':>11} {r.batched_cpu_rate:>11,.0f} "
-              f"{r.p50_us:>7.2f} {r.p99_us:>7.1f} {r.p999_us:>8.1f} {r.max_us:>9.1f}")

@@ -225,6 +225,10 @@ void Trie::add(u128 value, int length, int64_t next_hop) {
 
 std::optional<uint32_t> Trie::route(u128 value, int length) const {
   check_prefix(value, length);
+  return route_checked(value, length);
+}
+
+std::optional<uint32_t> Trie::route_checked(u128 value, int length) const {
   const size_t found = routes_.find(align(value), length);
   if (found == RouteMap::kNone) return std::nullopt;
   return routes_.entry(found).next_hop;

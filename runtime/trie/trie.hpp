@@ -187,6 +187,15 @@ class Trie : public WorkRecord<TrieCounters> {
   // a bad prefix or next hop, a missing route, or a full memory.
   void add(u128 value, int length, int64_t next_hop);
   void remove(u128 value, int length);
+  // The same, and route(), for a prefix and next hop the caller has already checked (what
+  // check_prefix and add's next-hop check require holds): the Poptrie updater's calls,
+  // whose Python prefix was checked once on entry (module.cpp, PyPoptrie::prefix), so the
+  // three checks per update are not repeated.
+  void add_checked(u128 value, int length, uint32_t next_hop) {
+    add_aligned(align(value), length, next_hop);
+  }
+  void remove_checked(u128 value, int length) { remove_aligned(align(value), length); }
+  std::optional<uint32_t> route_checked(u128 value, int length) const;
   // Make the routes exactly `routes` by single updates (adds and replaces, shortest first,
   // then deletes, longest first), each safe for concurrent lookups; returns how many.
   // Everything is validated before the first write.
