@@ -37,11 +37,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from npkit.base.errors import NpkitError
 from npkit.link.manifest import Manifest, parse_manifest
 from npkit.link.platform import platform_names
 from npkit.sim.chip import Chip, _tx_frame_maker
 from npkit.sim.config import ChipConfig, ConfigError, Port
+from npkit.sim.frames import PackedFrames
 from npkit.sim.packets import RxFrame, Sink, Source, TxFrame
 
 from .loader import LoadedRun, build_from_manifest
@@ -550,54 +553,67 @@ class _Collector:
 @dataclass
 class _Columns:
     """A sink the System attaches to a chip port whose frames leave the system (an
-    external port, or a transmit side leading nowhere): the chip hands it the frames as
-    columns (``Chip._drain_tx``: ``write_columns``), no ``TxFrame`` each; emptied after
-    every step.  ``delay``: cycles added to every first and last bit (an external port's
-    framer), here, on the thread that runs the chip, not at the exchange."""
+    external port, or a transmit side leading nowhere): the chip hands it the frames
+    packed (``Chip._drain_tx``: ``write_packed``, int64 arrays and ``PackedFrames``), no
+    Python object per frame; emptied after every step.  ``delay``: cycles added to every
+    first and last bit (an external port's framer), here, on the thread that runs the
+    chip, not at the exchange.  ``take`` gives the frames as (firsts, lasts, frames)."""
 
     delay: int = 0
-    firsts: list[int] = field(default_factory=list)
-    lasts: list[int] = field(default_factory=list)
-    datas: list[bytes] = field(default_factory=list)
+    # the chunks written since the last take: (firsts, lasts, frames), the delay added
+    chunks: list[tuple[np.ndarray, np.ndarray, PackedFrames]] = field(default_factory=list)
     marks: list[int] = field(default_factory=list)  # ends of the steps (System.run_steps)
+
+    def write_packed(self, port: int, firsts: np.ndarray, lasts: np.ndarray,
+                     frames: PackedFrames) -> None:
+        if self.delay:
+            firsts, lasts = firsts + self.delay, lasts + self.delay
+        self.chunks.append((firsts, lasts, frames))
 
     def write_columns(self, port: int, firsts: list[int], lasts: list[int],
                       datas: list[bytes]) -> None:
-        if self.delay:
-            delay = self.delay
-            firsts = [first + delay for first in firsts]
-            lasts = [last + delay for last in lasts]
-        self.firsts += firsts
-        self.lasts += lasts
-        self.datas += datas
+        if firsts:
+            self.write_packed(port, np.asarray(firsts, dtype=np.int64),
+                              np.asarray(lasts, dtype=np.int64), PackedFrames.from_list(datas))
 
     def write(self, frame: TxFrame) -> None:
-        self.firsts.append(frame.first_bit_cycle + self.delay)
-        self.lasts.append(frame.last_bit_cycle + self.delay)
-        self.datas.append(frame.data)
+        self.write_columns(frame.port, [frame.first_bit_cycle], [frame.last_bit_cycle],
+                           [frame.data])
 
     def close(self) -> None:
         pass
 
-    def take(self) -> tuple[list[int], list[int], list[bytes]]:
-        out = self.firsts, self.lasts, self.datas
-        self.firsts, self.lasts, self.datas = [], [], []
+    def take(self) -> tuple[np.ndarray, np.ndarray, PackedFrames]:
+        out = _joined(self.chunks)
+        self.chunks = []
         return out
 
     def mark(self) -> None:
         """A step ends here (its chip's thread calls it after each step of run_steps)."""
-        self.marks.append(len(self.firsts))
+        self.marks.append(len(self.chunks))
 
-    def take_steps(self) -> list[tuple[list[int], list[int], list[bytes]]]:
+    def take_steps(self) -> list[tuple[np.ndarray, np.ndarray, PackedFrames]]:
         """The frames since the last take, one part per marked step."""
-        firsts, lasts, datas = self.take()
+        chunks, self.chunks = self.chunks, []
         parts, start = [], 0
         for end in self.marks:
-            parts.append((firsts[start:end], lasts[start:end], datas[start:end]))
+            parts.append(_joined(chunks[start:end]))
             start = end
-        assert start == len(firsts), "frames after the last step's mark"
+        assert start == len(chunks), "frames after the last step's mark"
         self.marks = []
         return parts
+
+
+def _joined(chunks: Sequence[tuple[np.ndarray, np.ndarray, PackedFrames]]
+            ) -> tuple[np.ndarray, np.ndarray, PackedFrames]:
+    """Chunks of (firsts, lasts, frames) as one."""
+    if len(chunks) == 1:
+        return chunks[0]
+    if not chunks:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, PackedFrames.concat([])
+    return (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]),
+            PackedFrames.concat([c[2] for c in chunks]))
 
 
 @dataclass
@@ -1108,19 +1124,24 @@ class System:
                 ports = link.receiver.counters()["ports"]
                 link.release(self.now, int(ports[link.spec.dst.port]["rbuf_elements_in_use"]))
 
-    def _hand_on(self, port: ExternalPort, firsts: list[int], lasts: list[int],
-                 datas: list[bytes]) -> None:
+    def _hand_on(self, port: ExternalPort, firsts: np.ndarray, lasts: np.ndarray,
+                 datas: PackedFrames) -> None:
         """External port ``port``'s frames out (the framer's delay added) to its sink."""
         self.port_counters[port.name].frames_out += len(firsts)
         sink = self._sinks.get(port.name)
         if sink is None:
             return
         index = self.spec.ports.index(port)
-        if hasattr(sink, "write_columns"):  # the lab's AnalysisSink: no TxFrame each
-            sink.write_columns(index, firsts, lasts, datas)
+        if not len(firsts):
+            return
+        if hasattr(sink, "write_packed"):  # the lab's AnalysisSink: no Python per frame
+            sink.write_packed(index, firsts, lasts, datas)
+            return
+        if hasattr(sink, "write_columns"):
+            sink.write_columns(index, firsts.tolist(), lasts.tolist(), list(datas))
             return
         write, make, clock = sink.write, self._make_tx_frame, self.clock_hz
-        for first, last, data in zip(firsts, lasts, datas, strict=True):
+        for first, last, data in zip(firsts.tolist(), lasts.tolist(), datas, strict=True):
             write(make(index, first, last, data, round(last * 1e9 / clock)))
 
     # ---- counters

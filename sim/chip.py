@@ -13,7 +13,7 @@ import importlib
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +24,7 @@ import numpy as np
 from npkit.base.errors import NpkitError
 
 from .config import ChipConfig, ConfigError
+from .frames import PackedFrames
 from .packet_trace import FrameLog, Selection
 from .packets import RxFrame, Sink, Source, TxFrame
 from .trace import Span, spans_from_core, write_trace
@@ -513,11 +514,20 @@ class Chip:
         finally:  # the frames taken from the source go in even when the source then fails
             self._queue_frames(port, feed, datas, dues)
 
-    def offer_frames(self, port: int, datas: list[bytes], dues: list[int]) -> None:
+    def offer_frames(self, port: int, datas: Sequence[bytes],
+                     dues: Sequence[int] | np.ndarray) -> None:
         """Frames that reach ``port``'s receive side no earlier than the cycles ``dues``
         (in order; -1: at once), besides any attached source -- e.g. frames another chip
-        sent over a link (npkit.runtime.system)."""
-        self._core.add_rx_frames(port, datas, dues)
+        sent over a link (npkit.runtime.system).  ``datas``: a list of bytes, or
+        ``PackedFrames`` (npkit.sim.frames: one buffer, copied into the core without a
+        Python object per frame and without the GIL)."""
+        if isinstance(datas, PackedFrames):
+            self._core.add_rx_packed(port, datas.data, datas.offsets,
+                                     np.ascontiguousarray(dues, dtype=np.int64))
+            return
+        if isinstance(dues, np.ndarray):
+            dues = dues.tolist()
+        self._core.add_rx_frames(port, list(datas), list(dues))
 
     def _queue_frames(self, port: int, feed: _PortFeed, datas: list[bytes],
                       dues: list[int]) -> None:
@@ -537,6 +547,9 @@ class Chip:
         feed.fed += len(datas)
 
     def _drain_tx(self) -> int:
+        sinks = self._sinks
+        if sinks and all(hasattr(sink, "write_packed") for sink in sinks.values()):
+            return self._drain_tx_packed()
         ports, firsts, lasts, datas = self._core.take_tx_columns()
         if not ports:
             return 0
@@ -570,6 +583,33 @@ class Chip:
                     if sink is not None:
                         sink.write(make(port, first, last, data, round(last * 1e9 / clock)))
         return len(ports)
+
+    def _drain_tx_packed(self) -> int:
+        """``_drain_tx`` when every sink takes packed frames (``write_packed(port, firsts,
+        lasts, frames)``: int64 arrays and ``PackedFrames``, runtime.system's): no Python
+        object per frame, a port's frames in order."""
+        ports, firsts, lasts, data, offsets = self._core.take_tx_packed()
+        total = len(ports)
+        if not total:
+            return 0
+        frames = PackedFrames(data, offsets)
+        counts = np.bincount(ports)
+        seen, first = np.unique(ports, return_index=True)  # in order of first frame out,
+        present = seen[np.argsort(first)].tolist()  # as _drain_tx's Counter
+        per_port = self._tx.per_port
+        for port in present:
+            per_port[port] = per_port.get(port, 0) + int(counts[port])
+        self._tx.total += total
+        for port in present:
+            sink = self._sinks.get(port)
+            if sink is None:
+                continue
+            if len(present) == 1:
+                sink.write_packed(port, firsts, lasts, frames)
+            else:
+                mine = np.flatnonzero(ports == port)
+                sink.write_packed(port, firsts[mine], lasts[mine], frames.take(mine))
+        return total
 
     def _next_feed_cycle(self) -> int | None:
         """The cycle before which no source has anything more to feed, when every

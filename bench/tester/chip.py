@@ -19,9 +19,8 @@ the frames themselves only when asked: ``keep=True``).  The report is the one
 
 from __future__ import annotations
 
-import bisect
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -35,6 +34,7 @@ from npkit.bench.tester.generator import Traffic, check_streams
 from npkit.bench.tester.media import PS_PER_S, PortModel
 from npkit.bench.tester.stream import Stream
 from npkit.bench.tester.tally import TrialTally
+from npkit.sim.frames import PackedFrames
 from npkit.sim.packets import ListSink, ListSource, RxFrame, TxFrame
 
 
@@ -101,12 +101,13 @@ def cycles_to_ps(cycles: Iterable[int], clock_hz: float) -> list[int]:
     return out
 
 
-def _cycles_to_ps_array(cycles: list[int], clock_hz: float) -> np.ndarray | None:
+def _cycles_to_ps_array(cycles: Sequence[int] | np.ndarray,
+                        clock_hz: float) -> np.ndarray | None:
     """``cycles_to_ps`` as an int64 array, when the integer arithmetic fits int64 (the
     ratio's terms and every cycle below 2**31, so that c * p < 2**62); else None."""
     ratio = PS_PER_S / Fraction(clock_hz)
     p, q = ratio.numerator, ratio.denominator
-    if not (cycles and p < 2**31 and q < 2**31):
+    if not (len(cycles) and p < 2**31 and q < 2**31):
         return None
     c = np.asarray(cycles, dtype=np.int64)
     if int(c.min()) < 0 or int(c.max()) >= 2**31:
@@ -165,9 +166,9 @@ class BatchFeed:
     exhausted: bool = False  # every frame offered
     generated: bool = False  # the generator has no more frames
     _batch: Batch | None = None
-    _dues: list[int] = field(default_factory=list)
+    _dues: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _next: int = 0
-    _queue: deque[tuple[Batch, list[int]]] = field(default_factory=deque)
+    _queue: deque[tuple[Batch, np.ndarray]] = field(default_factory=deque)
     _seen_cycle: int = -1  # send cycle (no delay) of the latest frame generated
 
     def _fetch(self) -> bool:
@@ -184,7 +185,7 @@ class BatchFeed:
         cycles = np.floor(seconds * self.clock_hz).astype(np.int64)
         if len(batch):
             self._seen_cycle = int(cycles[-1])
-        self._queue.append((batch, (cycles + self.delay_cycles).tolist()))
+        self._queue.append((batch, cycles + self.delay_cycles))  # int64, no list
         self.sent += len(batch)
         if self.model is not None and len(batch):
             self.last_bit_ps = max(self.last_bit_ps, int(batch.times_ps[-1]) +
@@ -214,8 +215,8 @@ class BatchFeed:
                 if not self._load():
                     break
             dues, start = self._dues, self._next
-            end = bisect.bisect_right(dues, cycle, lo=start)
-            if end > start:
+            end = start + int(np.searchsorted(dues[start:], cycle, side="right"))
+            if end > start:  # a generator batch's frames are packed: one buffer, no list
                 chip.offer_frames(self.port, self._batch.datas[start:end], dues[start:end])
                 offered += end - start
                 self._next = end
@@ -230,8 +231,10 @@ class AnalysisSink:
     until ``flush(now_cycle)`` hands those whose last bit is before ``now_cycle`` to the
     analysis (in order of last-bit time, then port, then arrival) and, when given, to the
     ``tally`` (per-port counts, IP bits, line use); per-port frame and byte counts are
-    kept, the frames only with ``keep``.  Frames come one by one (``write``) or as a
-    port's columns (``write_columns``: runtime.system, no ``TxFrame`` per frame)."""
+    kept, the frames only with ``keep``.  Frames come one by one (``write``), as a port's
+    columns (``write_columns``) or packed (``write_packed``: int64 arrays and
+    ``PackedFrames``, runtime.system's: no Python object per frame from the chip's core to
+    the analysis)."""
 
     analysis: FastAnalysis
     clock_hz: float
@@ -240,34 +243,25 @@ class AnalysisSink:
     bytes: dict[int, int] = field(default_factory=dict)  # port -> frame bytes out
     kept: list[RxRecord] = field(default_factory=list)
     tally: TrialTally | None = None
-    # port -> (last-bit cycles, frames) waiting, in arrival order
-    _waiting: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
-    # ports whose waiting last-bit cycles may not be in order (the others': a flush's
-    # frames are a prefix found by bisection, no pass over every frame waiting)
-    _unordered: set[int] = field(default_factory=set)
-
-    def _port(self, port: int) -> tuple[list[int], list[bytes]]:
-        waiting = self._waiting.get(port)
-        if waiting is None:
-            waiting = self._waiting[port] = ([], [])
-        return waiting
+    # port -> chunks of (last-bit cycles int64, frames) waiting, in arrival order
+    _waiting: dict[int, list[tuple[np.ndarray, PackedFrames]]] = field(default_factory=dict)
 
     def write(self, frame: TxFrame) -> None:
-        lasts, datas = self._port(frame.port)
-        if lasts and lasts[-1] > frame.last_bit_cycle:
-            self._unordered.add(frame.port)
-        lasts.append(frame.last_bit_cycle)
-        datas.append(frame.data)
+        self.write_columns(frame.port, [frame.first_bit_cycle], [frame.last_bit_cycle],
+                           [frame.data])
 
     def write_columns(self, port: int, firsts: list[int], lasts: list[int],
                       datas: list[bytes]) -> None:
         """``port``'s frames in order of arrival (first-bit cycles unused)."""
-        waiting = self._port(port)
-        if lasts and port not in self._unordered and not (
-                (not waiting[0] or waiting[0][-1] <= lasts[0]) and lasts == sorted(lasts)):
-            self._unordered.add(port)
-        waiting[0].extend(lasts)
-        waiting[1].extend(datas)
+        if len(lasts):
+            self._waiting.setdefault(port, []).append(
+                (np.asarray(lasts, dtype=np.int64), PackedFrames.from_list(datas)))
+
+    def write_packed(self, port: int, firsts: np.ndarray, lasts: np.ndarray,
+                     frames: PackedFrames) -> None:
+        """``port``'s frames in order of arrival, packed (first-bit cycles unused)."""
+        if len(lasts):
+            self._waiting.setdefault(port, []).append((lasts, frames))
 
     def close(self) -> None:
         pass
@@ -275,40 +269,45 @@ class AnalysisSink:
     @property
     def written(self) -> int:
         """Frames written so far, analysed or waiting."""
-        return sum(self.frames.values()) + sum(len(w[0]) for w in self._waiting.values())
+        return sum(self.frames.values()) + sum(len(lasts) for chunks in self._waiting.values()
+                                               for lasts, _ in chunks)
 
     def flush(self, now_cycle: int | None = None) -> int:
         """Analyse the frames out before ``now_cycle`` (None: all); how many."""
         runs: list[tuple[int, int]] = []  # (port, frames): the ports' runs, sorted by port
-        lasts: list[int] = []
-        datas: list[bytes] = []
+        lasts_parts: list[np.ndarray] = []
+        frames_parts: list[PackedFrames] = []
         for port in sorted(self._waiting):  # by port, each in arrival order
-            port_lasts, port_datas = self._waiting[port]
-            if port in self._unordered:
-                ready = _before(port_lasts, now_cycle)
-            else:  # in order: those before now_cycle are the first ones
-                ready = len(port_lasts) if now_cycle is None else \
-                    bisect.bisect_left(port_lasts, now_cycle)
-            if isinstance(ready, int):  # the first ``ready`` frames (the usual case)
-                self._waiting[port] = (port_lasts[ready:], port_datas[ready:])
-                port_lasts, port_datas = port_lasts[:ready], port_datas[:ready]
-            else:
-                assert now_cycle is not None
-                keep = [i for i, last in enumerate(port_lasts) if not last < now_cycle]
-                self._waiting[port] = ([port_lasts[i] for i in keep],
-                                       [port_datas[i] for i in keep])
-                port_lasts = [port_lasts[i] for i in ready]
-                port_datas = [port_datas[i] for i in ready]
-                left = self._waiting[port][0]
-                if left == sorted(left):
-                    self._unordered.discard(port)
-            if not port_lasts:
+            chunks = self._waiting[port]
+            if not chunks:
                 continue
-            runs.append((port, len(port_lasts)))
-            lasts += port_lasts
-            datas += port_datas
+            port_lasts = chunks[0][0] if len(chunks) == 1 else \
+                np.concatenate([lasts for lasts, _ in chunks])
+            port_frames = PackedFrames.concat([frames for _, frames in chunks])
+            if now_cycle is None:
+                ready = len(port_lasts)
+                is_prefix = True
+            else:
+                before = port_lasts < now_cycle
+                ready = int(np.count_nonzero(before))
+                is_prefix = bool(before[:ready].all())  # the first ``ready`` (the usual case)
+            if is_prefix:
+                left = (port_lasts[ready:], port_frames[ready:])
+                port_lasts, port_frames = port_lasts[:ready], port_frames[:ready]
+            else:  # the frames before now_cycle, and the rest, each in arrival order
+                taken, kept = np.flatnonzero(before), np.flatnonzero(~before)
+                left = (port_lasts[kept], port_frames.take(kept))
+                port_lasts, port_frames = port_lasts[taken], port_frames.take(taken)
+            self._waiting[port] = [left] if len(left[0]) else []
+            if not ready:
+                continue
+            runs.append((port, ready))
+            lasts_parts.append(port_lasts)
+            frames_parts.append(port_frames)
         if not runs:
             return 0
+        lasts = np.concatenate(lasts_parts)
+        datas = PackedFrames.concat(frames_parts)
         # numpy columns to the analysis and the tally (no list of ints each, converted back
         # element by element), unless the picoseconds need Python's integers
         times: Any = _cycles_to_ps_array(lasts, self.clock_hz)
@@ -318,13 +317,13 @@ class AnalysisSink:
             self.analysis.received_arrays(ports, times, datas)
         else:
             ports = [p for p, n in runs for _ in range(n)]
-            times = cycles_to_ps(lasts, self.clock_hz)
+            times = cycles_to_ps(lasts.tolist(), self.clock_hz)
             self.analysis.received(ports, times, datas)
         start = 0
-        for port, count in runs:  # one slice per port, no Python per frame
-            end = start + count
+        for (port, count), part in zip(runs, frames_parts, strict=True):
+            end = start + count  # one slice per port, no Python per frame
             self.frames[port] = self.frames.get(port, 0) + count
-            self.bytes[port] = self.bytes.get(port, 0) + sum(map(len, datas[start:end]))
+            self.bytes[port] = self.bytes.get(port, 0) + part.nbytes
             if self.tally is not None:
                 self.tally.add_received(port, times[start:end], datas[start:end])
             start = end
@@ -334,19 +333,6 @@ class AnalysisSink:
                               times.tolist() if isinstance(times, np.ndarray) else times,
                               datas, strict=True)]
         return len(datas)
-
-
-def _before(lasts: list[int], now_cycle: int | None) -> int | list[int]:
-    """Which of ``lasts`` are before ``now_cycle`` (None: all): a count when they are the
-    first ones (a port's frames leave in order: the usual case, found without Python per
-    frame), else their indices."""
-    if now_cycle is None:
-        return len(lasts)
-    k = bisect.bisect_left(lasts, now_cycle)
-    if (k == 0 or max(lasts[:k]) < now_cycle) and (k == len(lasts) or
-                                                   min(lasts[k:]) >= now_cycle):
-        return k
-    return [i for i, last in enumerate(lasts) if last < now_cycle]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import accumulate
@@ -42,6 +42,7 @@ from npkit.bench.tester.media import (
 )
 from npkit.bench.tester.packet import FILLER, mac_bytes, smallest_ip
 from npkit.bench.tester.stream import FixedDestinations, Stream
+from npkit.sim.frames import PackedFrames
 
 BATCH_FRAMES = 65_536  # frames per batch: ~3 MB of 40-byte frames, bounded whatever the run
 _TRANSPORT = {"auto": 0, "udp": 1, "raw": 2}
@@ -51,11 +52,12 @@ _LIMIT_BITS = 126  # the C++ schedule is unsigned 128-bit; keep a margin for the
 @dataclass(frozen=True)
 class Batch:
     """Consecutive frames of one port in sending order: send times (ps, first bit), the
-    frame bytes, and each frame's stream and sequence number."""
+    frame bytes (``port_batches``: packed in one buffer, ``npkit.sim.frames``; a list of
+    bytes also does), and each frame's stream and sequence number."""
 
     port: int
     times_ps: np.ndarray  # int64
-    datas: list[bytes]
+    datas: Sequence[bytes]  # PackedFrames or list[bytes]
     streams: np.ndarray  # int32
     seqs: np.ndarray  # int64
 
@@ -178,12 +180,14 @@ def port_generator(model: PortModel, streams: list[Stream]) -> Any | None:
 
 
 def port_batches(port: int, generator: Any, limit: int = BATCH_FRAMES) -> Iterator[Batch]:
-    """The port's frames in batches of at most ``limit``, until the streams end."""
+    """The port's frames in batches of at most ``limit``, until the streams end; the frames
+    packed in one buffer (``PackedFrames``: no ``bytes`` object per frame; the generator
+    builds them without the GIL)."""
     while True:
-        times, datas, ids, seqs = generator.take(limit)
-        if not datas:
+        times, data, offsets, ids, seqs = generator.take_packed(limit)
+        if not len(times):
             return
-        yield Batch(port, times, datas, ids, seqs)
+        yield Batch(port, times, PackedFrames(data, offsets), ids, seqs)
 
 
 def by_port(streams: Iterable[Stream]) -> dict[int, list[Stream]]:

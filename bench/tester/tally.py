@@ -33,6 +33,7 @@ from npkit.bench.tester.media import (
     PortModel,
 )
 from npkit.bench.tester.packet import split_link
+from npkit.sim.frames import PackedFrames
 
 IPV6_FIXED = 40  # an IPv6 packet's length is its payload length plus this header
 
@@ -104,7 +105,8 @@ class PortTally:
         """A batch of frames (times: send or last-bit, ps)."""
         if not len(datas):
             return
-        datas = datas if isinstance(datas, list) else list(datas)
+        if not isinstance(datas, list | PackedFrames):  # the C++ reads these two as they are
+            datas = list(datas)
         # one C++ pass (tally.cpp): ip_lengths' rule, per length its count and time span
         ip_bytes, until, short, rows = _fast.tally_batch(self.framing == "pos", times_ps,
                                                          datas, until_ps)

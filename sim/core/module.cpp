@@ -326,6 +326,73 @@ PYBIND11_MODULE(_core, m) {
              }
            },
            py::arg("port"), py::arg("frames"), py::arg("not_before_cycles"))
+      .def("add_rx_packed",
+           [](py::object self, int port,
+              const py::array_t<uint8_t, py::array::c_style>& data,
+              const py::array_t<int64_t, py::array::c_style>& offsets,
+              const py::array_t<int64_t, py::array::c_style>& not_before) {
+             // add_rx_frames with the frames packed in one buffer (npkit.sim.frames:
+             // frame k is data[offsets[k]:offsets[k + 1]]): no Python object per frame,
+             // and the copies into the core made without the GIL.  Every frame is checked
+             // before any is queued, so a bad frame leaves the port untouched.
+             Chip& chip = chip_of(self);
+             check_index(port, static_cast<int>(chip.config().media.ports.size()), "port");
+             if (data.ndim() != 1 || offsets.ndim() != 1 || not_before.ndim() != 1 ||
+                 offsets.size() < 1)
+               throw py::value_error("add_rx_packed: 1-d arrays, at least one offset");
+             const size_t n = static_cast<size_t>(offsets.size()) - 1;
+             if (static_cast<size_t>(not_before.size()) != n)
+               throw py::value_error("add_rx_packed: frames and not_before differ in length");
+             const uint8_t* d = data.data();
+             const int64_t* o = offsets.data();
+             const int64_t* due = not_before.data();
+             const int64_t size = static_cast<int64_t>(data.size());
+             for (size_t k = 0; k < n; ++k) {
+               if (o[k] < 0 || o[k + 1] > size || o[k + 1] < o[k])
+                 throw py::value_error("add_rx_packed: offsets outside the buffer or decreasing");
+               const int64_t length = o[k + 1] - o[k];
+               if (length < 1 || length > 0xFFFF)
+                 throw py::value_error("add_rx_frame: frame length must be 1..65535 bytes, got " +
+                                       std::to_string(length));
+             }
+             py::gil_scoped_release released;  // the arrays are the caller's, kept alive
+             for (size_t k = 0; k < n; ++k)
+               chip.add_rx_frame(port, std::vector<uint8_t>(d + o[k], d + o[k + 1]), due[k]);
+           },
+           py::arg("port"), py::arg("data"), py::arg("offsets"), py::arg("not_before_cycles"))
+      .def("take_tx_packed",
+           [](py::object self) {
+             // The transmitted frames as arrays: ports int32, first and last bit cycles
+             // int64, the frames packed in one uint8 buffer with int64 offsets (n + 1,
+             // npkit.sim.frames): no Python object per frame; packed without the GIL.
+             Chip& chip = chip_of(self);
+             std::vector<int32_t> ports;
+             std::vector<int64_t> first, last, offsets{0};
+             std::vector<uint8_t> data;
+             {
+               py::gil_scoped_release released;
+               std::vector<TxFrame> done = chip.media().take_tx();
+               ports.reserve(done.size());
+               first.reserve(done.size());
+               last.reserve(done.size());
+               offsets.reserve(done.size() + 1);
+               size_t bytes = 0;
+               for (const TxFrame& f : done) bytes += f.bytes.size();
+               data.reserve(bytes);
+               for (const TxFrame& f : done) {
+                 ports.push_back(f.port);
+                 first.push_back(static_cast<int64_t>(f.first_bit_cycle));
+                 last.push_back(static_cast<int64_t>(f.last_bit_cycle));
+                 data.insert(data.end(), f.bytes.begin(), f.bytes.end());
+                 offsets.push_back(static_cast<int64_t>(data.size()));
+               }
+             }
+             return py::make_tuple(py::array_t<int32_t>(ports.size(), ports.data()),
+                                   py::array_t<int64_t>(first.size(), first.data()),
+                                   py::array_t<int64_t>(last.size(), last.data()),
+                                   py::array_t<uint8_t>(data.size(), data.data()),
+                                   py::array_t<int64_t>(offsets.size(), offsets.data()));
+           })
       .def("take_tx_columns",
            [](py::object self) {
              // The transmitted frames as four parallel lists (port, first bit cycle, last bit

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from npkit.bench.tester.chip import AnalysisSink, cycles_to_ps
+from npkit.sim.frames import PackedFrames
 from npkit.sim.packets import TxFrame
 
 CLOCK = 1.4e9
@@ -39,13 +42,19 @@ def _frames(seed: int, ordered: bool | str) -> list[TxFrame]:
     return out
 
 
-def _run(frames, flushes, columns: bool):
+def _run(frames, flushes, columns: bool | str):
     recorder = Recorder()
     sink = AnalysisSink(recorder, CLOCK, keep=True)  # type: ignore[arg-type]
     # the frames arrive in three chunks, each flush after one
     chunks = [frames[:100], frames[100:200], frames[200:]]
     for chunk, now in zip(chunks, flushes[:3], strict=True):
-        if columns:
+        if columns == "packed":  # as runtime.system's collectors hand them (no bytes each)
+            for port in sorted({f.port for f in chunk}):
+                mine = [f for f in chunk if f.port == port]
+                sink.write_packed(port, np.array([f.first_bit_cycle for f in mine]),
+                                  np.array([f.last_bit_cycle for f in mine], dtype=np.int64),
+                                  PackedFrames.from_list([f.data for f in mine]))
+        elif columns:
             for port in sorted({f.port for f in chunk}):
                 mine = [f for f in chunk if f.port == port]
                 sink.write_columns(port, [f.first_bit_cycle for f in mine],
@@ -64,7 +73,7 @@ def test_columns_and_frames_flush_as_the_rule_says() -> None:
         flushes = [3000, 6000, 8000, None]
         want = _flat(_written_reference(frames, flushes))
         assert len(want[1]) >= 3  # frames were held back and flushed later
-        for columns in (False, True):
+        for columns in (False, True, "packed"):
             calls, sink = _run(frames, flushes, columns)
             assert sum(len(c[0]) for c in calls) == 300 == sink.written
             assert [r.data for r in sink.kept] == [d for c in calls for d in c[2]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import zlib
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ from npkit.bench.tester.destinations import BITS, lpm_prefix
 from npkit.bench.tester.generator import generate_python
 from npkit.bench.tester.media import port_model
 from npkit.runtime.routes import committed_histogram, generate_routes
+from npkit.sim.frames import PackedFrames
 
 US = 1_000_000  # ps
 
@@ -252,14 +254,23 @@ def test_fast_analysis_reports_what_the_python_analyzer_reports(kind: str, seed:
     assert faults > 0
 
 
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("kind,seed", [("ipv4-40", 11), ("mixed-imix", 12),
                                        ("ethernet-mix", 13)])
-def test_numpy_columns_give_the_python_analyzers_report(kind: str, seed: int,
+def test_numpy_columns_give_the_python_analyzers_report(kind: str, seed: int, packed: bool,
                                                         dests) -> None:
     """The analysis fed as the lab's streamed trials feed it -- each port's sent frames as
     a generator batch's numpy columns (``sent_batch`` -> ``add_sent_batch``), the received
     frames as numpy columns (``received_arrays``) -- reports what the
-    Python analyzer reports on the same records."""
+    Python analyzer reports on the same records.  ``packed``: the frames as
+    ``PackedFrames`` views (one buffer, no bytes each), as the generator and the chips
+    hand them."""
+    def frames(datas: list[bytes]) -> Any:
+        if not packed:
+            return datas
+        whole = PackedFrames.from_list([b"before", *datas, b"after"])  # a view inside
+        return whole[1:1 + len(datas)]
+
     streams, ports = streams_of(kind, dests)
     models = {p: port_model(k) for p, k in ports.items()}
     records = generate(streams, ports).records()
@@ -280,7 +291,7 @@ def test_numpy_columns_give_the_python_analyzers_report(kind: str, seed: int,
         half = len(mine) // 2  # two batches a port
         for part in (mine[:half], mine[half:]):
             fast.sent_batch(port, np.array([r.time_ps for r in part], dtype=np.int64),
-                            [r.data for r in part],
+                            frames([r.data for r in part]),
                             np.array([r.stream for r in part], dtype=np.int32),
                             np.array([r.seq for r in part], dtype=np.int64))
     # and the received ones in two calls, as a sink's flushes give them: every frame of
@@ -291,7 +302,7 @@ def test_numpy_columns_give_the_python_analyzers_report(kind: str, seed: int,
     for part in (rx[:cut], rx[cut:]):
         fast.received_arrays(np.array([r.port for r in part], dtype=np.int32),
                              np.array([r.time_ps for r in part], dtype=np.int64),
-                             [r.data for r in part])
+                             frames([r.data for r in part]))
     report = fast.report()
     assert report == slow
     assert report.total.sent == len(records) and report.errors > 0

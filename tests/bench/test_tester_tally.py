@@ -17,6 +17,7 @@ from npkit.bench.tester.chip import cycles_to_ps
 from npkit.bench.tester.media import PS_PER_S
 from npkit.bench.tester.tally import PortTally, TrialTally, ip_lengths
 from npkit.runtime.routes import committed_histogram, generate_routes
+from npkit.sim.frames import PackedFrames
 
 
 def _frames(framing: str, seed: int, count: int = 400) -> list[bytes]:
@@ -53,16 +54,20 @@ def test_ip_lengths_are_the_per_frame_rule(framing: str) -> None:
     assert ip_lengths(framing, []).tolist() == []
 
 
-def test_a_port_tally_gives_the_held_frames_line_use_and_counts() -> None:
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_port_tally_gives_the_held_frames_line_use_and_counts(packed: bool) -> None:
+    """``packed``: the batches as PackedFrames views (the lab's: one buffer, no bytes each;
+    the short and empty frames go through the Python rule read from the buffer)."""
     rng = random.Random(5)
     model = port_model("oc192pos")
     frames = _frames("pos", seed=9, count=300)
+    given = PackedFrames.from_list(frames) if packed else frames
     times = sorted(rng.randrange(10**9) for _ in frames)
     records = [RxRecord(1, t, d) for t, d in zip(times, frames, strict=True)]
     tally = PortTally("pos")
     end = times[len(times) // 2]
     for start in range(0, len(frames), 37):  # in batches, as a sink flushes them
-        tally.add(np.array(times[start:start + 37]), frames[start:start + 37], end)
+        tally.add(np.array(times[start:start + 37]), given[start:start + 37], end)
     assert tally.frames == len(frames)
     assert tally.ip_bits == _ip_bits("pos", frames)
     assert tally.until == sum(1 for t in times if t <= end)

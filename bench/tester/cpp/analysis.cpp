@@ -364,7 +364,7 @@ class PyAnalysis {
   }
 
   void add_sent(const std::vector<int>& ports, const std::vector<int64_t>& times,
-                const py::list& datas, const std::vector<int>& streams,
+                const py::object& datas, const std::vector<int>& streams,
                 const std::vector<int64_t>& seqs) {
     auto frames = frame_buffers(datas, ports.size());
     py::gil_scoped_release released;  // the frames' bytes are the caller's, kept alive
@@ -377,7 +377,7 @@ class PyAnalysis {
   // add_sent for one port's batch as the generator gives it (numpy columns: times int64,
   // streams int32, seqs int64): the same calls in the same order, without a Python list
   // per column and its conversion element by element
-  void add_sent_batch(int port, const Int64s& times, const py::list& datas,
+  void add_sent_batch(int port, const Int64s& times, const py::object& datas,
                       const Int32s& streams, const Int64s& seqs) {
     size_t n = static_cast<size_t>(py::len(datas));
     if (static_cast<size_t>(times.size()) != n || static_cast<size_t>(streams.size()) != n ||
@@ -395,12 +395,12 @@ class PyAnalysis {
 
   // received frames, analysed in order of (time, port, position in the batch)
   void add_received(const std::vector<int>& ports, const std::vector<int64_t>& times,
-                    const py::list& datas) {
+                    const py::object& datas) {
     received_in_order(ports.data(), times.data(), ports.size(), datas);
   }
 
   // add_received with numpy columns (ports int32, times int64)
-  void add_received_arrays(const Int32s& ports, const Int64s& times, const py::list& datas) {
+  void add_received_arrays(const Int32s& ports, const Int64s& times, const py::object& datas) {
     if (times.size() != ports.size())
       throw std::invalid_argument("add_received_arrays: as many times as ports");
     received_in_order(ports.data(), times.data(), static_cast<size_t>(ports.size()), datas);
@@ -408,7 +408,7 @@ class PyAnalysis {
 
  private:
   void received_in_order(const int* ports, const int64_t* times, size_t n,
-                         const py::list& datas) {
+                         const py::object& datas) {
     std::vector<size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {

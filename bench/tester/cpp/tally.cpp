@@ -36,7 +36,7 @@ struct Size {
 };
 
 py::tuple tally_batch(bool pos, py::array_t<int64_t, py::array::c_style | py::array::forcecast> times,
-                      const py::list& datas, py::object until) {
+                      const py::object& datas, py::object until) {
   size_t n = static_cast<size_t>(py::len(datas));
   if (static_cast<size_t>(times.size()) != n)
     throw std::invalid_argument("tally_batch: as many times as frames");
