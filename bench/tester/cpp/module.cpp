@@ -101,26 +101,7 @@ class PyPort {
     port_ = std::make_unique<tester::PortGen>(to_u128(denominator), std::move(streams));
   }
 
-  // Up to ``limit`` frames: (send times ps, frame bytes, stream ids, sequence numbers).
-  py::tuple take(size_t limit) {
-    std::vector<int64_t> times, seqs;
-    std::vector<int32_t> ids;
-    py::list datas;
-    tester::Frame frame;
-    std::vector<uint8_t> buffer(9216 + 64);
-    while (times.size() < limit && port_->next(frame)) {
-      size_t n = frame.stream->build(frame.planned, frame.time_ps, buffer.data());
-      datas.append(py::bytes(reinterpret_cast<const char*>(buffer.data()), n));
-      times.push_back(static_cast<int64_t>(frame.time_ps));
-      seqs.push_back(frame.planned.seq);
-      ids.push_back(static_cast<int32_t>(frame.stream->id()));
-    }
-    return py::make_tuple(py::array_t<int64_t>(times.size(), times.data()), datas,
-                          py::array_t<int32_t>(ids.size(), ids.data()),
-                          py::array_t<int64_t>(seqs.size(), seqs.data()));
-  }
-
-  // ``take`` with the frames packed in one buffer: (send times ps, frame bytes uint8,
+  // Up to ``limit`` frames, packed in one buffer: (send times ps, frame bytes uint8,
   // offsets int64 (n + 1), stream ids, sequence numbers); built without the GIL (no Python
   // object per frame), so another thread's Python runs meanwhile.
   py::tuple take_packed(size_t limit) {
@@ -157,7 +138,6 @@ PYBIND11_MODULE(_fast, m) {
   m.doc() = "The tester's per-frame work (generation, signatures) in C++.";
   py::class_<PyPort>(m, "PortGenerator")
       .def(py::init<const py::int_&, const py::list&, const py::bytes&>())
-      .def("take", &PyPort::take, py::arg("limit"))
       .def("take_packed", &PyPort::take_packed, py::arg("limit"));
   tester::bind_analyzer(m);
   tester::bind_analysis(m);
